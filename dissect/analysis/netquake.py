@@ -1,0 +1,227 @@
+"""NetQuake across packets: request/reply pairing, rule walks, player walks, servers seen."""
+
+from ..core import AnalysisRecord, Finding
+from ..core.bounded import BoundedDict
+from ..protocols.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
+                                  CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
+                                  CCREQ_SERVER_INFO, COMMANDS)
+from .common import Timing, annotate_response
+
+MAX_CONVERSATIONS = 4096
+MAX_SERVERS = 10000
+MAX_WALK_ITEMS = 256
+
+REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYER_INFO,
+            CCREP_RULE_INFO: CCREQ_RULE_INFO, CCREP_ACCEPT: CCREQ_CONNECT, CCREP_REJECT: CCREQ_CONNECT}
+
+
+def _endpoint(ip, port):
+    return f"[{ip}]:{port}" if ip and ":" in ip else f"{ip}:{port}"
+
+
+class _Walk:
+    """A rule walk or a player walk between one client and one server."""
+
+    def __init__(self, kind, client, server):
+        self.kind = kind
+        self.client = client
+        self.server = server
+        self.frames = []
+        self.items = []
+        self.requested = []
+        self.ended = False
+
+    def add_frame(self, number):
+        if len(self.frames) < MAX_WALK_ITEMS * 2:
+            self.frames.append(number)
+
+
+class _Conversation:
+    __slots__ = ("pending", "players_pending", "rule_walk", "player_walk", "last_rule", "current_players")
+
+    def __init__(self):
+        self.pending = {}          # request command -> (frame, ts, detail)
+        self.players_pending = {}  # player_number -> (frame, ts)
+        self.rule_walk = None
+        self.player_walk = None
+        self.last_rule = None
+        self.current_players = None
+
+
+class NetQuakeAnalyzer:
+    def __init__(self):
+        self.conversations = BoundedDict(MAX_CONVERSATIONS)
+        self.timings = {}
+        self.requests = 0
+        self.answered = 0
+        self.servers = BoundedDict(MAX_SERVERS)
+
+    def feed(self, record, msg, tree):
+        command = msg.data.get("command")
+        if command is None or record.src is None:
+            return []
+        if command in REPLY_TO:
+            return self._reply(record, msg, command, tree)
+        if command in COMMANDS:
+            return self._request(record, msg, command)
+        return []
+
+    # -- requests ---------------------------------------------------------------
+    def _request(self, record, msg, command):
+        client, server = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        out = []
+        conv = self._conversation((client, server), out)
+        self.requests += 1
+        if command == CCREQ_PLAYER_INFO:
+            number = msg.data.get("player_number")
+            conv.players_pending[number] = (record.number, record.ts)
+            walk = conv.player_walk
+            if walk is None or (number == 0 and walk.requested):
+                if walk is not None:
+                    out.append(self._conclude(walk))
+                walk = conv.player_walk = _Walk("player_walk", client, server)
+            if len(walk.requested) < MAX_WALK_ITEMS:
+                walk.requested.append(number)
+            walk.add_frame(record.number)
+        else:
+            conv.pending[command] = (record.number, record.ts, msg.data.get("rule"))
+        if command == CCREQ_RULE_INFO:
+            self._rule_request(record, msg, conv, client, server, out)
+        return out
+
+    def _rule_request(self, record, msg, conv, client, server, out):
+        rule = msg.data.get("rule")
+        if rule is None:
+            return
+        if rule == "":
+            if conv.rule_walk is not None:
+                out.append(self._conclude(conv.rule_walk))
+            conv.rule_walk = _Walk("rule_walk", client, server)
+        elif conv.last_rule is not None and rule != conv.last_rule:
+            msg.add_finding("netquake.walk_out_of_order", "note",
+                            f'rule request names "{rule}" but the last reply named "{conv.last_rule}" (spec: '
+                            f'"thereafter you send the name of the rule from the last response")', 5,
+                            len(rule) + 1)
+        if conv.rule_walk is not None:
+            conv.rule_walk.add_frame(record.number)
+
+    # -- replies ------------------------------------------------------------------
+    def _reply(self, record, msg, command, tree):
+        client, server = _endpoint(record.dst, record.dport), _endpoint(record.src, record.sport)
+        out = []
+        conv = self._conversation((client, server), out)
+        request = self._match(conv, msg, command)
+        if request is not None:
+            elapsed = annotate_response(record, msg, tree, request[0], request[1], "netquake")
+            self.answered += 1
+            self.timings.setdefault(COMMANDS[REPLY_TO[command]], Timing()).add(elapsed)
+        if command == CCREP_SERVER_INFO:
+            conv.current_players = msg.data.get("current_players")
+            self._server_seen(server, record, msg)
+        elif command == CCREP_RULE_INFO:
+            self._rule_reply(record, msg, conv, out)
+        elif command == CCREP_PLAYER_INFO:
+            self._player_reply(record, msg, conv, out)
+        return out
+
+    def _match(self, conv, msg, command):
+        if command == CCREP_PLAYER_INFO:
+            return conv.players_pending.pop(msg.data.get("player_number"), None)
+        return conv.pending.pop(REPLY_TO[command], None)
+
+    def _rule_reply(self, record, msg, conv, out):
+        walk = conv.rule_walk
+        if msg.data.get("end_of_rules"):
+            conv.last_rule = None
+            if walk is not None:
+                walk.add_frame(record.number)
+                walk.ended = True
+                out.append(self._conclude(walk))
+                conv.rule_walk = None
+            return
+        rule = msg.data.get("rule")
+        conv.last_rule = rule
+        if walk is not None and rule is not None:
+            walk.add_frame(record.number)
+            if len(walk.items) < MAX_WALK_ITEMS:
+                walk.items.append({"rule": rule, "value": msg.data.get("value")})
+
+    def _player_reply(self, record, msg, conv, out):
+        walk = conv.player_walk
+        if walk is None or "address" not in msg.data:
+            return
+        walk.add_frame(record.number)
+        if len(walk.items) < MAX_WALK_ITEMS:
+            walk.items.append({key: msg.data.get(key) for key in
+                               ("player_number", "name", "colors", "frags", "connect_time", "address")})
+        expected = conv.current_players
+        if expected is not None and len({p["player_number"] for p in walk.items}) >= expected:
+            walk.ended = True
+            out.append(self._conclude(walk, expected))
+            conv.player_walk = None
+
+    def _server_seen(self, server, record, msg):
+        data = msg.data
+        entry = self.servers.get(server) or {"server": server, "responses": 0}
+        entry["responses"] += 1
+        entry["last_frame"] = record.number
+        for key, source in (("host_name", "host_name"), ("level_name", "level_name"),
+                            ("players", "current_players"), ("max_players", "max_players"),
+                            ("version", "version"), ("response_time", "response_time")):
+            if data.get(source) is not None:
+                entry[key] = data[source]
+        self.servers.put(server, entry)
+
+    # -- state ----------------------------------------------------------------------
+    def _conversation(self, key, out):
+        conv = self.conversations.get(key)
+        if conv is None:
+            conv = _Conversation()
+            evicted = self.conversations.put(key, conv)
+            if evicted is not None:
+                out.extend(self._conclude_all(evicted[1], evicted=True))
+        return conv
+
+    def _conclude_all(self, conv, evicted=False):
+        out = []
+        for walk in (conv.rule_walk, conv.player_walk):
+            if walk is not None:
+                out.append(self._conclude(walk, conv.current_players, evicted))
+        conv.rule_walk = conv.player_walk = None
+        return out
+
+    def _conclude(self, walk, expected=None, evicted=False):
+        findings = []
+        if evicted:
+            findings.append(Finding("netquake.state_evicted", "note",
+                                    f"more than {MAX_CONVERSATIONS} conversations in flight: the oldest was "
+                                    f"concluded early to keep memory bounded"))
+        if walk.kind == "rule_walk":
+            result = {"client": walk.client, "server": walk.server, "rules": walk.items, "complete": walk.ended}
+            if not walk.ended:
+                findings.append(Finding("netquake.incomplete_walk", "note",
+                                        "rule walk ended without the 5-byte end-of-rules reply (spec: 'when you "
+                                        "reach the end of the list you'll get a response that doesn't have a rule "
+                                        "or value')"))
+            summary = f"rule walk {walk.client} → {walk.server}: {len(walk.items)} rules" + \
+                ("" if walk.ended else " (incomplete)")
+        else:
+            answered = {p["player_number"] for p in walk.items}
+            unanswered = [n for n in dict.fromkeys(walk.requested) if n not in answered]
+            result = {"client": walk.client, "server": walk.server, "players": walk.items,
+                      "requested": walk.requested, "unanswered": unanswered, "expected": expected,
+                      "complete": walk.ended}
+            summary = f"player walk {walk.client} → {walk.server}: {len(walk.items)} players" + \
+                (f" of {expected}" if expected is not None else "") + ("" if walk.ended else " (incomplete)")
+        return AnalysisRecord("netquake", walk.kind, walk.frames, result, findings, summary)
+
+    def finish(self):
+        out = []
+        for conv in self.conversations.values():
+            out.extend(self._conclude_all(conv))
+        return out
+
+    def stats(self):
+        return {"requests": self.requests, "answered": self.answered,
+                "response_times": {name: t.as_dict() for name, t in sorted(self.timings.items())},
+                "servers": list(self.servers.values())}

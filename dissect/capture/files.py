@@ -1,0 +1,224 @@
+"""Streaming readers for pcap and pcapng files.
+
+Written on struct rather than dpkt's readers so that every damaged record can be
+told apart and reported (dpkt raises or reads blindly), reading never allocates
+what a length field merely claims, and the hot loop stays cheap. dpkt's writers
+make the test captures, and its readers serve the tests as an independent check.
+"""
+
+import struct
+
+# No real link layer produces a record larger than this (Wireshark uses the same bound).
+MAX_RECORD = 262144
+# Blocks in pcapng may also carry options and, for SHB/IDB, long strings.
+MAX_BLOCK = 16 * 1024 * 1024
+
+
+class CaptureError(Exception):
+    """The file cannot be read further; the message is one line for the user."""
+
+
+class Frame:
+    __slots__ = ("number", "ts", "caplen", "wirelen", "linktype", "data", "iface", "error")
+
+    def __init__(self, number, ts, caplen, wirelen, linktype, data, iface=0, error=None):
+        self.number = number
+        self.ts = ts
+        self.caplen = caplen
+        self.wirelen = wirelen
+        self.linktype = linktype
+        self.data = data
+        self.iface = iface
+        self.error = error  # a damaged record that reading could step over
+
+
+PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
+    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
+}
+PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+
+
+def open_capture(path):
+    """Yield the Frames of a pcap or pcapng file; raise CaptureError where it cannot go on."""
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise CaptureError(f"{path}: cannot open: {exc.strerror}") from None
+    return read_capture(handle, path)
+
+
+def read_capture(handle, name="input"):
+    with handle:
+        head = handle.read(4)
+        if len(head) < 4:
+            raise CaptureError(f"{name}: not a capture file: {len(head)} bytes is too short for a header")
+        if head in PCAP_MAGICS:
+            yield from _read_pcap(handle, name, head)
+        elif head == PCAPNG_SHB:
+            yield from _read_pcapng(handle, name, head)
+        else:
+            raise CaptureError(f"{name}: not a pcap or pcapng file (starts with {head.hex(' ')})")
+
+
+def _read_pcap(handle, name, magic):
+    order, scale = PCAP_MAGICS[magic]
+    rest = handle.read(20)
+    if len(rest) < 20:
+        raise CaptureError(f"{name}: pcap file header cut short ({4 + len(rest)} of 24 bytes)")
+    _vmaj, _vmin, _zone, _sigfigs, snaplen, network = struct.unpack(order + "HHiIII", rest)
+    linktype = network & 0x03FFFFFF
+    record = struct.Struct(order + "IIII")
+    read = handle.read
+    position = 24
+    number = 0
+    while True:
+        header = read(16)
+        if not header:
+            return
+        number += 1
+        if len(header) < 16:
+            raise CaptureError(f"{name}: record {number} header cut short at byte {position} "
+                               f"({len(header)} of 16 bytes)")
+        sec, frac, caplen, wirelen = record.unpack(header)
+        if caplen > MAX_RECORD:
+            raise CaptureError(f"{name}: record {number} at byte {position} claims {caplen} captured bytes, "
+                               f"more than any link allows ({MAX_RECORD}); the file is corrupt")
+        data = read(caplen)
+        if len(data) < caplen:
+            raise CaptureError(f"{name}: record {number} cut short at byte {position}: "
+                               f"{len(data)} of {caplen} bytes present")
+        position += 16 + caplen
+        error = None
+        if snaplen and caplen > snaplen:
+            error = f"captured length {caplen} exceeds the file's snap length {snaplen}"
+        yield Frame(number, sec + frac * scale, caplen, wirelen, linktype, data, 0, error)
+
+
+class _Interface:
+    __slots__ = ("linktype", "snaplen", "scale", "offset")
+
+    def __init__(self, linktype, snaplen, scale=1e-6, offset=0):
+        self.linktype = linktype
+        self.snaplen = snaplen
+        self.scale = scale
+        self.offset = offset
+
+
+def _parse_options(body, order):
+    """Yield (code, value) of a pcapng options list."""
+    pos = 0
+    end = len(body)
+    while pos + 4 <= end:
+        code, length = struct.unpack_from(order + "HH", body, pos)
+        if code == 0:
+            return
+        value = body[pos + 4:pos + 4 + length]
+        yield code, value
+        pos += 4 + ((length + 3) & ~3)
+
+
+def _interface(body, order):
+    linktype, _reserved, snaplen = struct.unpack_from(order + "HHI", body, 0)
+    iface = _Interface(linktype, snaplen)
+    for code, value in _parse_options(body[8:], order):
+        if code == 9 and len(value) >= 1:  # if_tsresol
+            res = value[0]
+            iface.scale = 2.0 ** -(res & 0x7F) if res & 0x80 else 10.0 ** -res
+        elif code == 14 and len(value) >= 8:  # if_tsoffset, seconds
+            iface.offset = struct.unpack(order + "q", value[:8])[0]
+    return iface
+
+
+def _read_pcapng(handle, name, first):
+    read = handle.read
+    order = "<"
+    interfaces = []
+    position = 0
+    number = 0
+    pending = first
+    while True:
+        block_type_raw = pending if pending is not None else read(4)
+        pending = None
+        if not block_type_raw:
+            return
+        if len(block_type_raw) < 4:
+            raise CaptureError(f"{name}: block header cut short at byte {position}")
+        if block_type_raw == PCAPNG_SHB:
+            head = read(8)
+            if len(head) < 8:
+                raise CaptureError(f"{name}: section header block cut short at byte {position}")
+            bom = head[4:8]
+            if bom == b"\x4d\x3c\x2b\x1a":
+                order = "<"
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                order = ">"
+            else:
+                raise CaptureError(f"{name}: section header at byte {position} has a bad byte-order magic "
+                                   f"({bom.hex(' ')})")
+            total = struct.unpack(order + "I", head[:4])[0]
+            body_prefix = head[4:]
+            block_type = 0x0A0D0D0A
+            interfaces = []
+        else:
+            head = read(4)
+            if len(head) < 4:
+                raise CaptureError(f"{name}: block header cut short at byte {position}")
+            block_type = struct.unpack(order + "I", block_type_raw)[0]
+            total = struct.unpack(order + "I", head)[0]
+            body_prefix = b""
+        if total < 12 or total % 4 or total > MAX_BLOCK:
+            raise CaptureError(f"{name}: block at byte {position} has an impossible length {total}; "
+                               f"the file is corrupt")
+        rest = read(total - 8 - len(body_prefix))
+        if len(rest) < total - 8 - len(body_prefix):
+            raise CaptureError(f"{name}: block at byte {position} cut short: "
+                               f"{8 + len(body_prefix) + len(rest)} of {total} bytes present")
+        block = body_prefix + rest
+        body, trailer = block[:-4], block[-4:]
+        if struct.unpack(order + "I", trailer)[0] != total:
+            raise CaptureError(f"{name}: block at byte {position} has inconsistent lengths "
+                               f"({total} at its start, {struct.unpack(order + 'I', trailer)[0]} at its end)")
+        block_at = position
+        position += total
+        if block_type == 1:
+            if len(body) < 8:
+                raise CaptureError(f"{name}: interface description block at byte {block_at} is too short")
+            interfaces.append(_interface(body, order))
+        elif block_type in (6, 2, 3):
+            number += 1
+            yield _packet_block(block_type, body, order, interfaces, number, block_at)
+
+
+def _packet_block(block_type, body, order, interfaces, number, block_at):
+    if block_type == 3:  # simple packet block: interface 0, no timestamp
+        if len(body) < 4:
+            return Frame(number, 0.0, 0, 0, None, b"", 0, f"simple packet block at byte {block_at} too short")
+        wirelen = struct.unpack_from(order + "I", body, 0)[0]
+        iface_id, ts_units, caplen = 0, 0, min(wirelen, len(body) - 4)
+        if interfaces and interfaces[0].snaplen:
+            caplen = min(caplen, interfaces[0].snaplen)
+        data_at = 4
+    elif len(body) < 20:
+        return Frame(number, 0.0, 0, 0, None, b"", 0, f"packet block at byte {block_at} too short")
+    elif block_type == 6:
+        iface_id, hi, lo, caplen, wirelen = struct.unpack_from(order + "IIIII", body, 0)
+        ts_units = (hi << 32) | lo
+        data_at = 20
+    else:  # obsolete packet block
+        iface_id, _drops, hi, lo, caplen, wirelen = struct.unpack_from(order + "HHIIII", body, 0)
+        ts_units = (hi << 32) | lo
+        data_at = 20
+    if iface_id >= len(interfaces):
+        return Frame(number, 0.0, 0, wirelen, None, b"", iface_id,
+                     f"packet block at byte {block_at} names interface {iface_id}, "
+                     f"but only {len(interfaces)} are described")
+    iface = interfaces[iface_id]
+    ts = ts_units * iface.scale + iface.offset
+    if data_at + caplen > len(body):
+        return Frame(number, ts, 0, wirelen, iface.linktype, b"", iface_id,
+                     f"packet block at byte {block_at} claims {caplen} captured bytes but holds "
+                     f"{len(body) - data_at}")
+    return Frame(number, ts, caplen, wirelen, iface.linktype, body[data_at:data_at + caplen], iface_id)

@@ -1,0 +1,273 @@
+"""Link, network and transport layers, decoded with precompiled structs.
+
+``decode_frame`` turns a frame's bytes into a Packet: the addresses, ports and the
+transport payload, plus a short list of the layers met (for trees and hex dumps).
+"""
+
+import socket
+import struct
+
+_ETH = struct.Struct("!6s6sH")
+_U16 = struct.Struct("!H")
+_U32BE = struct.Struct("!I")
+_U32LE = struct.Struct("<I")
+_IPV4 = struct.Struct("!BBHHHBBH4s4s")
+_IPV6 = struct.Struct("!IHBB16s16s")
+_UDP = struct.Struct("!HHHH")
+_TCP = struct.Struct("!HHIIBB")
+
+LINKTYPE_NAMES = {0: "BSD loopback", 1: "Ethernet", 12: "Raw IP", 14: "Raw IP", 101: "Raw IP",
+                  108: "OpenBSD loopback", 113: "Linux cooked (SLL)", 228: "Raw IPv4", 229: "Raw IPv6",
+                  276: "Linux cooked v2 (SLL2)"}
+
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
+IPV6_EXTENSIONS = (0, 43, 60, 51)
+TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
+
+
+class Layer:
+    __slots__ = ("key", "offset", "length", "summary")
+
+    def __init__(self, key, offset, length, summary):
+        self.key = key
+        self.offset = offset
+        self.length = length
+        self.summary = summary
+
+
+class Packet:
+    __slots__ = ("layers", "top", "src", "dst", "sport", "dport", "transport", "payload", "payload_offset",
+                 "ip_id", "fragment", "tcp_seq", "tcp_flags", "problem")
+
+    def __init__(self):
+        self.layers = []
+        self.top = "frame"
+        self.src = self.dst = None
+        self.sport = self.dport = None
+        self.transport = None
+        self.payload = None
+        self.payload_offset = 0
+        self.ip_id = None
+        self.fragment = None  # (offset, more_fragments) for an IPv4 fragment
+        self.tcp_seq = None
+        self.tcp_flags = 0
+        self.problem = None  # why decoding stopped early, for the Info column
+
+
+def decode_frame(data, linktype):
+    packet = Packet()
+    try:
+        _decode_link(packet, data, linktype)
+    except (struct.error, IndexError, ValueError):
+        packet.problem = f"malformed {packet.top} header"
+    return packet
+
+
+def _decode_link(packet, data, linktype):
+    if linktype == 1:
+        _ethernet(packet, data)
+    elif linktype in (101, 12, 14):
+        _ip(packet, data, 0, "raw")
+    elif linktype == 228:
+        _ipv4(packet, data, 0)
+    elif linktype == 229:
+        _ipv6(packet, data, 0)
+    elif linktype in (0, 108):
+        _loopback(packet, data, linktype)
+    elif linktype == 113:
+        _sll(packet, data)
+    elif linktype == 276:
+        _sll2(packet, data)
+    else:
+        packet.problem = f"link type {linktype} not supported"
+
+
+def _network(packet, data, offset, ethertype):
+    if ethertype == ETHERTYPE_IPV4:
+        _ipv4(packet, data, offset)
+    elif ethertype == ETHERTYPE_IPV6:
+        _ipv6(packet, data, offset)
+    else:
+        packet.problem = f"ethertype 0x{ethertype:04x}"
+
+
+def _ethernet(packet, data):
+    if len(data) < 14:
+        packet.problem = "Ethernet header cut short"
+        return
+    dst, src, ethertype = _ETH.unpack_from(data, 0)
+    packet.layers.append(Layer("eth", 0, 14, f"Ethernet II, Src: {_mac(src)}, Dst: {_mac(dst)}"))
+    packet.top = "eth"
+    offset = 14
+    while ethertype in VLAN_TPIDS:
+        if len(data) < offset + 4:
+            packet.problem = "VLAN tag cut short"
+            return
+        tci, ethertype = struct.unpack_from("!HH", data, offset)
+        packet.layers.append(Layer("vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}"))
+        packet.top = "vlan"
+        offset += 4
+    _network(packet, data, offset, ethertype)
+
+
+def _mac(raw):
+    return ":".join(f"{b:02x}" for b in raw)
+
+
+def _loopback(packet, data, linktype):
+    if len(data) < 4:
+        packet.problem = "loopback header cut short"
+        return
+    if linktype == 108 or data[0:2] == b"\0\0":
+        family = _U32BE.unpack_from(data, 0)[0]
+    else:
+        family = _U32LE.unpack_from(data, 0)[0]
+    packet.layers.append(Layer("null", 0, 4, f"Null/Loopback, Family: {family}"))
+    packet.top = "null"
+    if family == 2:
+        _ipv4(packet, data, 4)
+    elif family in (10, 24, 28, 30):
+        _ipv6(packet, data, 4)
+    else:
+        packet.problem = f"address family {family}"
+
+
+def _sll(packet, data):
+    if len(data) < 16:
+        packet.problem = "Linux cooked header cut short"
+        return
+    ethertype = _U16.unpack_from(data, 14)[0]
+    packet.layers.append(Layer("sll", 0, 16, f"Linux cooked capture v1, Protocol: 0x{ethertype:04x}"))
+    packet.top = "sll"
+    _network(packet, data, 16, ethertype)
+
+
+def _sll2(packet, data):
+    if len(data) < 20:
+        packet.problem = "Linux cooked v2 header cut short"
+        return
+    ethertype = _U16.unpack_from(data, 0)[0]
+    ifindex = _U32BE.unpack_from(data, 4)[0]
+    packet.layers.append(Layer("sll2", 0, 20, f"Linux cooked capture v2, Protocol: 0x{ethertype:04x}, "
+                                              f"Interface index: {ifindex}"))
+    packet.top = "sll2"
+    _network(packet, data, 20, ethertype)
+
+
+def _ip(packet, data, offset, _how):
+    if len(data) <= offset:
+        packet.problem = "no IP header"
+        return
+    version = data[offset] >> 4
+    if version == 4:
+        _ipv4(packet, data, offset)
+    elif version == 6:
+        _ipv6(packet, data, offset)
+    else:
+        packet.problem = f"IP version {version}"
+
+
+def _ipv4(packet, data, offset):
+    if len(data) < offset + 20:
+        packet.problem = "IPv4 header cut short"
+        return
+    (ver_ihl, _tos, total, ident, frag, _ttl, proto, _csum, src, dst) = _IPV4.unpack_from(data, offset)
+    ihl = (ver_ihl & 0x0F) * 4
+    if ver_ihl >> 4 != 4 or ihl < 20:
+        packet.problem = "bad IPv4 header"
+        return
+    packet.src = socket.inet_ntoa(src)
+    packet.dst = socket.inet_ntoa(dst)
+    packet.ip_id = ident
+    end = min(len(data), offset + total) if total >= ihl else len(data)
+    packet.layers.append(Layer("ip", offset, ihl, f"Internet Protocol Version 4, Src: {packet.src}, "
+                                                  f"Dst: {packet.dst}"))
+    packet.top = "ipv4"
+    frag_offset = (frag & 0x1FFF) * 8
+    more = bool(frag & 0x2000)
+    if frag_offset or more:
+        packet.fragment = (frag_offset, more)
+        packet.transport = proto
+        packet.payload = data[offset + ihl:end]
+        packet.payload_offset = offset + ihl
+        packet.problem = f"IPv4 fragment (offset {frag_offset}{', more' if more else ''})"
+        return
+    _transport(packet, data, offset + ihl, end, proto)
+
+
+def _ipv6(packet, data, offset):
+    if len(data) < offset + 40:
+        packet.problem = "IPv6 header cut short"
+        return
+    _vtf, plen, nxt, _hlim, src, dst = _IPV6.unpack_from(data, offset)
+    packet.src = socket.inet_ntop(socket.AF_INET6, src)
+    packet.dst = socket.inet_ntop(socket.AF_INET6, dst)
+    packet.layers.append(Layer("ipv6", offset, 40, f"Internet Protocol Version 6, Src: {packet.src}, "
+                                                   f"Dst: {packet.dst}"))
+    packet.top = "ipv6"
+    end = min(len(data), offset + 40 + plen)
+    pos = offset + 40
+    while nxt in IPV6_EXTENSIONS or nxt == 44:
+        if pos + 8 > end:
+            packet.problem = "IPv6 extension header cut short"
+            return
+        if nxt == 44:
+            frag = _U16.unpack_from(data, pos + 2)[0]
+            if frag & 0xFFF9:
+                packet.fragment = ((frag >> 3) * 8, bool(frag & 1))
+                packet.problem = "IPv6 fragment"
+                return
+            nxt, size = data[pos], 8
+        elif nxt == 51:
+            nxt, size = data[pos], (data[pos + 1] + 2) * 4
+        else:
+            nxt, size = data[pos], (data[pos + 1] + 1) * 8
+        pos += size
+    _transport(packet, data, pos, end, nxt)
+
+
+def _transport(packet, data, offset, end, proto):
+    if proto == 17:
+        _udp(packet, data, offset, end)
+    elif proto == 6:
+        _tcp(packet, data, offset, end)
+    else:
+        packet.problem = f"IP protocol {proto}"
+
+
+def _udp(packet, data, offset, end):
+    if end < offset + 8:
+        packet.problem = "UDP header cut short"
+        return
+    sport, dport, ulen, _csum = _UDP.unpack_from(data, offset)
+    packet.sport, packet.dport, packet.transport = sport, dport, "udp"
+    packet.layers.append(Layer("udp", offset, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"))
+    packet.top = "udp"
+    stop = min(end, offset + ulen) if ulen >= 8 else end
+    packet.payload = data[offset + 8:stop]
+    packet.payload_offset = offset + 8
+
+
+def _tcp(packet, data, offset, end):
+    if end < offset + 20:
+        packet.problem = "TCP header cut short"
+        return
+    sport, dport, seq, _ack, off, flags = _TCP.unpack_from(data, offset)
+    hlen = (off >> 4) * 4
+    packet.sport, packet.dport, packet.transport = sport, dport, "tcp"
+    packet.tcp_seq = seq
+    packet.tcp_flags = flags
+    packet.layers.append(Layer("tcp", offset, max(hlen, 20),
+                               f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
+                               f"Seq: {seq}, Flags: {tcp_flag_text(flags)}"))
+    packet.top = "tcp"
+    start = offset + max(hlen, 20)
+    packet.payload = data[start:end] if start < end else b""
+    packet.payload_offset = start
+
+
+def tcp_flag_text(flags):
+    names = [name for bit, name in TCP_FLAG_NAMES if flags & bit]
+    return "[" + ", ".join(names) + "]" if names else "[]"

@@ -1,0 +1,230 @@
+"""The ``dissect`` command: argument parsing and wiring, no protocol knowledge."""
+
+import argparse
+import os
+import sys
+
+from . import __version__
+from .capture.files import CaptureError, Frame, open_capture
+from .core import SEVERITY_RANK
+from .filter import compile_filter, evaluate, frame_values
+from .pipeline import FrameRecord, Pipeline
+from .registry import DISSECTORS, Registry, UsageError, load_protocols, parse_decode_as
+from .render.hexdump import HexRenderer
+from .render.jsonout import JsonRenderer
+from .render.stats import StatsCollector
+from .render.text import SummaryRenderer, TreeRenderer
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser():
+    parser = _ArgumentParser(
+        prog="dissect",
+        description="Dissect game-server query traffic (TeeFrame, NetQuake, Odamex, Soldat) in pcap/pcapng files.")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="pcap or pcapng files, read in turn as one capture")
+    parser.add_argument("-V", "--verbose", action="store_true", help="field tree; every field shows [offset:length]")
+    parser.add_argument("-x", "--hex", action="store_true", help="annotated hex dump of each frame")
+    parser.add_argument("-T", "--format", choices=("text", "json", "jsonl"), default="text")
+    parser.add_argument("-Y", "--filter", metavar="EXPR", help="display filter, e.g. 'netquake.control.command == 0x83'")
+    parser.add_argument("-d", "--decode-as", action="append", metavar="udp.port==N,PROTO", default=[],
+                        help="force a dissector on a port (repeatable)")
+    parser.add_argument("--stats", action="store_true",
+                        help="protocol counts, transactions, response times, findings, servers seen (no frame lines)")
+    parser.add_argument("--fail-on", choices=("error", "warning", "note"),
+                        help="exit 1 when a finding at or above this severity exists")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument("--payload", metavar="HEX", help="dissect one message given in hex (needs --protocol)")
+    parser.add_argument("--payload-file", metavar="FILE", help="dissect one message from a file of raw bytes")
+    parser.add_argument("--protocol", metavar="PROTO", help="protocol of --payload / --payload-file")
+    parser.add_argument("--version", action="version", version=f"dissect {__version__}")
+    return parser
+
+
+def main(argv=None):
+    stdout = sys.stdout
+    try:
+        stdout.reconfigure(encoding="utf-8", errors="replace")
+    except (AttributeError, ValueError):
+        pass
+    try:
+        return _run(build_parser().parse_args(argv), stdout)
+    except UsageError as exc:
+        print(f"dissect: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader went away (``dissect f | head``): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # never a traceback for a user
+        print(f"dissect: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _use_color(choice, stream):
+    if choice != "auto":
+        return choice == "always"
+    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+class Output:
+    """Sends every record to the chosen views and keeps what exit codes and --stats need."""
+
+    def __init__(self, args, out):
+        self.out = out
+        color = _use_color(args.color, out)
+        self.filter = compile_filter(args.filter) if args.filter else None
+        self.stats = StatsCollector() if args.stats else None
+        self.fail_rank = SEVERITY_RANK[args.fail_on] if args.fail_on else None
+        self.failed = False
+        self.json = None
+        self.views = []
+        if args.format != "text":
+            self.json = JsonRenderer(out, lines=args.format == "jsonl")
+            if not args.stats:
+                self.views.append(self.json)
+        elif not args.stats:
+            if args.verbose or args.payload_mode:
+                self.views.append(TreeRenderer(out, color))
+            if args.hex:
+                self.views.append(HexRenderer(out, color))
+            if not self.views:
+                self.views.append(SummaryRenderer(out, color))
+
+    def _check_fail(self, findings):
+        if self.fail_rank is not None and not self.failed:
+            for finding in findings:
+                if SEVERITY_RANK[finding.severity] >= self.fail_rank:
+                    self.failed = True
+                    return
+
+    def frame(self, record):
+        self._check_fail(record.all_findings())
+        if self.stats:
+            self.stats.frame(record)
+        if self.filter is not None and not evaluate(self.filter, frame_values(record)):
+            return
+        for view in self.views:
+            view.frame(record)
+
+    def analysis(self, rec):
+        self._check_fail(rec.findings)
+        if self.stats:
+            self.stats.analysis(rec)
+        if self.filter is not None and not evaluate(self.filter, _analysis_values(rec)):
+            return
+        for view in self.views:
+            view.analysis(rec)
+
+    def close(self, analyzers):
+        if self.stats:
+            if self.json is not None:
+                self.json.extra(self.stats.as_dict(analyzers))
+            else:
+                self.stats.render_text(self.out, analyzers)
+        if self.json is not None:
+            self.json.close()
+        self.out.flush()
+
+
+def _analysis_values(rec):
+    values = {rec.protocol: [True], "analysis": [rec.name], f"{rec.protocol}.analysis": [rec.name]}
+    for finding in rec.findings:
+        values.setdefault("expert.code", []).append(finding.code)
+        values.setdefault("expert.severity", []).append(finding.severity)
+    return values
+
+
+def _run(args, out):
+    load_protocols()
+    args.payload_mode = args.payload is not None or args.payload_file is not None
+    if args.payload_mode:
+        return _run_payload(args, out)
+    if args.protocol:
+        raise UsageError("--protocol goes with --payload or --payload-file")
+    if not args.files:
+        raise UsageError("no input: give a capture FILE, or --payload HEX --protocol PROTO (see --help)")
+    registry = Registry(parse_decode_as(args.decode_as))
+    output = Output(args, out)
+    tree = args.verbose or args.hex or args.format != "text" or output.filter is not None
+    pipeline = Pipeline(registry, tree=tree)
+    errors = []
+    base = 0
+    for path in args.files:
+        last = 0
+        try:
+            for frame in open_capture(path):
+                last = frame.number
+                frame.number += base
+                record, analyses = pipeline.frame(frame)
+                output.frame(record)
+                for rec in analyses:
+                    output.analysis(rec)
+        except CaptureError as exc:
+            errors.append(str(exc))
+        base += last
+    for rec in pipeline.finish():
+        output.analysis(rec)
+    output.close(pipeline.analyzers)
+    for error in errors:
+        print(f"dissect: {error}", file=sys.stderr)
+    if errors:
+        return 2
+    return 1 if output.failed else 0
+
+
+def _run_payload(args, out):
+    if args.payload is not None and args.payload_file is not None:
+        raise UsageError("give --payload or --payload-file, not both")
+    if not args.protocol:
+        raise UsageError(f"--payload needs --protocol (one of: {', '.join(sorted(DISSECTORS))})")
+    if args.protocol not in DISSECTORS:
+        raise UsageError(f"unknown protocol {args.protocol!r} (known: {', '.join(sorted(DISSECTORS))})")
+    if args.files:
+        raise UsageError("--payload takes no capture files")
+    payload = _read_payload(args)
+    output = Output(args, out)
+    registry = Registry()
+    dissector = registry.get(args.protocol)
+    frame = Frame(1, 0.0, len(payload), len(payload), None, payload)
+    record = FrameRecord(frame, _BarePayload(payload))
+    msg = dissector.dissect(payload, True, None, 0)
+    msg.frames.append(1)
+    record.messages.append(msg)
+    record.protocol = dissector.key
+    record.info = msg.info
+    output.frame(record)
+    output.close({})
+    return 1 if output.failed else 0
+
+
+class _BarePayload:
+    layers = ()
+    top = "payload"
+    src = dst = sport = dport = transport = fragment = None
+    payload_offset = 0
+
+    def __init__(self, payload):
+        self.payload = payload
+
+
+def _read_payload(args):
+    if args.payload_file is not None:
+        try:
+            with open(args.payload_file, "rb") as handle:
+                return handle.read(1 << 20)
+        except OSError as exc:
+            raise UsageError(f"{args.payload_file}: cannot read: {exc.strerror}") from None
+    text = "".join(args.payload.split()).replace(":", "")
+    if text.lower().startswith("0x"):
+        text = text[2:]
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise UsageError(f"--payload is not hex: {args.payload[:40]!r}") from None

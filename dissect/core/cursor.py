@@ -1,0 +1,193 @@
+"""A cursor over a message's bytes that records the offset and length of what it reads.
+
+Dissectors read through a Cursor and never compute offsets by hand. With ``tree``
+off (the summary path) the cursor only decodes values: no Field is built.
+"""
+
+import struct
+
+from .model import Field
+
+U8 = struct.Struct("B")
+I8 = struct.Struct("b")
+U16BE = struct.Struct(">H")
+U16LE = struct.Struct("<H")
+I16LE = struct.Struct("<h")
+U32BE = struct.Struct(">I")
+U32LE = struct.Struct("<I")
+I32LE = struct.Struct("<i")
+
+
+class Truncated(Exception):
+    """A field runs off the end of the message."""
+
+    def __init__(self, key, name, offset, needed, available):
+        super().__init__(f"{name} needs {needed} bytes at offset {offset}, {available} left")
+        self.key = key
+        self.name = name
+        self.offset = offset
+        self.needed = needed
+        self.available = available
+
+
+class Unterminated(Truncated):
+    """A null-terminated string reaches the end of the message without its terminator."""
+
+    def __init__(self, key, name, offset, available):
+        Exception.__init__(self, f"{name} at offset {offset} has no null terminator "
+                                 f"in the {available} bytes left")
+        self.key = key
+        self.name = name
+        self.offset = offset
+        self.needed = available + 1
+        self.available = available
+
+
+class _NoNode:
+    """Stands in for a subtree node on the summary path; accepts and forgets everything."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        pass
+
+
+_NO_NODE = _NoNode()
+
+
+class _Subtree:
+    __slots__ = ("cursor", "node")
+
+    def __init__(self, cursor, node):
+        self.cursor = cursor
+        self.node = node
+
+    def __enter__(self):
+        return self.node
+
+    def __exit__(self, *exc):
+        cursor = self.cursor
+        if cursor.tree:
+            self.node.length = cursor.pos - self.node.offset
+            cursor._stack.pop()
+        return False
+
+
+class Cursor:
+    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw")
+
+    def __init__(self, msg, data, tree=True, pos=0):
+        self.msg = msg
+        self.data = data
+        self.pos = pos
+        self.end = len(data)
+        self.tree = tree
+        self._stack = [msg.fields]
+        self.last_offset = pos
+        self.last_length = 0
+        self.last_raw = b""
+
+    # -- state ---------------------------------------------------------------
+    def remaining(self):
+        return self.end - self.pos
+
+    def at_end(self):
+        return self.pos >= self.end
+
+    def peek(self, n):
+        return self.data[self.pos:self.pos + n]
+
+    # -- adding nodes --------------------------------------------------------
+    def add(self, key, name, offset, length, value, fmt=None, display=None, generated=False):
+        """Add a field for bytes already read (or a computed field over them)."""
+        if not self.tree:
+            return None
+        node = Field(key, name, offset, length, value, fmt, display, generated)
+        self._stack[-1].append(node)
+        return node
+
+    def add_child(self, key, name, offset, length, value, fmt=None, display=None):
+        """Add a field under the last field added (bit fields, parts of a value)."""
+        if not self.tree:
+            return None
+        node = Field(key, name, offset, length, value, fmt, display, True)
+        self._stack[-1][-1].children.append(node)
+        return node
+
+    def subtree(self, key, name, value=None, fmt=None):
+        """``with cursor.subtree(...) as node:`` nests the fields read inside it."""
+        if not self.tree:
+            return _Subtree(self, _NO_NODE)
+        node = Field(key, name, self.pos, 0, value, fmt)
+        self._stack[-1].append(node)
+        self._stack.append(node.children)
+        return _Subtree(self, node)
+
+    def finding(self, code, severity, message, offset=None, length=None):
+        self.msg.add_finding(code, severity, message, offset, length)
+
+    def flag_last(self, code, severity, message):
+        """A finding over the last item read."""
+        self.msg.add_finding(code, severity, message, self.last_offset, self.last_length)
+
+    # -- reading ---------------------------------------------------------------
+    def _need(self, n, key, name):
+        if self.pos + n > self.end:
+            available = self.end - self.pos
+            if available > 0:
+                self.add(key, name + " [truncated]", self.pos, available, self.data[self.pos:self.end])
+            raise Truncated(key, name, self.pos, n, available)
+
+    def number(self, st, key, name, fmt=None):
+        pos = self.pos
+        size = st.size
+        if pos + size > self.end:
+            self._need(size, key, name)
+        value = st.unpack_from(self.data, pos)[0]
+        self.pos = pos + size
+        self.last_offset = pos
+        self.last_length = size
+        if self.tree:
+            self._stack[-1].append(Field(key, name, pos, size, value, fmt))
+        return value
+
+    def u8(self, key, name, fmt=None):
+        return self.number(U8, key, name, fmt)
+
+    def raw(self, key, name, n, fmt=None):
+        pos = self.pos
+        self._need(n, key, name)
+        value = bytes(self.data[pos:pos + n])
+        self.pos = pos + n
+        self.last_offset = pos
+        self.last_length = n
+        self.add(key, name, pos, n, value, fmt)
+        return value
+
+    def cstring(self, key, name, encoding="utf-8", fmt=None):
+        """A null-terminated string; the field covers the terminator too.
+
+        ``last_raw`` keeps the bytes before the terminator, for byte-limit checks.
+        """
+        pos = self.pos
+        nul = self.data.find(b"\0", pos, self.end)
+        if nul < 0:
+            available = self.end - pos
+            self.last_raw = bytes(self.data[pos:self.end])
+            self.last_offset = pos
+            self.last_length = available
+            self.add(key, name + " [unterminated]", pos, available,
+                     self.last_raw.decode(encoding, "replace"), fmt)
+            raise Unterminated(key, name, pos, available)
+        raw = bytes(self.data[pos:nul])
+        value = raw.decode(encoding, "replace")
+        self.pos = nul + 1
+        self.last_raw = raw
+        self.last_offset = pos
+        self.last_length = nul + 1 - pos
+        if self.tree:
+            self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt))
+        return value
+
+    def rest(self, key, name, fmt=None):
+        return self.raw(key, name, self.end - self.pos, fmt)

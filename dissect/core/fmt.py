@@ -1,0 +1,25 @@
+"""Display helpers shared by dissectors."""
+
+
+def dec_hex(value):
+    """``1193002 (0x12342a)``"""
+    return f"{value} (0x{value:x})" if value >= 0 else f"{value} (-0x{-value:x})"
+
+
+def hex16(value):
+    return f"0x{value:04x}"
+
+
+def hex8(value):
+    return f"0x{value:02x}"
+
+
+def named(names, unknown="unknown"):
+    """A formatter that shows an enumeration value by name: ``Deathmatch (1)``."""
+    def fmt(value):
+        return f"{names.get(value, unknown)} ({value})"
+    return fmt
+
+
+def quoted(value):
+    return '"' + value + '"'

@@ -1,0 +1,139 @@
+"""The result model every dissector fills and every renderer reads.
+
+A Message holds a tree of Fields (each with an offset and length relative to the
+first byte of the message) and a list of Findings (Wireshark's expert items).
+"""
+
+SEVERITIES = ("chat", "note", "warning", "error")
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+
+class Field:
+    """One node of a field tree. ``display`` is computed on demand from ``fmt``."""
+
+    __slots__ = ("key", "name", "offset", "length", "value", "fmt", "_display", "children", "generated")
+
+    def __init__(self, key, name, offset, length, value, fmt=None, display=None, generated=False):
+        self.key = key
+        self.name = name
+        self.offset = offset
+        self.length = length
+        self.value = value
+        self.fmt = fmt
+        self._display = display
+        self.children = []
+        self.generated = generated
+
+    @property
+    def display(self):
+        if self._display is None:
+            self._display = self.fmt(self.value) if self.fmt else default_display(self.value)
+        return self._display
+
+    @display.setter
+    def display(self, text):
+        self._display = text
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def __repr__(self):
+        return f"Field({self.key!r}, {self.offset}:{self.length}, {self.value!r})"
+
+
+def default_display(value):
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, str):
+        return '"' + value + '"'
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex(" ") if value else "(empty)"
+    if value is None:
+        return ""
+    return str(value)
+
+
+class Finding:
+    __slots__ = ("code", "severity", "message", "offset", "length")
+
+    def __init__(self, code, severity, message, offset=None, length=None):
+        assert severity in SEVERITY_RANK, severity
+        self.code = code
+        self.severity = severity
+        self.message = message
+        self.offset = offset
+        self.length = length
+
+    def as_dict(self):
+        return {"code": self.code, "severity": self.severity, "message": self.message,
+                "offset": self.offset, "length": self.length}
+
+    def __repr__(self):
+        return f"Finding({self.code!r}, {self.severity!r}, @{self.offset}:{self.length})"
+
+
+class Message:
+    """One decoded protocol message.
+
+    ``offset`` is where the message starts in its frame (None when reassembled from
+    several frames); ``frames`` lists the frame numbers it came from. ``data`` holds
+    the decoded values that analysis needs, filled whether or not a tree is built.
+    """
+
+    __slots__ = ("protocol", "name", "offset", "length", "fields", "findings", "info", "data", "frames",
+                 "payload")
+
+    def __init__(self, protocol, name=None, payload=b"", offset=0, frames=None):
+        self.protocol = protocol
+        self.name = name
+        self.payload = payload
+        self.offset = offset
+        self.length = len(payload)
+        self.fields = []
+        self.findings = []
+        self.info = ""
+        self.data = {}
+        self.frames = frames if frames is not None else []
+
+    def add_finding(self, code, severity, message, offset=None, length=None):
+        self.findings.append(Finding(code, severity, message, offset, length))
+
+    def walk(self):
+        for field in self.fields:
+            yield from field.walk()
+
+    def field(self, key):
+        """The first field with this key, or None."""
+        for field in self.walk():
+            if field.key == key:
+                return field
+        return None
+
+    def fields_with(self, key):
+        return [f for f in self.walk() if f.key == key]
+
+    def __repr__(self):
+        return f"Message({self.protocol}/{self.name}, {len(self.findings)} findings)"
+
+
+class AnalysisRecord:
+    """A conclusion reached across packets (a transaction, an assembled response, a walk)."""
+
+    __slots__ = ("protocol", "name", "frames", "result", "findings", "summary")
+
+    def __init__(self, protocol, name, frames, result, findings=None, summary=""):
+        self.protocol = protocol
+        self.name = name
+        self.frames = list(frames)
+        self.result = result
+        self.findings = findings or []
+        self.summary = summary
+
+
+def worst_severity(findings):
+    rank = -1
+    for finding in findings:
+        rank = max(rank, SEVERITY_RANK[finding.severity])
+    return SEVERITIES[rank] if rank >= 0 else None

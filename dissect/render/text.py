@@ -1,0 +1,141 @@
+"""Summary lines and field trees, as text."""
+
+import time
+
+from ..capture.layers import LINKTYPE_NAMES
+
+# Control characters and terminal escapes from packets are shown escaped, never sent to the terminal.
+_ESCAPES = {c: f"\\x{c:02x}" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
+_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+
+
+def safe(text):
+    return text.translate(_ESCAPES)
+
+
+SEVERITY_COLOR = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "note": "\x1b[36m", "chat": "\x1b[2m"}
+RESET = "\x1b[0m"
+
+TITLES = {"netquake": "NetQuake", "teeframe": "TeeFrame", "odamex": "Odamex", "soldat": "Soldat"}
+
+
+def protocol_title(key):
+    return TITLES.get(key, key.upper())
+
+
+def endpoint(ip, port):
+    if ip is None:
+        return ""
+    if port is None:
+        return ip
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+class SummaryRenderer:
+    """``No. Time Source Destination Protocol Length Info``, one line a frame (tshark's columns)."""
+
+    def __init__(self, out, color=False):
+        self.out = out
+        self.color = color
+        self.first_ts = None
+
+    def frame(self, record):
+        if self.first_ts is None:
+            self.first_ts = record.ts
+        line = (f"{record.number:>6} {record.ts - self.first_ts:>11.6f} "
+                f"{endpoint(record.src, record.sport):>21} → {endpoint(record.dst, record.dport):<21} "
+                f"{protocol_title(record.protocol):<8} {record.wirelen:>5} {safe(record.info)}")
+        worst = _worst(record)
+        if worst:
+            line += f"  [{worst}]"
+            if self.color:
+                line = SEVERITY_COLOR[worst] + line + RESET
+        self.out.write(line + "\n")
+
+    def analysis(self, rec):
+        text = f"       [{rec.protocol} {rec.name}] {safe(rec.summary)} (frames {_frame_span(rec.frames)})"
+        for finding in rec.findings:
+            text += f"\n           {finding.severity}: {finding.code}: {safe(finding.message)}"
+        self.out.write(text + "\n")
+
+
+def _frame_span(frames):
+    if not frames:
+        return "none"
+    if len(frames) <= 6:
+        return ",".join(map(str, frames))
+    return f"{frames[0]}-{frames[-1]}, {len(frames)} in all"
+
+
+def _worst(record):
+    from ..core import worst_severity
+    return worst_severity(record.all_findings())
+
+
+class TreeRenderer:
+    """``-V``: the frame, its layers, and each message's field tree with [offset:length]."""
+
+    def __init__(self, out, color=False):
+        self.out = out
+        self.color = color
+
+    def frame(self, record):
+        w = self.out.write
+        w(f"Frame {record.number}: {record.wirelen} bytes on wire ({record.wirelen * 8} bits), "
+          f"{record.caplen} bytes captured ({record.caplen * 8} bits)\n")
+        w(f"    Arrival Time: {_utc(record.ts)} (epoch {record.ts:.6f})\n")
+        if record.linktype is not None:
+            w(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})\n")
+        layers = [layer.key for layer in record.packet.layers]
+        layers += [m.protocol for m in record.messages[:1]]
+        w(f"    [Protocols in frame: {':'.join(layers) or 'unknown'}]\n")
+        for finding in record.findings:
+            w("    " + self._finding(finding) + "\n")
+        for layer in record.packet.layers:
+            w(f"{layer.summary}\n")
+        if not record.messages and record.info:
+            w(f"    [{safe(record.info)}]\n")
+        for msg in record.messages:
+            self.message(msg)
+        w("\n")
+
+    def message(self, msg):
+        w = self.out.write
+        where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
+            f"{','.join(map(str, msg.frames))}, {msg.length} bytes]"
+        w(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}\n")
+        for field in msg.fields:
+            self._field(field, 1)
+        for finding in msg.findings:
+            w("    " + self._finding(finding) + "\n")
+
+    def _field(self, field, depth):
+        text = f"{field.name}: {field.display}"
+        if field.generated:
+            text = f"[{text}]"
+        self.out.write("    " * depth + safe(text) + f" [{field.offset}:{field.length}]\n")
+        for child in field.children:
+            self._field(child, depth + 1)
+
+    def _finding(self, finding):
+        where = f" [{finding.offset}:{finding.length}]" if finding.offset is not None else ""
+        text = f"[Expert Info ({finding.severity.capitalize()}/{finding.code}): {safe(finding.message)}]{where}"
+        if self.color:
+            text = SEVERITY_COLOR[finding.severity] + text + RESET
+        return text
+
+    def analysis(self, rec):
+        w = self.out.write
+        w(f"Analysis: {rec.protocol} {rec.name} (frames {_frame_span(rec.frames)})\n")
+        w(f"    {safe(rec.summary)}\n")
+        for finding in rec.findings:
+            w("    " + self._finding(finding) + "\n")
+        w("\n")
+
+
+def _utc(ts):
+    try:
+        whole = int(ts)
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole)) + f".{min(999999, int(round((ts - whole) * 1e6))):06d} UTC"
+    except (OverflowError, ValueError, OSError):
+        return "invalid time"

@@ -1,0 +1,98 @@
+"""Build frames with dpkt and write them with dpkt's pcap and pcapng writers.
+
+Shared by tools/make_captures.py and the tests, so that test captures come from a
+real writer rather than hand-packed bytes.
+"""
+
+import socket
+import struct
+
+import dpkt
+
+DEFAULT_TS = 1700000000.0
+
+
+def ip_packet(src, dst, transport, proto):
+    """An IPv4 or IPv6 packet (by the form of ``src``) around a dpkt UDP or TCP object."""
+    if ":" in src:
+        packet = dpkt.ip6.IP6(src=socket.inet_pton(socket.AF_INET6, src),
+                              dst=socket.inet_pton(socket.AF_INET6, dst), nxt=proto, hlim=64, data=transport)
+        packet.plen = len(bytes(transport))
+        return packet
+    packet = dpkt.ip.IP(src=socket.inet_aton(src), dst=socket.inet_aton(dst), p=proto, ttl=64, data=transport)
+    packet.len = 20 + len(bytes(transport))
+    return packet
+
+
+def udp_packet(src, sport, dst, dport, payload):
+    udp = dpkt.udp.UDP(sport=sport, dport=dport, data=payload)
+    udp.ulen = 8 + len(payload)
+    return ip_packet(src, dst, udp, 17)
+
+
+def tcp_packet(src, sport, dst, dport, payload, seq=1, ack=1, flags=dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH):
+    tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, win=65535, data=payload)
+    return ip_packet(src, dst, tcp, 6)
+
+
+def ethernet(ip, vlan=None):
+    ethertype = 0x86DD if isinstance(ip, dpkt.ip6.IP6) else 0x0800
+    src, dst = b"\x02\x00\x00\x00\x00\x01", b"\x02\x00\x00\x00\x00\x02"
+    if vlan is None:
+        return bytes(dpkt.ethernet.Ethernet(src=src, dst=dst, type=ethertype, data=ip))
+    tag = struct.pack("!HH", vlan & 0x0FFF, ethertype)
+    return dst + src + struct.pack("!H", 0x8100) + tag + bytes(ip)
+
+
+def sll(ip):
+    ethertype = 0x86DD if isinstance(ip, dpkt.ip6.IP6) else 0x0800
+    return bytes(dpkt.sll.SLL(type=0, hrd=1, hlen=6, hdr=b"\x02\x00\x00\x00\x00\x01\x00\x00",
+                              ethtype=ethertype, data=ip))
+
+
+def sll2(ip, ifindex=3):
+    ethertype = 0x86DD if isinstance(ip, dpkt.ip6.IP6) else 0x0800
+    return struct.pack("!HHIHBB8s", ethertype, 0, ifindex, 1, 0, 6, b"\x02\x00\x00\x00\x00\x01\x00\x00") \
+        + bytes(ip)
+
+
+def null_loopback(ip):
+    family = 30 if isinstance(ip, dpkt.ip6.IP6) else 2
+    return struct.pack("<I", family) + bytes(ip)
+
+
+def raw(ip):
+    return bytes(ip)
+
+
+LINKTYPES = {"ethernet": (1, ethernet), "sll": (113, sll), "sll2": (276, sll2), "null": (0, null_loopback),
+             "raw": (101, raw)}
+
+
+def write_pcap(path, frames, linktype=1, nano=False, snaplen=65535):
+    """``frames``: (ts, bytes) or (ts, bytes, wirelen) tuples."""
+    with open(path, "wb") as handle:
+        writer = dpkt.pcap.Writer(handle, snaplen=snaplen, linktype=linktype, nano=nano)
+        for item in frames:
+            ts, data = item[0], item[1]
+            if len(item) > 2:
+                _write_pcap_record(handle, writer, ts, data, item[2], nano)
+            else:
+                writer.writepkt(data, ts=ts)
+
+
+def _write_pcap_record(handle, writer, ts, data, wirelen, nano):
+    """dpkt's writer sets wire length = captured length; a snapped frame needs its real length."""
+    sec = int(ts)
+    frac = int(round((ts - sec) * (1e9 if nano else 1e6)))
+    handle.write(struct.pack("<IIII", sec, frac, len(data), wirelen) + data)
+
+
+def write_pcapng(path, frames_by_iface, linktypes):
+    """``frames_by_iface``: list of (iface_index, ts, bytes); ``linktypes``: one per interface."""
+    with open(path, "wb") as handle:
+        idbs = [dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=lt, snaplen=65535) for lt in linktypes]
+        writer = dpkt.pcapng.Writer(handle, snaplen=65535, linktype=linktypes[0], idb=idbs)
+        for iface, ts, data in frames_by_iface:
+            epb = dpkt.pcapng.EnhancedPacketBlockLE(iface_id=iface, pkt_data=data)
+            writer.writepkt(epb, ts=ts)

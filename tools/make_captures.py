@@ -1,0 +1,100 @@
+"""Make the sample captures in captures/ (described in captures/README.md).
+
+Live captures: real peers from tools/ talk over loopback sockets while dumpcap
+(from Debian's wireshark packages; needs root) records them. Crafted captures:
+frames built with dpkt and written with dpkt's writers, for the damaged cases no
+well-behaved peer would send.
+
+    python tools/make_captures.py            # all of them
+    python tools/make_captures.py --crafted  # only those that need no dumpcap
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import capkit  # noqa: E402
+import netquake_peer as nq  # noqa: E402
+
+CAPTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "captures")
+
+
+def live_capture(path, bpf, exchange):
+    """Run ``exchange()`` while dumpcap records loopback traffic matching ``bpf`` into a pcap file."""
+    dumpcap = shutil.which("dumpcap")
+    if dumpcap is None:
+        raise SystemExit("dumpcap not found: apt-get install tshark (or use --crafted)")
+    proc = subprocess.Popen([dumpcap, "-q", "-P", "-i", "lo", "-f", bpf, "-w", path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # dumpcap needs a moment before it sees packets
+    try:
+        exchange()
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+    os.chmod(path, 0o644)
+
+
+def netquake_session(path):
+    server = nq.Server("127.0.0.1", 26000).start()
+    full = nq.Server("127.0.0.1", 26001, full=True).start()
+    try:
+        live_capture(path, "udp portrange 26000-65535 and host 127.0.0.1 and not port 53",
+                     lambda: (nq.query("127.0.0.1", 26000), nq.query("127.0.0.1", 26001)))
+    finally:
+        server.stop()
+        full.stop()
+
+
+def netquake_damaged(path):
+    """One frame per NetQuake finding, between clean frames, plus a frame cut by the snap length."""
+    client, server = ("10.0.0.7", 40000), ("10.0.0.1", 26000)
+
+    def up(payload):
+        return capkit.udp_packet(client[0], client[1], server[0], server[1], payload)
+
+    def down(payload):
+        return capkit.udp_packet(server[0], server[1], client[0], client[1], payload)
+
+    bad_length = bytearray(nq.ccreq_server_info())
+    bad_length[3] = 40
+    bad_flags = bytearray(nq.ccreq_server_info())
+    bad_flags[1] = 0x01
+    snapped = capkit.ethernet(down(nq.ccrep_server_info("10.0.0.1:26000", "cut by snaplen", "e1m1", 1, 8)))
+    packets = [
+        up(nq.ccreq_server_info()),                                    # 1 clean
+        up(bytes(bad_length)),                                         # 2 length_mismatch
+        up(bytes(bad_flags)),                                          # 3 bad_flags
+        up(nq.control(0x07, b"\x01\x02")),                             # 4 unknown_command
+        up(nq.ccreq_server_info(game="QUAKE2")),                       # 5 bad_game_name
+        up(nq.ccreq_server_info(version=2)),                           # 6 bad_version
+        down(nq.control(0x83, b"10.0.0.1:26000\0host\0")),             # 7 truncated
+        down(nq.control(0x81, bytes([0x74, 0x65, 0, 0, 0xDE, 0xAD]))),  # 8 trailing_bytes
+        down(nq.ccrep_player_info(0, "Rainbow", 0xEF, 1, 2, "x")),     # 9 bad colors (14, 15)
+        down(nq.ccrep_server_info("10.0.0.1:26000", "fine", "e1m1", 1, 8)),  # 10 clean reply
+    ]
+    frames = [(capkit.DEFAULT_TS + i * 0.01, capkit.ethernet(p)) for i, p in enumerate(packets)]
+    frames.append((capkit.DEFAULT_TS + 1, snapped[:60], len(snapped)))  # 11 truncated_frame
+    capkit.write_pcap(path, frames)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crafted", action="store_true", help="only the captures that need no live capture")
+    args = parser.parse_args()
+    os.makedirs(CAPTURES, exist_ok=True)
+    netquake_damaged(os.path.join(CAPTURES, "netquake-damaged.pcap"))
+    if not args.crafted:
+        netquake_session(os.path.join(CAPTURES, "netquake-session.pcap"))
+    print("captures written to", CAPTURES)
+
+
+if __name__ == "__main__":
+    main()
