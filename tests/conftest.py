@@ -1,0 +1,31 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, "tools")
+CAPTURES = os.path.join(ROOT, "captures")
+sys.path.insert(0, TOOLS)
+
+
+def run_cli(*args, stdin=None, env=None):
+    """Run ``dissect`` as a real subprocess; return (exit code, stdout, stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "dissect", *map(str, args)], capture_output=True, text=True,
+                          encoding="utf-8", cwd=ROOT, input=stdin, env=env, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def jsonl(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def capture(name):
+    return os.path.join(CAPTURES, name)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

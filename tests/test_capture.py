@@ -1,0 +1,238 @@
+"""Capture reading: both file formats in all their variants, every link type, damaged files."""
+
+import struct
+
+import capkit
+import dpkt
+import netquake_peer as nq
+import pytest
+from conftest import capture, jsonl, run_cli
+
+from dissect.capture.files import CaptureError, open_capture
+from dissect.capture.layers import decode_frame
+
+PAYLOAD = nq.ccreq_server_info()
+TS = capkit.DEFAULT_TS
+
+
+def udp4():
+    return capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, PAYLOAD)
+
+
+def udp6():
+    return capkit.udp_packet("2001:db8::7", 40000, "2001:db8::1", 26000, PAYLOAD)
+
+
+@pytest.mark.parametrize("link", ["ethernet", "sll", "sll2", "null", "raw"])
+@pytest.mark.parametrize("make_ip", [udp4, udp6], ids=["ipv4", "ipv6"])
+def test_every_link_type_reaches_the_payload(tmp_path, link, make_ip):
+    linktype, wrap = capkit.LINKTYPES[link]
+    path = tmp_path / f"{link}.pcap"
+    frame = wrap(make_ip())
+    capkit.write_pcap(path, [(TS, frame)], linktype=linktype)
+    frames = list(open_capture(str(path)))
+    assert len(frames) == 1 and frames[0].linktype == linktype
+    packet = decode_frame(frames[0].data, linktype)
+    assert packet.transport == "udp" and (packet.sport, packet.dport) == (40000, 26000)
+    assert packet.payload == PAYLOAD
+    assert packet.payload_offset == len(frame) - len(PAYLOAD)
+    expected_src = "10.0.0.7" if make_ip is udp4 else "2001:db8::7"
+    assert packet.src == expected_src
+
+
+def test_vlan_tagged_ethernet():
+    frame = capkit.ethernet(udp4(), vlan=42)
+    packet = decode_frame(frame, 1)
+    assert [layer.key for layer in packet.layers] == ["eth", "vlan", "ip", "udp"]
+    assert "ID: 42" in packet.layers[1].summary
+    assert packet.payload == PAYLOAD and packet.payload_offset == 14 + 4 + 20 + 8
+
+
+def test_ethernet_padding_is_not_payload():
+    frame = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, b"\x80\x00\x00\x06\x03\x00"))
+    padded = frame + b"\x00" * (60 - len(frame))
+    assert decode_frame(padded, 1).payload == b"\x80\x00\x00\x06\x03\x00"
+
+
+def test_pcap_microsecond_and_nanosecond_timestamps(tmp_path):
+    for nano in (False, True):
+        path = tmp_path / f"ts-{nano}.pcap"
+        capkit.write_pcap(path, [(TS + 0.123456, capkit.ethernet(udp4()))], nano=nano)
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        assert magic == (b"\x4d\x3c\xb2\xa1" if nano else b"\xd4\xc3\xb2\xa1")
+        frame = next(open_capture(str(path)))
+        assert frame.ts == pytest.approx(TS + 0.123456, abs=1e-6)
+
+
+def _big_endian_pcap(path, frames, nano=False):
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    with open(path, "wb") as handle:
+        handle.write(struct.pack(">IHHiIII", magic, 2, 4, 0, 0, 65535, 1))
+        for ts, data in frames:
+            sec = int(ts)
+            frac = int(round((ts - sec) * (1e9 if nano else 1e6)))
+            handle.write(struct.pack(">IIII", sec, frac, len(data), len(data)) + data)
+
+
+def test_pcap_big_endian_both_resolutions(tmp_path):
+    for nano in (False, True):
+        path = tmp_path / f"be-{nano}.pcap"
+        _big_endian_pcap(path, [(TS + 0.5, capkit.ethernet(udp4()))], nano=nano)
+        frames = list(open_capture(str(path)))
+        assert len(frames) == 1
+        assert frames[0].ts == pytest.approx(TS + 0.5)
+        assert decode_frame(frames[0].data, frames[0].linktype).payload == PAYLOAD
+
+
+def test_pcapng_interfaces_with_different_link_types(tmp_path):
+    path = tmp_path / "multi.pcapng"
+    ip = udp4()
+    capkit.write_pcapng(path, [(0, TS, capkit.ethernet(ip)), (1, TS + 1, capkit.raw(ip)),
+                               (2, TS + 2, capkit.sll2(udp6()))], [1, 101, 276])
+    frames = list(open_capture(str(path)))
+    assert [f.linktype for f in frames] == [1, 101, 276]
+    assert [f.iface for f in frames] == [0, 1, 2]
+    assert [round(f.ts - TS, 6) for f in frames] == [0.0, 1.0, 2.0]
+    for f in frames:
+        assert decode_frame(f.data, f.linktype).payload == PAYLOAD
+    # dpkt's own reader, as an independent check, sees the same bytes.
+    with open(path, "rb") as handle:
+        assert [bytes(buf) for _, buf in dpkt.pcapng.Reader(handle)] == [f.data for f in frames]
+
+
+def test_pcapng_tsresol_nanoseconds(tmp_path):
+    path = tmp_path / "ns.pcapng"
+    shb = dpkt.pcapng.SectionHeaderBlockLE()
+    idb = dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=1, snaplen=65535, opts=[
+        dpkt.pcapng.PcapngOptionLE(code=9, data=b"\x09"), dpkt.pcapng.PcapngOptionLE(code=0)])
+    with open(path, "wb") as handle:
+        writer = dpkt.pcapng.Writer(handle, shb=shb, idb=idb)
+        ts_ns = 1700000000_123456789
+        epb = dpkt.pcapng.EnhancedPacketBlockLE(iface_id=0, pkt_data=capkit.ethernet(udp4()),
+                                                ts_high=ts_ns >> 32, ts_low=ts_ns & 0xFFFFFFFF)
+        writer.writepkt(epb)
+    frame = next(open_capture(str(path)))
+    assert frame.ts == pytest.approx(1700000000.123456789, abs=1e-6)
+
+
+def test_truncated_frame_is_decoded_and_flagged():
+    code, out, err = run_cli("-T", "jsonl", capture("netquake-damaged.pcap"))
+    records = jsonl(out)
+    snapped = records[10]
+    assert snapped["caplen"] == 60 and snapped["length"] == 85
+    assert [f["code"] for f in snapped["findings"]] == ["capture.truncated_frame"]
+    msg = snapped["messages"][0]
+    assert msg["message"] == "CCREP_SERVER_INFO"
+    cut = msg["fields"][3]
+    assert (cut["key"], cut["offset"], cut["length"], cut["value"]) == \
+        ("netquake.control.server_address", 5, 13, "10.0.0.1:2600")
+    assert "netquake.truncated" in [f["code"] for f in msg["findings"]]
+
+
+def test_unknown_link_type_still_gets_a_record(tmp_path):
+    path = tmp_path / "unknown.pcap"
+    capkit.write_pcap(path, [(TS, b"\x01\x02\x03\x04"), (TS + 1, b"")], linktype=147)
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0
+    records = jsonl(out)
+    assert [r["frame"] for r in records] == [1, 2]
+    assert records[0]["protocol"] == "frame" and records[0]["messages"] == []
+    assert "link type 147" in records[0]["info"]
+
+
+# -- damaged files: exit 2 with a one-line reason, after every frame before the damage ----------------
+
+def _good_pcap(tmp_path, count=3):
+    path = tmp_path / "good.pcap"
+    capkit.write_pcap(path, [(TS + i, capkit.ethernet(udp4())) for i in range(count)])
+    return path
+
+
+def _check_fatal(path, frames_before, reason):
+    code, out, err = run_cli(path)
+    assert code == 2
+    assert len(out.splitlines()) == frames_before
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dissect: ") and reason in lines[0]
+    assert "Traceback" not in err
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.pcap"
+    path.write_bytes(b"")
+    _check_fatal(path, 0, "too short")
+
+
+def test_text_file(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("these are not packets\n")
+    _check_fatal(path, 0, "not a pcap or pcapng file")
+
+
+def test_record_cut_in_the_middle(tmp_path):
+    good = _good_pcap(tmp_path).read_bytes()
+    path = tmp_path / "cut.pcap"
+    path.write_bytes(good[:-10])
+    _check_fatal(path, 2, "record 3 cut short")
+
+
+def test_absurd_record_length(tmp_path):
+    good = bytearray(_good_pcap(tmp_path).read_bytes())
+    second = 24 + 16 + (len(good) - 24) // 3 - 16
+    good[second + 8:second + 12] = struct.pack("<I", 0xFFFFFFF0)
+    path = tmp_path / "absurd.pcap"
+    path.write_bytes(bytes(good))
+    _check_fatal(path, 1, "claims 4294967280 captured bytes")
+
+
+def test_missing_file():
+    code, out, err = run_cli("/nonexistent/x.pcap")
+    assert code == 2 and "cannot open" in err and "Traceback" not in err
+
+
+def test_pcapng_inconsistent_block_length(tmp_path):
+    path = tmp_path / "bad.pcapng"
+    capkit.write_pcapng(path, [(0, TS, capkit.ethernet(udp4())), (0, TS + 1, capkit.ethernet(udp4()))], [1])
+    data = bytearray(path.read_bytes())
+    data[-4:] = struct.pack("<I", 999)
+    path.write_bytes(bytes(data))
+    _check_fatal(path, 1, "inconsistent lengths")
+
+
+def test_pcapng_interface_out_of_range_resumes(tmp_path):
+    path = tmp_path / "iface.pcapng"
+    capkit.write_pcapng(path, [(0, TS, capkit.ethernet(udp4())), (0, TS + 1, capkit.ethernet(udp4())),
+                               (0, TS + 2, capkit.ethernet(udp4()))], [1])
+    data = bytearray(path.read_bytes())
+    # Point the second enhanced packet block at interface 5.
+    blocks, pos = [], 0
+    while pos < len(data):
+        btype, blen = struct.unpack_from("<II", data, pos)
+        blocks.append((btype, pos))
+        pos += blen
+    second_epb = [p for t, p in blocks if t == 6][1]
+    data[second_epb + 8:second_epb + 12] = struct.pack("<I", 5)
+    path.write_bytes(bytes(data))
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0
+    records = jsonl(out)
+    assert [r["frame"] for r in records] == [1, 2, 3]
+    assert records[1]["findings"][0]["code"] == "capture.corrupt"
+    assert "interface 5" in records[1]["findings"][0]["message"]
+    assert records[2]["protocol"] == "netquake"
+
+
+def test_reader_errors_are_capture_errors(tmp_path):
+    path = tmp_path / "x.pcap"
+    path.write_bytes(b"\xd4\xc3\xb2\xa1" + b"\0" * 5)
+    with pytest.raises(CaptureError):
+        list(open_capture(str(path)))
+
+
+def test_matches_dpkt_reader_on_live_capture():
+    path = capture("netquake-session.pcap")
+    ours = [(round(f.ts, 6), f.data) for f in open_capture(path)]
+    with open(path, "rb") as handle:
+        theirs = [(round(ts, 6), bytes(buf)) for ts, buf in dpkt.pcap.Reader(handle)]
+    assert ours == theirs and len(ours) > 40

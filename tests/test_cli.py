@@ -1,0 +1,214 @@
+"""The CLI as a subprocess, in every output mode, on the bundled captures."""
+
+import json
+import re
+
+from conftest import capture, jsonl, run_cli
+
+SESSION = capture("netquake-session.pcap")
+DAMAGED = capture("netquake-damaged.pcap")
+
+
+def test_summary_lines():
+    code, out, err = run_cli(SESSION)
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    first = lines[0].split()
+    assert first[0] == "1" and first[1] == "0.000000"
+    assert first[2].endswith(":26000") is False and first[4].endswith(":26000")
+    assert first[5] == "NetQuake" and first[6] == "54"
+    assert lines[0].endswith('CCREQ_SERVER_INFO game="QUAKE" version=3')
+    assert any("CCREP_SERVER_INFO \"dissect test server\" map=e1m1 players 3/8" in line for line in lines)
+    assert any("[netquake rule_walk]" in line and "7 rules" in line for line in lines)
+    assert "\x1b[" not in out  # no colour when piped
+
+
+def test_verbose_tree_has_offsets_on_every_field():
+    code, out, err = run_cli("-V", SESSION)
+    assert code == 0
+    block = out.split("\n\n")[1]  # frame 2: CCREP_SERVER_INFO
+    assert block.startswith("Frame 2:")
+    assert "NetQuake CCREP_SERVER_INFO [42:49]" in block
+    assert '    host_name: "dissect test server" [21:20]' in block
+    assert "    current_players: 3 [46:1]" in block
+    assert "[Request in frame: 1]" in block
+    field_lines = [ln for ln in block.splitlines() if ln.startswith("    ") and not ln.startswith("    [")
+                   and ":" in ln and not ln.startswith("    Arrival") and not ln.startswith("    Link")]
+    assert field_lines and all(re.search(r"\[\d+:\d+\]$", ln) for ln in field_lines)
+
+
+def test_hex_dump_labels_every_byte_of_the_message():
+    code, out, err = run_cli("-x", "-Y", "frame.number == 1", SESSION)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("Frame 1: 54 bytes on wire")
+    assert lines[1].startswith("0000  00 00 00 00 00 00 00 00  00 00 00 00 08 00 45 00")
+    legend = [ln for ln in lines[lines.index("  legend:") + 1:] if ln.strip()]
+    assert [ln.split()[1] for ln in legend] == [
+        "eth", "ip", "udp", "netquake.flags", "netquake.length", "netquake.control.command",
+        "netquake.control.game_name", "netquake.control.net_protocol_version"]
+    assert '    g  netquake.control.game_name [47:6] game_name: "QUAKE"' in legend
+    # Row 0x20 holds the UDP header's end and the message start: flags at 0x2a (42), game_name at 0x2f (47).
+    assert lines[5].startswith("0020  ") and lines[5].endswith(".Q")
+    assert lines[6].split() == ["b", "--", "c", "--", "--", "--", "--", "--", "--", "--", "d", "--", "e", "--",
+                                "f", "g"]
+    assert lines[8].split() == ["g", "--", "--", "--", "--", "h"]
+
+
+def test_json_records_follow_the_contract():
+    code, out, err = run_cli("-T", "json", SESSION)
+    assert code == 0
+    records = json.loads(out)
+    frame = records[1]
+    assert set(frame) == {"kind", "frame", "time", "caplen", "length", "src", "sport", "dst", "dport",
+                          "transport", "protocol", "info", "messages", "findings"}
+    assert frame["kind"] == "frame" and frame["frame"] == 2 and frame["transport"] == "udp"
+    assert frame["protocol"] == "netquake" and frame["sport"] == 26000
+    msg = frame["messages"][0]
+    assert set(msg) == {"protocol", "message", "frames", "offset", "length", "fields", "findings"}
+    assert msg["message"] == "CCREP_SERVER_INFO" and msg["frames"] == [2] and msg["offset"] == 42
+    host = [f for f in msg["fields"] if f["key"] == "netquake.control.host_name"][0]
+    assert host == {"key": "netquake.control.host_name", "name": "host_name", "offset": 21, "length": 20,
+                    "value": "dissect test server", "display": '"dissect test server"', "children": []}
+    analyses = [r for r in records if r["kind"] == "analysis"]
+    assert {a["name"] for a in analyses} >= {"rule_walk", "player_walk"}
+    assert set(analyses[0]) == {"kind", "protocol", "name", "frames", "result", "findings"}
+
+
+def test_jsonl_equals_json():
+    _, out_lines, _ = run_cli("-T", "jsonl", SESSION)
+    _, out_array, _ = run_cli("-T", "json", SESSION)
+    assert jsonl(out_lines) == json.loads(out_array)
+
+
+def test_analysis_records_for_walks():
+    _, out, _ = run_cli("-T", "jsonl", SESSION)
+    records = jsonl(out)
+    rule_walks = [r for r in records if r.get("name") == "rule_walk"]
+    assert len(rule_walks) == 2
+    walk = rule_walks[0]["result"]
+    assert [r["rule"] for r in walk["rules"]] == ["fraglimit", "timelimit", "teamplay", "noexit",
+                                                 "sv_friction", "sv_gravity", "sv_maxspeed"]
+    assert walk["rules"][5]["value"] == "800" and walk["complete"] is True
+    players = [r for r in records if r.get("name") == "player_walk"][0]["result"]
+    assert [p["name"] for p in players["players"]] == ["Ranger", "Grunt", "Shambler"]
+    assert players["players"][1]["frags"] == -1
+    assert players["complete"] is True and players["expected"] == 3 and players["unanswered"] == []
+    # every reply carries its response time
+    replies = [r for r in records if r["kind"] == "frame" and r["messages"]
+               and r["messages"][0]["message"].startswith("CCREP")]
+    for reply in replies:
+        keys = {f["key"]: f for f in reply["messages"][0]["fields"]}
+        assert "netquake.response_time" in keys, reply["frame"]
+        assert 0 <= keys["netquake.response_time"]["value"] < 1
+
+
+def test_game_port_after_accept_is_recognized():
+    _, out, _ = run_cli("-T", "jsonl", SESSION)
+    records = jsonl(out)
+    accept = [r for r in records if r.get("messages") and r["messages"][0]["message"] == "CCREP_ACCEPT"][0]
+    port = [f for f in accept["messages"][0]["fields"] if f["key"] == "netquake.control.port"][0]["value"]
+    game = [r for r in records if r.get("dport") == port]
+    assert [g["messages"][0]["message"] for g in game] == ["unreliable", "data"]
+
+
+def test_fail_on_levels():
+    assert run_cli("--fail-on", "error", SESSION)[0] == 0
+    assert run_cli("--fail-on", "note", SESSION)[0] == 1  # little-endian longs are noted
+    assert run_cli("--fail-on", "error", DAMAGED)[0] == 1
+    assert run_cli("--fail-on", "warning", DAMAGED)[0] == 1
+
+
+def test_color_always_and_never():
+    _, coloured, _ = run_cli("--color", "always", DAMAGED)
+    assert "\x1b[1;31m" in coloured
+    _, plain, _ = run_cli("--color", "never", DAMAGED)
+    assert "\x1b[" not in plain
+
+
+def test_display_filter():
+    _, out, _ = run_cli("-Y", "netquake.control.command == 0x83 && netquake.control.current_players >= 3",
+                        SESSION)
+    lines = [ln for ln in out.splitlines() if not ln.strip().startswith("[")]
+    assert len(lines) == 2 and all("CCREP_SERVER_INFO" in ln for ln in lines)
+    _, out, _ = run_cli("-Y", 'expert.code == "netquake.bad_version"', DAMAGED)
+    assert [ln.split()[0] for ln in out.splitlines()] == ["6"]
+    _, out, _ = run_cli("-Y", "not netquake", DAMAGED)
+    assert out == ""
+    code, _, err = run_cli("-Y", "netquake.length ==", SESSION)
+    assert code == 2 and "bad filter" in err
+    code, _, err = run_cli("-Y", "__import__('os')", SESSION)
+    assert code == 2 and "bad filter" in err
+
+
+def test_decode_as_forces_a_port(tmp_path):
+    import capkit
+    import netquake_peer as nq
+    path = tmp_path / "odd-port.pcap"
+    bad = bytearray(nq.ccreq_server_info())
+    bad[3] = 99  # wrong length: off the default port only decode-as claims it
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, capkit.ethernet(
+        capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 27500, bytes(bad))))])
+    _, out, _ = run_cli(path)
+    assert "UDP" in out and "NetQuake" not in out
+    _, out, _ = run_cli("-d", "udp.port==27500,netquake", path)
+    assert "NetQuake" in out and "CCREQ_SERVER_INFO" in out
+    code, _, err = run_cli("-d", "udp.port==27500,quake9", path)
+    assert code == 2 and "unknown protocol" in err
+    code, _, err = run_cli("-d", "port 27500", path)
+    assert code == 2 and "--decode-as" in err
+
+
+def test_payload_mode():
+    code, out, err = run_cli("--payload", "80 00 00 0c 02 51 55 41 4b 45 00 03", "--protocol", "netquake")
+    assert code == 0
+    assert "NetQuake CCREQ_SERVER_INFO [0:12]" in out
+    assert '    game_name: "QUAKE" [5:6]' in out
+    code, out, _ = run_cli("--payload", "800000058500", "--protocol", "netquake", "-T", "jsonl")
+    record = jsonl(out)[0]
+    assert record["messages"][0]["message"] == "CCREP_RULE_INFO"
+    assert {f["code"] for f in record["messages"][0]["findings"]} == {"netquake.length_mismatch",
+                                                                      "netquake.truncated"}
+    assert run_cli("--payload", "zz", "--protocol", "netquake")[0] == 2
+    assert run_cli("--payload", "8000", "--protocol", "nope")[0] == 2
+
+
+def test_payload_file(tmp_path):
+    import netquake_peer as nq
+    path = tmp_path / "msg.bin"
+    path.write_bytes(nq.ccrep_rule_info("sv_gravity", "800"))
+    code, out, _ = run_cli("--payload-file", path, "--protocol", "netquake")
+    assert code == 0 and '    value: "800" [16:4]' in out
+
+
+def test_stats():
+    code, out, _ = run_cli("--stats", SESSION)
+    assert code == 0
+    assert re.search(r"NetQuake\s+\d+", out)
+    assert "CCREQ_RULE_INFO" in out and "response time" in out
+    assert 'servers seen: 2' in out and '"dissect test server"' in out
+    code, out, _ = run_cli("--stats", "-T", "json", DAMAGED)
+    stats = json.loads(out)[-1]
+    assert stats["kind"] == "stats" and stats["frames"] == 11
+    counts = {f["code"]: f["count"] for f in stats["findings"]}
+    assert counts["netquake.length_mismatch"] == 2 and counts["capture.truncated_frame"] == 1
+
+
+def test_usage_errors_exit_2():
+    for args in ([], ["--bogus"], ["-T", "xml", SESSION], ["--protocol", "netquake", SESSION]):
+        code, out, err = run_cli(*args)
+        assert code == 2, args
+        assert err.startswith("dissect: ") and "Traceback" not in err
+
+
+def test_control_characters_are_escaped(tmp_path):
+    import capkit
+    import netquake_peer as nq
+    path = tmp_path / "evil.pcap"
+    evil = nq.ccrep_server_info("1.2.3.4:26000", "\x1b[2J\x1b]0;pwned\x07", "e1m1", 1, 8)
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, capkit.ethernet(
+        capkit.udp_packet("10.0.0.1", 26000, "10.0.0.7", 40000, evil)))])
+    for flags in ([], ["-V"], ["-x"], ["--stats"]):
+        _, out, _ = run_cli(*flags, path)
+        assert "\x1b" not in out and "\x07" not in out
+        assert "\\x1b[2J" in out or flags == ["-x"]

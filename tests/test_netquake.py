@@ -1,0 +1,231 @@
+"""NetQuake control packets: every message, every field's offset, length and value, every finding."""
+
+import struct
+
+import netquake_peer as nq
+from helpers import codes, dissect, field, span
+
+
+def test_ccreq_server_info_fields():
+    payload = nq.ccreq_server_info()
+    assert payload == bytes.fromhex("8000000c02") + b"QUAKE\0\x03"
+    msg = dissect("netquake", payload)
+    assert msg.name == "CCREQ_SERVER_INFO"
+    assert span(msg, "netquake.flags") == (0, 2, 0x8000)
+    assert span(msg, "netquake.length") == (2, 2, 12)
+    assert span(msg, "netquake.control.command") == (4, 1, 0x02)
+    assert span(msg, "netquake.control.game_name") == (5, 6, "QUAKE")
+    assert span(msg, "netquake.control.net_protocol_version") == (11, 1, 3)
+    assert field(msg, "netquake.control.command").display == "CCREQ_SERVER_INFO (0x02)"
+    assert field(msg, "netquake.flags").display == "0x8000 (CTL)"
+    assert msg.findings == []
+    assert msg.info == 'CCREQ_SERVER_INFO game="QUAKE" version=3'
+
+
+def test_ccreq_connect_fields():
+    msg = dissect("netquake", nq.ccreq_connect())
+    assert msg.name == "CCREQ_CONNECT"
+    assert span(msg, "netquake.control.game_name") == (5, 6, "QUAKE")
+    assert span(msg, "netquake.control.net_protocol_version") == (11, 1, 3)
+    assert msg.findings == []
+
+
+def test_ccreq_player_info_fields():
+    msg = dissect("netquake", nq.ccreq_player_info(2))
+    assert msg.name == "CCREQ_PLAYER_INFO"
+    assert span(msg, "netquake.length") == (2, 2, 6)
+    assert span(msg, "netquake.control.player_number") == (5, 1, 2)
+    assert msg.findings == []
+
+
+def test_ccreq_rule_info_first_and_next():
+    first = dissect("netquake", nq.ccreq_rule_info(""))
+    assert span(first, "netquake.control.rule") == (5, 1, "")
+    nxt = dissect("netquake", nq.ccreq_rule_info("fraglimit"))
+    assert span(nxt, "netquake.control.rule") == (5, 10, "fraglimit")
+    assert first.findings == [] and nxt.findings == []
+
+
+def test_ccrep_accept_port_little_endian_with_note():
+    payload = nq.ccrep_accept(26100)
+    assert payload[5:9] == struct.pack("<i", 26100)
+    msg = dissect("netquake", payload)
+    assert msg.name == "CCREP_ACCEPT"
+    assert span(msg, "netquake.control.port") == (5, 4, 26100)
+    assert codes(msg) == ["netquake.little_endian_long"]
+    assert msg.findings[0].severity == "note"
+
+
+def test_ccrep_accept_big_endian_peer_is_read_big_endian():
+    payload = nq.control(0x81, struct.pack(">i", 26100))
+    msg = dissect("netquake", payload)
+    assert span(msg, "netquake.control.port") == (5, 4, 26100)
+    assert codes(msg) == ["netquake.big_endian_long"]
+
+
+def test_ccrep_reject_reason():
+    msg = dissect("netquake", nq.ccrep_reject("Server is full.\n"))
+    assert msg.name == "CCREP_REJECT"
+    assert span(msg, "netquake.control.reason") == (5, 17, "Server is full.\n")
+    assert msg.findings == []
+
+
+def test_ccrep_server_info_fields():
+    payload = nq.ccrep_server_info("10.0.0.1:26000", "My Server", "e1m1", 3, 8)
+    msg = dissect("netquake", payload)
+    assert msg.name == "CCREP_SERVER_INFO"
+    assert span(msg, "netquake.length") == (2, 2, 38)
+    assert span(msg, "netquake.control.server_address") == (5, 15, "10.0.0.1:26000")
+    assert span(msg, "netquake.control.host_name") == (20, 10, "My Server")
+    assert span(msg, "netquake.control.level_name") == (30, 5, "e1m1")
+    assert span(msg, "netquake.control.current_players") == (35, 1, 3)
+    assert span(msg, "netquake.control.max_players") == (36, 1, 8)
+    assert span(msg, "netquake.control.net_protocol_version") == (37, 1, 3)
+    assert msg.findings == []
+    assert msg.data["current_players"] == 3
+
+
+def test_ccrep_player_info_fields_and_colors():
+    payload = nq.ccrep_player_info(1, "Ranger", 4 * 16 + 13, 12, 754, "192.0.2.11:26000")
+    msg = dissect("netquake", payload)
+    assert msg.name == "CCREP_PLAYER_INFO"
+    assert span(msg, "netquake.control.player_number") == (5, 1, 1)
+    assert span(msg, "netquake.control.name") == (6, 7, "Ranger")
+    assert span(msg, "netquake.control.colors") == (13, 4, 77)
+    assert span(msg, "netquake.control.colors.shirt") == (13, 1, 4)
+    assert span(msg, "netquake.control.colors.pants") == (13, 1, 13)
+    assert span(msg, "netquake.control.frags") == (17, 4, 12)
+    assert span(msg, "netquake.control.connect_time") == (21, 4, 754)
+    assert span(msg, "netquake.control.address") == (25, 17, "192.0.2.11:26000")
+    assert msg.length == 42
+    assert codes(msg) == ["netquake.little_endian_long"]
+
+
+def test_negative_frags():
+    msg = dissect("netquake", nq.ccrep_player_info(0, "Grunt", 0, -1, 31, "x"))
+    assert field(msg, "netquake.control.frags").value == -1
+
+
+def test_colors_out_of_range():
+    msg = dissect("netquake", nq.ccrep_player_info(0, "Rainbow", 0xEF, 1, 2, "x"))
+    assert "netquake.bad_colors" in codes(msg)
+    bad = [f for f in msg.findings if f.code == "netquake.bad_colors"][0]
+    assert (bad.offset, bad.length, bad.severity) == (14, 4, "warning")
+    assert "0-13" in bad.message
+
+
+def test_ccrep_rule_info_and_end_of_rules():
+    msg = dissect("netquake", nq.ccrep_rule_info("fraglimit", "20"))
+    assert span(msg, "netquake.control.rule") == (5, 10, "fraglimit")
+    assert span(msg, "netquake.control.value") == (15, 3, "20")
+    end = dissect("netquake", nq.ccrep_rule_info())
+    assert end.length == 5
+    assert end.data["end_of_rules"] is True
+    assert field(end, "netquake.control.end_of_rules").value is True
+    assert end.findings == []
+    assert end.info == "CCREP_RULE_INFO end of rules"
+
+
+def test_data_and_ack_packets():
+    msg = dissect("netquake", nq.data_packet(0x0009, 7, b"\x04abc"))
+    assert msg.name == "data"
+    assert span(msg, "netquake.flags") == (0, 2, 0x0009)
+    assert span(msg, "netquake.sequence") == (4, 4, 7)
+    assert span(msg, "netquake.data") == (8, 4, b"\x04abc")
+    assert field(msg, "netquake.flags").display == "0x0009 (DATA|EOM)"
+    ack = dissect("netquake", nq.data_packet(0x0002, 7))
+    assert ack.name == "ack" and ack.info == "ACK seq=7" and ack.findings == []
+
+
+def test_length_mismatch():
+    payload = bytearray(nq.ccreq_server_info())
+    payload[3] = 40
+    msg = dissect("netquake", bytes(payload))
+    assert codes(msg) == ["netquake.length_mismatch"]
+    finding = msg.findings[0]
+    assert (finding.offset, finding.length, finding.severity) == (2, 2, "error")
+    assert "inclusive of this header" in finding.message
+    assert field(msg, "netquake.control.game_name").value == "QUAKE"  # still decoded
+
+
+def test_bad_flags():
+    payload = bytearray(nq.ccreq_server_info())
+    payload[1] = 0x01
+    msg = dissect("netquake", bytes(payload))
+    assert codes(msg) == ["netquake.bad_flags"]
+    assert (msg.findings[0].offset, msg.findings[0].length) == (0, 2)
+
+
+def test_unknown_command():
+    msg = dissect("netquake", nq.control(0x07, b"\x01\x02"))
+    assert codes(msg) == ["netquake.unknown_command"]
+    assert (msg.findings[0].offset, msg.findings[0].length) == (4, 1)
+    assert span(msg, "netquake.control.body") == (5, 2, b"\x01\x02")
+
+
+def test_bad_game_name_and_version():
+    msg = dissect("netquake", nq.ccreq_server_info(game="QUAKE2", version=2))
+    assert codes(msg) == ["netquake.bad_game_name", "netquake.bad_version"]
+    by_code = {f.code: f for f in msg.findings}
+    assert (by_code["netquake.bad_game_name"].offset, by_code["netquake.bad_game_name"].length) == (5, 7)
+    assert (by_code["netquake.bad_version"].offset, by_code["netquake.bad_version"].length) == (12, 1)
+
+
+def test_truncated_keeps_fields_before_the_cut():
+    full = nq.ccrep_server_info("10.0.0.1:26000", "My Server", "e1m1", 3, 8)
+    for cut in range(5, len(full)):
+        msg = dissect("netquake", full[:cut])
+        assert "netquake.truncated" in codes(msg), cut
+        assert field(msg, "netquake.control.command").value == 0x83
+    msg = dissect("netquake", full[:25])  # inside host_name
+    assert field(msg, "netquake.control.server_address").value == "10.0.0.1:26000"
+    trunc = [f for f in msg.findings if f.code == "netquake.truncated"][0]
+    assert (trunc.offset, trunc.length) == (20, 5)
+    assert msg.info == "CCREP_SERVER_INFO [Malformed]"
+
+
+def test_trailing_bytes():
+    msg = dissect("netquake", nq.control(0x81, bytes([0x74, 0x65, 0, 0, 0xDE, 0xAD])))
+    assert "netquake.trailing_bytes" in codes(msg)
+    trailing = [f for f in msg.findings if f.code == "netquake.trailing_bytes"][0]
+    assert (trailing.offset, trailing.length) == (9, 2)
+
+
+def test_summary_path_builds_no_tree_but_same_findings():
+    payload = nq.ccrep_player_info(0, "Rainbow", 0xEF, 1, 2, "x")
+    light = dissect("netquake", payload, tree=False)
+    full = dissect("netquake", payload, tree=True)
+    assert light.fields == []
+    assert codes(light) == codes(full)
+    assert light.info == full.info
+    assert light.data == full.data
+
+
+def test_heuristic_claims_only_netquake():
+    from dissect.capture.layers import Packet
+    from dissect.registry import Registry
+    packet = Packet()
+    packet.src, packet.sport, packet.dst, packet.dport, packet.transport = "10.0.0.1", 5004, "10.0.0.2", 5006, "udp"
+    netquake = Registry().get("netquake")
+    assert netquake.claims(nq.ccreq_server_info(), packet, on_port=False)
+    # An RTP header (version 2, payload type 0) also starts 80 00: not ours off the port.
+    rtp = bytes.fromhex("80000001") + bytes.fromhex("02345678") + b"\x00" * 20
+    assert not netquake.claims(rtp, packet, on_port=False)
+    assert not netquake.claims(b"hello world", packet, on_port=False)
+    assert not netquake.claims(nq.data_packet(0x0009, 1, b"x"), packet, on_port=False)
+    assert netquake.claims(nq.data_packet(0x0009, 1, b"x"), packet, on_port=True)
+
+
+def test_random_bytes_never_raise():
+    import random
+    rng = random.Random(7)
+    base = nq.ccrep_player_info(1, "Ranger", 77, 12, 754, "192.0.2.11:26000")
+    for _ in range(2000):
+        data = bytearray(base[:rng.randrange(len(base) + 1)])
+        for _ in range(rng.randrange(4)):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        msg = dissect("netquake", bytes(data))
+        for f in msg.walk():
+            assert 0 <= f.offset and f.offset + f.length <= len(data)
+        assert not any(f.code.endswith("dissector_error") for f in msg.findings)

@@ -1,0 +1,141 @@
+"""Benchmark dissect against tshark, side by side on the same capture.
+
+Writes a capture of mixed traffic (every protocol dissect knows, plus unrelated
+UDP and TCP), then runs each view of dissect and its tshark peer on it, and
+prints frames per second, the ratio, and each process's peak resident memory.
+
+    python tools/bench.py [--frames 200000] [--keep FILE] [--runs 1]
+"""
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import capkit  # noqa: E402
+import netquake_peer as nq  # noqa: E402
+
+
+def sample_frames():
+    """One conversation of each kind known to dissect, as (payload builder, direction) pairs."""
+    client, server = ("10.0.0.7", 40000), ("10.0.0.1", 26000)
+    up = [nq.ccreq_server_info(), nq.ccreq_player_info(0), nq.ccreq_rule_info(""), nq.ccreq_rule_info("fraglimit"),
+          nq.ccreq_connect()]
+    down = [nq.ccrep_server_info("10.0.0.1:26000", "bench server", "e1m1", 3, 8),
+            nq.ccrep_player_info(0, "Ranger", 77, 12, 754, "192.0.2.11:26000"),
+            nq.ccrep_rule_info("fraglimit", "20"), nq.ccrep_rule_info(), nq.ccrep_accept(26100)]
+    frames = []
+    for request, reply in zip(up, down):
+        frames.append(capkit.ethernet(capkit.udp_packet(*client, *server, request)))
+        frames.append(capkit.ethernet(capkit.udp_packet(*server, *client, reply)))
+    frames += extra_protocol_frames()
+    noise = [capkit.ethernet(capkit.udp_packet("10.9.0.1", 5353, "224.0.0.251", 5353, b"\x00" * 40)),
+             capkit.ethernet(capkit.tcp_packet("10.9.0.2", 443, "10.9.0.3", 51000, b"\x17\x03\x03" + b"x" * 60))]
+    return frames, noise
+
+
+def extra_protocol_frames():
+    """Frames of the protocols beyond NetQuake, where their builders exist."""
+    frames = []
+    try:
+        import teeframe_peer as tf
+        frames += [capkit.ethernet(capkit.udp_packet("10.0.0.8", 50000, "10.0.0.2", 8303, tf.gie3(0x1234, 0x2A))),
+                   capkit.ethernet(capkit.udp_packet("10.0.0.2", 8303, "10.0.0.8", 50000,
+                                                     tf.sample_iext(0x12342A, clients=8)))]
+    except ImportError:
+        pass
+    return frames
+
+
+def write_capture(path, count, seed=1):
+    rng = random.Random(seed)
+    known, noise = sample_frames()
+    ts = capkit.DEFAULT_TS
+    with open(path, "wb") as handle:
+        import dpkt
+        writer = dpkt.pcap.Writer(handle, snaplen=65535, linktype=1)
+        for i in range(count):
+            ts += 0.0001
+            pool = noise if i % 10 == 9 else known
+            writer.writepkt(pool[rng.randrange(len(pool))], ts=ts)
+
+
+def run(cmd):
+    """Run a command with stdout to /dev/null; return (seconds, peak RSS in MB)."""
+    with open(os.devnull, "wb") as devnull:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=devnull, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[:300]}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=200000)
+    parser.add_argument("--keep", help="write the capture here and keep it")
+    parser.add_argument("--capture", help="use this capture instead of writing one")
+    parser.add_argument("--runs", type=int, default=1, help="best of N runs")
+    args = parser.parse_args()
+    workdir = tempfile.mkdtemp(prefix="dissect-bench-")
+    path = args.capture or args.keep or os.path.join(workdir, "bench.pcap")
+    try:
+        if not args.capture:
+            write_capture(path, args.frames)
+        frames = args.frames if not args.capture else count_frames(path)
+        size = os.path.getsize(path) / 1e6
+        dissect = [sys.executable, "-m", "dissect"]
+        tshark = shutil.which("tshark")
+        cases = [("summary", dissect + [path], ["-r", path]),
+                 ("tree -V", dissect + ["-V", path], ["-r", path, "-V"]),
+                 ("json", dissect + ["-T", "jsonl", path], ["-r", path, "-T", "json"]),
+                 ("stats", dissect + ["--stats", path], ["-r", path, "-q", "-z", "io,phs"])]
+        print(f"capture: {frames} frames, {size:.1f} MB; machine: {os.cpu_count()} cores, {machine()}")
+        print(f"{'view':<10} {'dissect fps':>12} {'MB':>6} {'tshark fps':>12} {'MB':>6} {'ratio':>7}")
+        for name, ours, theirs in cases:
+            ours_time, ours_mem = best(ours, args.runs)
+            line = f"{name:<10} {frames / ours_time:>12,.0f} {ours_mem:>6.0f}"
+            if tshark:
+                their_time, their_mem = best([tshark] + theirs, args.runs)
+                line += f" {frames / their_time:>12,.0f} {their_mem:>6.0f} {their_time / ours_time:>6.2f}x"
+            else:
+                line += "   (tshark not installed: apt-get install tshark)"
+            print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def best(cmd, runs):
+    results = [run(cmd) for _ in range(max(1, runs))]
+    return min(r[0] for r in results), max(r[1] for r in results)
+
+
+def count_frames(path):
+    from dissect.capture.files import open_capture
+    return sum(1 for _ in open_capture(path))
+
+
+def machine():
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown cpu"
+
+
+if __name__ == "__main__":
+    main()
