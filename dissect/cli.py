@@ -125,6 +125,9 @@ class Output:
     def close(self, analyzers):
         if self.stats:
             if self.json is not None:
+                for key, analyzer in sorted(analyzers.items()):
+                    for server in analyzer.stats().get("servers", ()):
+                        self.json.extra({"kind": "server", "protocol": key, **server})
                 self.json.extra(self.stats.as_dict(analyzers))
             else:
                 self.stats.render_text(self.out, analyzers)

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import capkit  # noqa: E402
 import netquake_peer as nq  # noqa: E402
+import teeframe_peer as tf  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "captures")
 
@@ -85,14 +86,68 @@ def netquake_damaged(path):
     capkit.write_pcap(path, frames)
 
 
+def teeframe_session(path):
+    """A browser querying a 64-client server (3 packets), a 5-client one (1 packet) and a vanilla one."""
+    import socket
+    big = tf.Server("127.0.0.1", 8303, clients=64).start()
+    small = tf.Server("127.0.0.1", 8304, clients=5, name="small server").start()
+
+    def exchange():
+        tf.query("127.0.0.1", 8303, extra_token=0x1234, token=0x2A)
+        tf.query("127.0.0.1", 8304, extra_token=0x0001, token=0x07)
+        tf.query("127.0.0.1", 8304, token=0x33, vanilla=True)
+        # Game traffic on the server's port is not connectionless: it must be left alone.
+        game = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for seq in range(3):
+            game.sendto(bytes([0x00, seq, 0x01]) + b"\x41\x00\x05game", ("127.0.0.1", 8303))
+        game.close()
+    try:
+        live_capture(path, "udp and host 127.0.0.1 and (port 8303 or port 8304)", exchange)
+    finally:
+        big.stop()
+        small.stop()
+
+
+def teeframe_damaged(path):
+    """Each assembly fault of the spec's 'Receiving Multiple Packets', with its own client and token."""
+    server = ("10.0.0.2", 8303)
+    clients = tf.sample_clients(64)
+    frames = []
+    ts = [capkit.DEFAULT_TS]
+
+    def send(src, dst, payload):
+        ts[0] += 0.001
+        frames.append((ts[0], capkit.ethernet(capkit.udp_packet(*src, *dst, payload))))
+
+    def exchange(port, extra, token, order=(0, 1, 2), reserved=b"\0\0", packets=None):
+        client = ("10.0.0.9", port)
+        send(client, server, tf.gie3(extra, token, reserved=reserved))
+        packets = packets or tf.response_packets((extra << 8) | token, clients)
+        for index in order:
+            send(server, client, packets[index])
+
+    exchange(50001, 0x0100, 0x01)                         # clean, 3 packets
+    exchange(50002, 0x0200, 0x02, order=(0, 2))           # lost packet 1
+    exchange(50003, 0x0300, 0x03, order=(0, 1, 1, 2))     # duplicate packet 1
+    exchange(50004, 0x0400, 0x04, order=(2, 1, 0))        # reordered
+    exchange(50005, 0x0500, 0x05, reserved=b"\xff\xff")  # reserved bytes set, as some clients do
+    split = tf.response_packets(0x0606, clients)
+    cut = split[1].rfind(b"\0", 0, len(split[1]) - 20) + 1
+    split = [split[0], split[1][:cut + 9], split[2]]      # a record cut off at the end of packet 1
+    exchange(50006, 0x0006, 0x06, packets=split)
+    capkit.write_pcap(path, frames)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crafted", action="store_true", help="only the captures that need no live capture")
     args = parser.parse_args()
     os.makedirs(CAPTURES, exist_ok=True)
     netquake_damaged(os.path.join(CAPTURES, "netquake-damaged.pcap"))
+    teeframe_damaged(os.path.join(CAPTURES, "teeframe-damaged.pcap"))
     if not args.crafted:
         netquake_session(os.path.join(CAPTURES, "netquake-session.pcap"))
+        teeframe_session(os.path.join(CAPTURES, "teeframe-session.pcap"))
     print("captures written to", CAPTURES)
 
 

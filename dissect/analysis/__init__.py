@@ -3,4 +3,5 @@
 
 def make_analyzers():
     from .netquake import NetQuakeAnalyzer
-    return {"netquake": NetQuakeAnalyzer()}
+    from .teeframe import TeeFrameAnalyzer
+    return {"netquake": NetQuakeAnalyzer(), "teeframe": TeeFrameAnalyzer()}

@@ -114,6 +114,14 @@ class Cursor:
         self._stack[-1][-1].children.append(node)
         return node
 
+    def set_last(self, value, display=None):
+        """Replace the value (and display) of the last field added, e.g. text parsed into a number."""
+        if self.tree and self._stack[-1]:
+            node = self._stack[-1][-1]
+            node.value = value
+            if display is not None:
+                node.display = display
+
     def subtree(self, key, name, value=None, fmt=None):
         """``with cursor.subtree(...) as node:`` nests the fields read inside it."""
         if not self.tree:

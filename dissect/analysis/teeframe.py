@@ -1,0 +1,236 @@
+"""TeeFrame across packets: response assembly, request matching, and the server browser.
+
+The spec's 'Receiving Multiple Packets': group packets by the server's address,
+port and response token (and here the client too); iext is packet 0, iex+ carries
+its number; duplicates are ignored; the list is complete when the records
+collected equal Num Clients.
+"""
+
+from ..core import AnalysisRecord, Finding
+from ..core.bounded import BoundedDict
+from .common import Timing, annotate_response
+
+MAX_PENDING = 4096          # responses being assembled at once
+MAX_REQUESTS = 16384        # requests waiting for their first reply
+MAX_RECORDS = 4096          # client records kept for one response (63 packets of 1400 bytes hold fewer)
+MAX_SERVERS = 10000
+MAX_DONE = 4096             # recently completed responses, to recognize late duplicates
+
+RULE_COMPLETE = "spec: 'the list is complete when the number of collected records equals Num Clients'"
+
+
+def _endpoint(ip, port):
+    return f"[{ip}]:{port}" if ip and ":" in ip else f"{ip}:{port}"
+
+
+class _Response:
+    __slots__ = ("server", "client", "token", "info", "packets", "records", "frames", "first_ts", "request",
+                 "findings", "clients_omitted", "dropped_records")
+
+    def __init__(self, server, client, token):
+        self.server = server
+        self.client = client
+        self.token = token
+        self.info = None            # the iext (packet 0) fields
+        self.packets = {}           # packet number -> records in it
+        self.records = {}           # packet number -> list of client records
+        self.frames = []
+        self.first_ts = None
+        self.request = None         # (frame, ts) of the matching request
+        self.findings = []
+        self.clients_omitted = False
+        self.dropped_records = 0
+
+    def collected(self):
+        return sum(len(r) for r in self.records.values())
+
+    def complete(self):
+        if self.info is None:
+            return False
+        expected = self.info.get("num_clients")
+        return expected is not None and (self.collected() >= expected or self.clients_omitted)
+
+
+class TeeFrameAnalyzer:
+    def __init__(self):
+        self.pending = BoundedDict(MAX_PENDING)
+        self.requests = BoundedDict(MAX_REQUESTS)
+        self.latest_token = BoundedDict(MAX_PENDING)   # (client, server) -> token of the last request
+        self.done = BoundedDict(MAX_DONE)
+        self.servers = BoundedDict(MAX_SERVERS)
+        self.timing = Timing()
+        self.request_count = 0
+        self.answered = 0
+
+    def feed(self, record, msg, tree):
+        ident = msg.data.get("identifier")
+        if record.src is None:
+            return []
+        if ident == "gie3" and "response_token" in msg.data:
+            return self._request(record, msg)
+        if ident in ("iext", "iex+", "inf3") and msg.data.get("token") is not None:
+            return self._response(record, msg, tree)
+        return []
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _request(self, record, msg):
+        client, server = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        token = msg.data["response_token"]
+        self.request_count += 1
+        self.requests.put((client, server, token), (record.number, record.ts))
+        out = []
+        previous = self.latest_token.get((client, server))
+        if previous is not None and previous != token:
+            stale = self.pending.pop((server, client, previous), None)
+            if stale is not None:
+                out.append(self._conclude(stale, superseded_by=record.number))
+        self.latest_token.put((client, server), token)
+        return out
+
+    # -- responses ---------------------------------------------------------------------------------
+    def _response(self, record, msg, tree):
+        server, client = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        token = msg.data["token"]
+        key = (server, client, token)
+        number = 0 if msg.data["identifier"] != "iex+" else msg.data.get("packet_number")
+        if number is None:
+            return []
+        done = self.done.get(key)
+        if done is not None:
+            if number in done:
+                _duplicate(msg, number, token)
+            return []
+        out = []
+        response = self.pending.get(key)
+        if response is None:
+            response = _Response(server, client, token)
+            evicted = self.pending.put(key, response)
+            if evicted is not None:
+                out.append(self._conclude(evicted[1], evicted=True))
+            self._match_request(response, record, msg, tree)
+        elif response.request is not None:
+            annotate_response(record, msg, tree, response.request[0], response.request[1], "teeframe")
+        if number in response.records:
+            _duplicate(msg, number, token)
+            return out
+        self._add_packet(response, record, msg, number)
+        if response.complete():
+            del self.pending[key]
+            self.done.put(key, set(response.records))
+            out.append(self._conclude(response))
+        return out
+
+    def _match_request(self, response, record, msg, tree):
+        response.first_ts = record.ts
+        request = self.requests.pop((response.client, response.server, response.token), None)
+        if request is not None:
+            response.request = request
+            elapsed = annotate_response(record, msg, tree, request[0], request[1], "teeframe")
+            self.timing.add(elapsed)
+            self.answered += 1
+        elif response.token != -1:
+            response.findings.append(Finding(
+                "teeframe.unmatched_token", "note",
+                f"response token {response.token} matches no request seen from {response.client} (spec: 'the client "
+                f"uses it to match replies to its request'); the request may predate the capture"))
+
+    def _add_packet(self, response, record, msg, number):
+        records = msg.data.get("clients") or []
+        room = MAX_RECORDS - response.collected()
+        if len(records) > room:
+            response.dropped_records += len(records) - max(room, 0)
+            records = records[:max(room, 0)]
+        response.records[number] = records
+        if len(response.frames) < 128:
+            response.frames.append(record.number)
+        if number == 0:
+            response.info = {k: msg.data.get(k) for k in (
+                "version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players",
+                "max_players", "num_clients", "max_clients")}
+            response.info["identifier"] = msg.data["identifier"]
+            response.clients_omitted = bool(msg.data.get("clients_omitted"))
+
+    # -- conclusions -----------------------------------------------------------------------------
+    def _conclude(self, response, superseded_by=None, evicted=False):
+        findings = list(response.findings)
+        complete = response.complete()
+        collected = response.collected()
+        clients = [c for n in sorted(response.records) for c in response.records[n]]
+        info = response.info or {}
+        expected = info.get("num_clients")
+        if complete and not response.clients_omitted:
+            self._check_complete(response, clients, findings)
+        if not complete:
+            findings.append(Finding("teeframe.incomplete_response", "warning", self._incomplete_reason(
+                response, collected, expected, superseded_by, evicted)))
+        if evicted:
+            findings.append(Finding("teeframe.state_evicted", "warning",
+                                    f"more than {MAX_PENDING} responses pending at once: the oldest was concluded "
+                                    f"early to keep memory bounded"))
+        result = {"server": response.server, "client": response.client, "token": response.token,
+                  "info": info or None, "num_clients": expected, "records": collected, "clients": clients,
+                  "packets": sorted(response.records), "complete": complete}
+        if response.request is not None:
+            result["request_frame"] = response.request[0]
+            result["response_time"] = max(0.0, response.first_ts - response.request[1])
+        if response.clients_omitted:
+            result["clients_omitted"] = True
+        if info:
+            self._server_seen(response, info, result)
+        summary = (f"server info {response.server} token={response.token}: {collected}/{expected} clients in "
+                   f"packets {','.join(map(str, sorted(response.records)))}"
+                   + (" complete" if complete else " INCOMPLETE"))
+        return AnalysisRecord("teeframe", "server_info", response.frames, result, findings, summary)
+
+    @staticmethod
+    def _check_complete(response, clients, findings):
+        info = response.info
+        if len(clients) != info["num_clients"]:
+            findings.append(Finding("teeframe.count_mismatch", "warning",
+                                    f"{len(clients)} client records collected but Num Clients is "
+                                    f"{info['num_clients']} ({RULE_COMPLETE})"))
+        players = sum(1 for c in clients if c.get("is_player") == 1)
+        if info.get("num_players") is not None and players != info["num_players"]:
+            findings.append(Finding("teeframe.count_mismatch", "warning",
+                                    f"{players} records have Is Player 1 but Num Players is {info['num_players']} "
+                                    f"(spec: Num Players is 'the number of non-spectator clients')"))
+
+    @staticmethod
+    def _incomplete_reason(response, collected, expected, superseded_by, evicted):
+        if superseded_by is not None:
+            why = f"a new request (frame {superseded_by}) superseded it"
+        elif evicted:
+            why = "it was evicted"
+        else:
+            why = "the capture ended"
+        have = "no iext (packet 0) arrived" if response.info is None else \
+            f"{collected} of {expected} client records arrived"
+        return f"response token {response.token} from {response.server} is incomplete: {have} before {why} " \
+               f"({RULE_COMPLETE})"
+
+    def _server_seen(self, response, info, result):
+        entry = self.servers.get(response.server) or {"server": response.server, "responses": 0}
+        entry["responses"] += 1
+        entry.update(name=info.get("name"), map=info.get("map"), game_type=info.get("game_type"),
+                     version=info.get("version"), players=info.get("num_players"),
+                     max_players=info.get("max_players"), clients=info.get("num_clients"),
+                     max_clients=info.get("max_clients"),
+                     password=None if info.get("flags") is None else bool(info["flags"] & 1))
+        if "response_time" in result:
+            entry["response_time"] = result["response_time"]
+        self.servers.put(response.server, entry)
+
+    def finish(self):
+        out = [self._conclude(response) for response in self.pending.values()]
+        self.pending.clear()
+        return out
+
+    def stats(self):
+        return {"requests": self.request_count, "answered": self.answered,
+                "response_times": {"gie3": self.timing.as_dict()}, "servers": list(self.servers.values())}
+
+
+def _duplicate(msg, number, token):
+    msg.add_finding("teeframe.duplicate_packet", "note",
+                    f"packet {number} of response token {token} arrived again and is ignored (spec: 'ignore duplicate "
+                    f"packet numbers, so their client records are not counted twice')")

@@ -1,0 +1,354 @@
+"""TeeFrame connectionless server info (spec: teeframe-connectionless.txt).
+
+Connectionless packets: a six-byte header, FF FF FF FF, a four-byte message
+identifier, then the message data. The extended request ``gie3`` carries the
+``xe`` marker, an extra token and two reserved bytes in its header; the
+responses ``iext`` and ``iex+`` carry a header of six FF bytes and their fields
+as null-terminated Strings and Decimal Strings.
+
+Real peers versus the spec (shared/DESIGN.md), each a note, never an error:
+servers print the map CRC as a signed 32-bit number; they send an unrequested
+``iext`` with token -1 and no client records; a rate-limited reply carries the
+counts but no records; requests may be longer than 15 bytes. The vanilla
+request (six FF bytes instead of the ``xe`` header) and its ``inf3`` reply
+(no map CRC, map size or reserved fields; at most 16 records) are decoded too,
+and the older identifiers are recognized by name.
+"""
+
+import re
+
+from ..core import U16BE, Truncated
+from ..core.fmt import dec_hex
+from ..registry import Dissector, register
+
+FF4 = b"\xff\xff\xff\xff"
+FF6 = b"\xff" * 6
+FF10 = b"\xff" * 10
+XE = b"xe"
+
+REQUEST_LENGTH = 15
+PACKET_LIMIT = 1400
+INF3_MAX_RECORDS = 16
+
+# Identifier -> (message name, body decoded?)
+IDENTIFIERS = {
+    b"gie3": "Server Information Request",
+    b"iext": "Server Information",
+    b"iex+": "More Server Information",
+    b"inf3": "Server Information (vanilla)",
+    b"gief": "Server Information Request (0.5)",
+    b"gie2": "Server Information Request (legacy)",
+    b"inf2": "Server Information (0.5)",
+    b"fstd": "Server Information Request (64-client legacy)",
+    b"dtsf": "Server Information (64-client legacy)",
+}
+REQUESTS = {b"gie3", b"gief", b"gie2", b"fstd"}
+RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"dtsf"}
+
+LIMITS = {"teeframe.name": 256, "teeframe.map": 32, "teeframe.game_type": 16,
+          "teeframe.client.name": 16, "teeframe.client.clan": 12}
+_DECIMAL = re.compile(rb"^-?[0-9]+$")
+
+
+def decimal_text(value):
+    return str(value)
+
+
+@register
+class TeeFrame(Dissector):
+    key = "teeframe"
+    title = "TeeFrame"
+    transports = ("udp",)
+    ports = (8303,)
+    truncated_code = "teeframe.truncated"
+    unterminated_code = "teeframe.unterminated_string"
+    truncated_rule = "spec: Strings and Decimal Strings end with a null terminator (00)"
+
+    # -- recognition -------------------------------------------------------------------
+    def claims(self, payload, packet, on_port):
+        if len(payload) < 14 or payload[6:10] != FF4:
+            return False
+        ident = payload[10:14]
+        if ident in REQUESTS:
+            return payload[0:2] == XE or payload[0:6] == FF6 or on_port
+        if ident in RESPONSES:
+            return payload[0:6] == FF6 or on_port
+        return False
+
+    # -- decoding ------------------------------------------------------------------------------
+    def decode(self, cur, msg, packet):
+        data = cur.data
+        ident = bytes(data[10:14])
+        msg.name = ident.decode("latin-1")
+        msg.data["identifier"] = msg.name
+        if len(data) > PACKET_LIMIT:
+            cur.finding("teeframe.packet_too_large", "warning",
+                        f"packet is {len(data)} bytes (spec: 'the 1400-byte packet size limit includes the six-byte "
+                        f"header, the message identifier and padding, and all encoded fields')", PACKET_LIMIT,
+                        len(data) - PACKET_LIMIT)
+        if ident in REQUESTS:
+            self._request(cur, msg, ident)
+        else:
+            self._response_header(cur, msg, ident)
+            if ident == b"iext":
+                self._iext(cur, msg)
+            elif ident == b"iex+":
+                self._iex_plus(cur, msg)
+            elif ident == b"inf3":
+                self._inf3(cur, msg)
+            else:
+                self._legacy_body(cur, msg, ident)
+
+    # gie3 ----------------------------------------------------------------------------------------
+    def _request(self, cur, msg, ident):
+        extended = cur.data[0:2] == XE
+        msg.data["extended"] = extended
+        if extended:
+            cur.raw("teeframe.marker", "Marker", 2, lambda v: '"xe" (extended request)')
+            extra = cur.number(U16BE, "teeframe.extra_token", "Extra Token", dec_hex)
+            reserved = cur.raw("teeframe.reserved_bytes", "Reserved", 2)
+            if reserved != b"\0\0":
+                cur.flag_last("teeframe.reserved_nonzero", "warning",
+                              f"reserved bytes 4-5 are {reserved.hex(' ')} (spec: 'Reserved bytes must be sent as "
+                              f"zero and ignored by the receiver')")
+        else:
+            extra = 0
+            self._header_ff6(cur, msg, "request")
+        self._padding_and_identifier(cur)
+        msg.name = ident.decode("latin-1")
+        if ident != b"gie3":
+            self._legacy_body(cur, msg, ident)
+            return
+        if cur.end < REQUEST_LENGTH:
+            cur.finding("teeframe.bad_request_length", "error",
+                        f"request is {cur.end} bytes (spec: 'the complete request is 15 bytes')", 0, cur.end)
+        token = cur.u8("teeframe.token", "Token", dec_hex)
+        response_token = (extra << 8) | token
+        msg.data.update(token=token, extra_token=extra, response_token=response_token)
+        cur.add("teeframe.response_token", "Response Token", 2 if extended else 14, 13 if extended else 1,
+                response_token, dec_hex, generated=True)
+        self._check_request_length(cur, extended)
+        kind = "extended" if extended else "vanilla"
+        msg.info = f"Server Information Request ({kind}) token={response_token}"
+
+    def _check_request_length(self, cur, extended):
+        size = cur.end
+        if size > REQUEST_LENGTH:
+            cur.rest("teeframe.request_extra", "Extra bytes")
+            cur.flag_last("teeframe.bad_request_length", "note",
+                          f"request is {size} bytes (spec: 'the complete request is 15 bytes'); real servers accept "
+                          f"longer requests and ignore the rest")
+
+    def _header_ff6(self, cur, msg, what):
+        header = cur.raw("teeframe.header", "Header", 6)
+        if header != FF6:
+            cur.flag_last("teeframe.bad_header", "warning",
+                          f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF (spec: "
+                          f"'byte[0-5] // FF FF FF FF FF FF')")
+
+    def _padding_and_identifier(self, cur):
+        cur.raw("teeframe.padding", "Padding", 4)
+        cur.raw("teeframe.identifier", "Identifier", 4,
+                lambda v: f'"{v.decode("latin-1")}" ({IDENTIFIERS.get(v, "unknown")})')
+
+    def _response_header(self, cur, msg, ident):
+        self._header_ff6(cur, msg, "response")
+        self._padding_and_identifier(cur)
+
+    def _legacy_body(self, cur, msg, ident):
+        msg.info = f"{IDENTIFIERS[ident]} ({ident.decode('latin-1')}, body not decoded)"
+        if cur.remaining():
+            cur.rest("teeframe.body", "Body")
+
+    # iext / iex+ / inf3 ------------------------------------------------------------------------
+    def _iext(self, cur, msg):
+        token = self._token(cur, msg)
+        self._server_fields(cur, msg, extended=True)
+        reserved = self._string(cur, "teeframe.reserved", "Reserved")
+        self._check_reserved(cur, reserved)
+        records = self._client_records(cur, msg, with_reserved=True)
+        self._check_counts(cur, msg, records, token)
+        info = msg.data
+        msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
+                    f'clients {info.get("num_clients")}/{info.get("max_clients")}'
+                    f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
+
+    def _iex_plus(self, cur, msg):
+        token = self._token(cur, msg)
+        number = self._decimal(cur, "teeframe.packet_number", "Packet Number")
+        msg.data["packet_number"] = number
+        if number is not None and not 1 <= number <= 63:
+            cur.flag_last("teeframe.bad_packet_number", "error",
+                          f"packet number {number} (spec: 'a number from 1 to 63, increasing for each additional "
+                          f"packet')")
+        reserved = self._string(cur, "teeframe.reserved", "Reserved")
+        self._check_reserved(cur, reserved)
+        records = self._client_records(cur, msg, with_reserved=True)
+        msg.info = f"More Server Information token={token} packet={number} clients +{records}"
+
+    def _inf3(self, cur, msg):
+        token = self._token(cur, msg)
+        self._server_fields(cur, msg, extended=False)
+        records = self._client_records(cur, msg, with_reserved=False)
+        if records > INF3_MAX_RECORDS:
+            cur.finding("teeframe.too_many_records", "warning",
+                        f"{records} client records in an inf3 reply, which holds at most {INF3_MAX_RECORDS}")
+        self._check_counts(cur, msg, records, token)
+        info = msg.data
+        msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
+                    f'clients {info.get("num_clients")}/{info.get("max_clients")}')
+
+    def _token(self, cur, msg):
+        token = self._decimal(cur, "teeframe.token", "Token", allow_negative=True, fmt=_token_text)
+        msg.data["token"] = token
+        if token is not None and token < 0:
+            if token == -1:
+                cur.flag_last("teeframe.unrequested_info", "note",
+                              "token -1: an unrequested server information packet, as real servers send; the spec "
+                              "expects the combined token of a request")
+            else:
+                cur.flag_last("teeframe.bad_decimal", "warning",
+                              f"token {token} is negative (spec: the combined token of the request)")
+        return token
+
+    def _server_fields(self, cur, msg, extended):
+        version = self._string(cur, "teeframe.version", "Version")
+        msg.data["version"] = version
+        if not version.startswith("0.6"):
+            cur.flag_last("teeframe.bad_version", "warning",
+                          f'version "{version}" does not begin with 0.6 (spec: \'it must begin with 0.6 for '
+                          f'protocol compatibility\')')
+        msg.data["name"] = self._string(cur, "teeframe.name", "Name")
+        msg.data["map"] = self._string(cur, "teeframe.map", "Map")
+        if extended:
+            crc = self._decimal(cur, "teeframe.map_crc", "Map CRC", allow_negative=True, fmt=_crc_text)
+            msg.data["map_crc"] = crc
+            if crc is not None and crc < 0:
+                cur.flag_last("teeframe.signed_map_crc", "note",
+                              f"map CRC printed as a signed number ({crc} = 0x{crc & 0xFFFFFFFF:08x}), as real "
+                              f"servers do; the spec's Decimal String holds the CRC itself")
+            msg.data["map_size"] = self._decimal(cur, "teeframe.map_size", "Map Size")
+        msg.data["game_type"] = self._string(cur, "teeframe.game_type", "Game Type")
+        flags = self._decimal(cur, "teeframe.flags", "Flags", fmt=_flags_text)
+        msg.data["flags"] = flags
+        if flags is not None and flags not in (0, 1):
+            cur.flag_last("teeframe.bad_flags", "warning",
+                          f"server flags {flags} (spec: 'flag value 1 means a password is required; 0 means no "
+                          f"password is required')")
+        for key, name in (("num_players", "Num Players"), ("max_players", "Max Players"),
+                          ("num_clients", "Num Clients"), ("max_clients", "Max Clients")):
+            msg.data[key] = self._decimal(cur, f"teeframe.{key}", name)
+
+    def _check_reserved(self, cur, value):
+        if value:
+            cur.flag_last("teeframe.reserved_nonempty", "warning",
+                          f'reserved string is "{value}" (spec: \'must be empty; receivers must ignore its '
+                          f'contents\')')
+
+    def _check_counts(self, cur, msg, records, token):
+        data = msg.data
+        players, max_players = data.get("num_players"), data.get("max_players")
+        clients, max_clients = data.get("num_clients"), data.get("max_clients")
+        problems = []
+        if None not in (players, max_players) and players > max_players:
+            problems.append(f"Num Players {players} > Max Players {max_players}")
+        if None not in (players, clients) and players > clients:
+            problems.append(f"Num Players {players} > Num Clients {clients}")
+        if None not in (clients, max_clients) and clients > max_clients:
+            problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
+        if problems:
+            cur.finding("teeframe.count_mismatch", "warning",
+                        "; ".join(problems) + " (spec: Num Players counts non-spectators among Num Clients, each "
+                        "within its maximum)")
+        if clients and records == 0 and token != -1 and cur.at_end():
+            data["clients_omitted"] = True
+            cur.finding("teeframe.no_client_records", "note",
+                        f"Num Clients is {clients} but the packet carries no client records: real servers send "
+                        f"such replies when rate-limited (spec: the client list follows in this packet and iex+)")
+
+    # client records ----------------------------------------------------------------------------
+    def _client_records(self, cur, msg, with_reserved):
+        records = []
+        msg.data["clients"] = records
+        while not cur.at_end():
+            start = cur.pos
+            with cur.subtree("teeframe.client", "Client") as node:
+                try:
+                    record = self._client_record(cur, with_reserved)
+                except Truncated:
+                    node.name = "Client [split]"
+                    cur.finding("teeframe.split_record", "error",
+                                f"client record cut off at the end of the packet after {cur.end - start} bytes "
+                                f"(spec: 'a client record must never be split across packets')",
+                                start, cur.end - start)
+                    cur.pos = cur.end
+                    msg.data["split_record"] = True
+                    break
+                node.name = f'Client "{record["name"]}"'
+                node.value = record["name"]
+                node.display = (f'clan "{record["clan"]}", country {record["country"]}, score {record["score"]}, '
+                                f'{"player" if record["is_player"] == 1 else "spectator"}')
+            records.append(record)
+        return len(records)
+
+    def _client_record(self, cur, with_reserved):
+        record = {"name": self._string(cur, "teeframe.client.name", "Name"),
+                  "clan": self._string(cur, "teeframe.client.clan", "Clan"),
+                  "country": self._decimal(cur, "teeframe.client.country", "Country", allow_negative=True),
+                  "score": self._decimal(cur, "teeframe.client.score", "Score", allow_negative=True)}
+        is_player = self._decimal(cur, "teeframe.client.is_player", "Is Player", fmt=_is_player_text)
+        record["is_player"] = is_player
+        if is_player is not None and is_player not in (0, 1):
+            cur.flag_last("teeframe.bad_is_player", "warning",
+                          f"Is Player is {is_player} (spec: '1 for a non-spectator client; 0 for a spectator')")
+        if with_reserved:
+            self._check_reserved(cur, self._string(cur, "teeframe.client.reserved", "Reserved"))
+        return record
+
+    # field types -----------------------------------------------------------------------------------
+    def _string(self, cur, key, name):
+        value = cur.cstring(key, name, "utf-8", _quoted)
+        raw = cur.last_raw
+        limit = LIMITS.get(key)
+        if limit is not None and len(raw) > limit:
+            cur.flag_last("teeframe.string_too_long", "warning",
+                          f"{name} is {len(raw)} bytes (spec: up to {limit} bytes before the null terminator)")
+        if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
+            cur.flag_last("teeframe.bad_utf8", "warning", f"{name} is not valid UTF-8 (spec: String is UTF-8 bytes)")
+        return value
+
+    def _decimal(self, cur, key, name, allow_negative=False, fmt=None):
+        """A Decimal String: the field's value is the integer, or None where the text is not a number."""
+        text = cur.cstring(key, name, "latin-1", fmt or decimal_text)
+        raw = cur.last_raw
+        if _DECIMAL.match(raw) and (allow_negative or not raw.startswith(b"-")):
+            value = int(raw)
+            cur.set_last(value)
+            return value
+        cur.set_last(None, f'"{text}" (not a decimal number)')
+        cur.flag_last("teeframe.bad_decimal", "error" if not _DECIMAL.match(raw) else "warning",
+                      f'{name} is "{text}", not a decimal number (spec: \'the number written as decimal ASCII text, '
+                      f'followed by a null terminator\')' if not _DECIMAL.match(raw) else
+                      f"{name} is negative ({text}); the spec allows that only for the score")
+        return None
+
+
+def _quoted(value):
+    return '"' + value + '"'
+
+
+def _token_text(value):
+    return dec_hex(value) if value >= 0 else f"{value} (unrequested)"
+
+
+def _crc_text(value):
+    return f"{value} (0x{value & 0xFFFFFFFF:08x})"
+
+
+def _flags_text(value):
+    return {0: "0 (no password)", 1: "1 (password required)"}.get(value, str(value))
+
+
+def _is_player_text(value):
+    return {0: "0 (spectator)", 1: "1 (player)"}.get(value, str(value))
+

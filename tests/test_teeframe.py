@@ -1,0 +1,250 @@
+"""TeeFrame server-info messages: every field's offset, length and value, and every finding."""
+
+import teeframe_peer as tf
+from helpers import codes, dissect, field, span
+
+from dissect.capture.layers import Packet
+from dissect.registry import Registry
+
+ONE_CLIENT = [("Tëe", "Clan", 276, -9999, 1)]
+
+
+def small_iext(**overrides):
+    info = dict(clients=ONE_CLIENT, version="0.6.4", name="srv", map_name="dm1", map_crc=-1155017543,
+                map_size=5805, game_type="DM", flags=0, max_players=16, max_clients=16)
+    info.update(overrides)
+    return tf.iext(1193002, **info)
+
+
+def finding(msg, code):
+    found = [f for f in msg.findings if f.code == code]
+    assert found, f"no {code} in {codes(msg)}"
+    return found[0]
+
+
+def test_gie3_request_fields():
+    payload = tf.gie3(0x1234, 0x2A)
+    assert payload.hex(" ") == "78 65 12 34 00 00 ff ff ff ff 67 69 65 33 2a"
+    msg = dissect("teeframe", payload)
+    assert msg.name == "gie3"
+    assert span(msg, "teeframe.marker") == (0, 2, b"xe")
+    assert span(msg, "teeframe.extra_token") == (2, 2, 0x1234)
+    assert span(msg, "teeframe.reserved_bytes") == (4, 2, b"\0\0")
+    assert span(msg, "teeframe.padding") == (6, 4, b"\xff" * 4)
+    assert span(msg, "teeframe.identifier") == (10, 4, b"gie3")
+    assert span(msg, "teeframe.token") == (14, 1, 0x2A)
+    token = field(msg, "teeframe.response_token")
+    assert (token.value, token.display, token.generated) == (1193002, "1193002 (0x12342a)", True)
+    assert msg.findings == []
+    assert msg.info == "Server Information Request (extended) token=1193002"
+
+
+def test_gie3_reserved_nonzero_is_a_warning():
+    msg = dissect("teeframe", tf.gie3(0x1234, 0x2A, reserved=b"\xff\xff"))
+    f = finding(msg, "teeframe.reserved_nonzero")
+    assert (f.severity, f.offset, f.length) == ("warning", 4, 2)
+    assert "must be sent as zero" in f.message
+
+
+def test_gie3_length():
+    longer = dissect("teeframe", tf.gie3(1, 2, extra=b"\0\0\0"))
+    f = finding(longer, "teeframe.bad_request_length")
+    assert f.severity == "note" and "real servers accept" in f.message
+    assert span(longer, "teeframe.request_extra") == (15, 3, b"\0\0\0")
+    shorter = dissect("teeframe", tf.gie3(1, 2)[:14])
+    assert finding(shorter, "teeframe.bad_request_length").severity == "error"
+    assert "teeframe.truncated" in codes(shorter)
+
+
+def test_vanilla_request():
+    msg = dissect("teeframe", tf.vanilla_gie3(0x33))
+    assert span(msg, "teeframe.header") == (0, 6, b"\xff" * 6)
+    assert span(msg, "teeframe.token") == (14, 1, 0x33)
+    assert msg.data["response_token"] == 0x33 and msg.findings == []
+
+
+def test_iext_fields():
+    msg = dissect("teeframe", small_iext())
+    assert msg.name == "iext" and msg.length == 92
+    assert span(msg, "teeframe.header") == (0, 6, b"\xff" * 6)
+    assert span(msg, "teeframe.identifier") == (10, 4, b"iext")
+    assert span(msg, "teeframe.token") == (14, 8, 1193002)
+    assert field(msg, "teeframe.token").display == "1193002 (0x12342a)"
+    assert span(msg, "teeframe.version") == (22, 6, "0.6.4")
+    assert span(msg, "teeframe.name") == (28, 4, "srv")
+    assert span(msg, "teeframe.map") == (32, 4, "dm1")
+    assert span(msg, "teeframe.map_crc") == (36, 12, -1155017543)
+    assert field(msg, "teeframe.map_crc").display == "-1155017543 (0xbb27d4b9)"
+    assert span(msg, "teeframe.map_size") == (48, 5, 5805)
+    assert span(msg, "teeframe.game_type") == (53, 3, "DM")
+    assert span(msg, "teeframe.flags") == (56, 2, 0)
+    assert span(msg, "teeframe.num_players") == (58, 2, 1)
+    assert span(msg, "teeframe.max_players") == (60, 3, 16)
+    assert span(msg, "teeframe.num_clients") == (63, 2, 1)
+    assert span(msg, "teeframe.max_clients") == (65, 3, 16)
+    assert span(msg, "teeframe.reserved") == (68, 1, "")
+    client = field(msg, "teeframe.client")
+    assert (client.offset, client.length, client.name) == (69, 23, 'Client "Tëe"')
+    assert [(c.key, c.offset, c.length, c.value) for c in client.children] == [
+        ("teeframe.client.name", 69, 5, "Tëe"),
+        ("teeframe.client.clan", 74, 5, "Clan"),
+        ("teeframe.client.country", 79, 4, 276),
+        ("teeframe.client.score", 83, 6, -9999),
+        ("teeframe.client.is_player", 89, 2, 1),
+        ("teeframe.client.reserved", 91, 1, ""),
+    ]
+    # The negative map CRC real servers print is a note, nothing more.
+    assert codes(msg) == ["teeframe.signed_map_crc"]
+    assert msg.findings[0].severity == "note"
+
+
+def test_utf8_names_at_their_byte_limit():
+    name16 = "忍者の影忍" + "a"  # 15 + 1 bytes
+    msg = dissect("teeframe", small_iext(clients=[(name16, "Ünicode Üb", 392, 0, 1)], map_crc=5))
+    assert field(msg, "teeframe.client.name").value == name16
+    assert field(msg, "teeframe.client.name").length == 17
+    assert msg.findings == []
+
+
+def test_iex_plus_fields():
+    payload = tf.iex_plus(1193002, 2, [("a", "", -1, 5, 0)])
+    msg = dissect("teeframe", payload)
+    assert msg.name == "iex+"
+    assert span(msg, "teeframe.token") == (14, 8, 1193002)
+    assert span(msg, "teeframe.packet_number") == (22, 2, 2)
+    assert span(msg, "teeframe.reserved") == (24, 1, "")
+    client = field(msg, "teeframe.client")
+    assert (client.offset, client.length) == (25, 11)
+    assert field(msg, "teeframe.client.is_player").display == "0 (spectator)"
+    assert msg.findings == []
+    assert msg.data["clients"] == [{"name": "a", "clan": "", "country": -1, "score": 5, "is_player": 0}]
+
+
+def test_inf3_vanilla_reply():
+    msg = dissect("teeframe", tf.inf3(0x33, [("x", "y", 1, 2, 1)]))
+    assert msg.name == "inf3"
+    assert span(msg, "teeframe.token") == (14, 3, 51)
+    assert span(msg, "teeframe.version") == (17, 6, "0.6.4")
+    assert msg.field("teeframe.map_crc") is None and msg.field("teeframe.reserved") is None
+    client = field(msg, "teeframe.client")
+    assert [c.key for c in client.children][-1] == "teeframe.client.is_player"
+    assert msg.findings == []
+    too_many = dissect("teeframe", tf.inf3(1, tf.sample_clients(17), max_players=64, max_clients=64))
+    assert "teeframe.too_many_records" in codes(too_many)
+
+
+def test_legacy_identifiers_recognized_by_name():
+    for ident in (b"fstd", b"gief", b"gie2"):
+        msg = dissect("teeframe", b"\xff" * 10 + ident + b"\x05")
+        assert msg.name == ident.decode() and "body not decoded" in msg.info and msg.findings == []
+    msg = dissect("teeframe", b"\xff" * 10 + b"dtsf" + b"1\x000.6\x00")
+    assert msg.name == "dtsf" and span(msg, "teeframe.body") == (14, 6, b"1\x000.6\x00")
+
+
+def test_unrequested_iext_token_minus_one():
+    msg = dissect("teeframe", tf.iext(-1, [], map_crc=1))
+    assert field(msg, "teeframe.token").value == -1
+    assert codes(msg) == ["teeframe.unrequested_info"]
+    assert msg.findings[0].severity == "note"
+
+
+def test_rate_limited_reply_without_records():
+    msg = dissect("teeframe", tf.iext(77, [], map_crc=1, num_clients=5, players=3))
+    assert codes(msg) == ["teeframe.no_client_records"]
+    assert msg.data["clients_omitted"] is True
+
+
+def test_bad_header():
+    payload = bytearray(small_iext(map_crc=1))
+    payload[0] = 0x00
+    msg = dissect("teeframe", bytes(payload))
+    f = finding(msg, "teeframe.bad_header")
+    assert (f.offset, f.length) == (0, 6)
+
+
+def test_bad_decimal():
+    payload = small_iext(map_crc=1).replace(b"5805\0", b"58x5\0")
+    msg = dissect("teeframe", payload)
+    f = finding(msg, "teeframe.bad_decimal")
+    assert (f.severity, f.offset, f.length) == ("error", 38, 5)
+    assert field(msg, "teeframe.map_size").value is None
+    assert field(msg, "teeframe.game_type").value == "DM"  # decoding goes on
+
+
+def test_unterminated_string():
+    payload = small_iext(map_crc=1)[:30]
+    msg = dissect("teeframe", payload)
+    f = finding(msg, "teeframe.unterminated_string")
+    assert (f.severity, f.offset, f.length) == ("error", 28, 2)
+    assert field(msg, "teeframe.version").value == "0.6.4"
+
+
+def test_string_limits():
+    msg = dissect("teeframe", small_iext(name="n" * 257, map_name="m" * 33, game_type="g" * 17, map_crc=1,
+                                         clients=[("c" * 17, "k" * 13, 0, 0, 1)]))
+    limits = sorted(f.message.split(" is ")[0] for f in msg.findings if f.code == "teeframe.string_too_long")
+    assert limits == ["Clan", "Game Type", "Map", "Name", "Name"]
+    at_limit = dissect("teeframe", small_iext(name="n" * 256, map_name="m" * 32, game_type="g" * 16, map_crc=1,
+                                              clients=[("c" * 16, "k" * 12, 0, 0, 1)]))
+    assert at_limit.findings == []
+
+
+def test_bad_version_and_reserved_nonempty():
+    msg = dissect("teeframe", small_iext(version="0.7.5", reserved="x", map_crc=1,
+                                         clients=[("a", "b", 1, 1, 1, "r")]))
+    assert codes(msg) == ["teeframe.bad_version", "teeframe.reserved_nonempty", "teeframe.reserved_nonempty"]
+
+
+def test_split_record_keeps_the_fields_that_are_there():
+    payload = small_iext(map_crc=1)[:-5]  # cut inside the score
+    msg = dissect("teeframe", payload)
+    f = finding(msg, "teeframe.split_record")
+    assert (f.severity, f.offset, f.length) == ("error", 59, 18)
+    client = field(msg, "teeframe.client")
+    assert client.name == "Client [split]"
+    assert [c.value for c in client.children][:3] == ["Tëe", "Clan", 276]
+    assert msg.data["clients"] == []
+
+
+def test_packet_too_large():
+    msg = dissect("teeframe", tf.iext(5, tf.sample_clients(40), map_crc=1))
+    f = finding(msg, "teeframe.packet_too_large")
+    assert f.offset == 1400 and f.length == msg.length - 1400
+
+
+def test_bad_packet_number():
+    for number in (0, 64):
+        msg = dissect("teeframe", tf.iex_plus(5, number))
+        assert codes(msg) == ["teeframe.bad_packet_number"]
+        assert (msg.findings[0].offset, msg.findings[0].length) == (16, 1 + len(str(number)))
+
+
+def test_flags_is_player_and_counts():
+    msg = dissect("teeframe", small_iext(flags=2, map_crc=1, clients=[("a", "", 0, 0, 2)], players=20,
+                                         max_players=16, max_clients=0))
+    assert {"teeframe.bad_flags", "teeframe.bad_is_player", "teeframe.count_mismatch"} <= set(codes(msg))
+    mismatch = finding(msg, "teeframe.count_mismatch").message
+    assert "Num Players 20 > Max Players 16" in mismatch and "Num Clients 1 > Max Clients 0" in mismatch
+    assert "Num Players 20 > Num Clients 1" in mismatch
+
+
+def test_password_flag_display():
+    msg = dissect("teeframe", small_iext(flags=1, map_crc=1))
+    assert field(msg, "teeframe.flags").display == "1 (password required)"
+
+
+def test_game_packets_are_left_alone():
+    packet = Packet()
+    packet.src, packet.sport, packet.dst, packet.dport, packet.transport = "10.0.0.1", 5000, "10.0.0.2", 8303, "udp"
+    teeframe = Registry().get("teeframe")
+    for game in (bytes([0x00, 0x01, 0x01]) + b"\x41\x00\x05game", b"\x10\x00\x00" + b"\xff" * 20, b""):
+        assert not teeframe.claims(game, packet, on_port=True)
+    assert teeframe.claims(tf.gie3(1, 2), packet, on_port=False)
+    assert teeframe.claims(small_iext(), packet, on_port=False)
+    assert not teeframe.claims(b"xe\0\0\0\0\xff\xff\xff\xffnope\x01", packet, on_port=False)
+
+
+def test_summary_path_matches_tree_path():
+    payload = tf.response_packets(5, tf.sample_clients(64))[0]
+    light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
+    assert light.fields == [] and light.data == full.data and codes(light) == codes(full)
