@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import capkit  # noqa: E402
 import netquake_peer as nq  # noqa: E402
+import odamex_peer as od  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "captures")
@@ -138,6 +139,53 @@ def teeframe_damaged(path):
     capkit.write_pcap(path, frames)
 
 
+def odamex_session(path):
+    """A launcher asks the master for its list, then each listed server for its info."""
+    team_players = od.PLAYERS
+    peers = [
+        od.master([("127.0.0.1", 10666), ("127.0.0.1", 10667), ("127.0.0.1", 10668)], port=15000),
+        od.server(port=10666, players=[("Doomguy", 12, 48, 0), ("Marine", 3, 112, 0)]),   # spec, teamplay off
+        od.server(port=10667, players=team_players, teamplay=True, layout="real",          # real, team game,
+                  team_scores={"blue": 17, "red": 9}, extension={}),                       # newer extension
+        od.server(port=10668, players=team_players, ctf=True, teamplay=True, layout="spec",
+                  team_scores={"blue": 2, "red": 1, "gold": 0}, name="CTF server", map_name="MAP07"),
+    ]
+    for peer in peers:
+        peer.start()
+
+    def exchange():
+        od.query("127.0.0.1", 15000)
+        od.query("127.0.0.1", 10666)
+        od.query("127.0.0.1", 10667, key=b"\x11\x22\x33\x44")
+        od.query("127.0.0.1", 10668)
+    try:
+        live_capture(path, "udp and host 127.0.0.1 and (port 15000 or portrange 10666-10668)", exchange)
+    finally:
+        for peer in peers:
+            peer.stop()
+
+
+def odamex_damaged(path):
+    launcher, server, master = ("10.0.0.9", 40001), ("10.0.0.3", 10666), ("10.0.0.4", 15000)
+    frames = []
+    ts = [capkit.DEFAULT_TS]
+
+    def send(src, dst, payload):
+        ts[0] += 0.001
+        frames.append((ts[0], capkit.ethernet(capkit.udp_packet(*src, *dst, payload))))
+
+    send(launcher, master, od.request())
+    send(master, launcher, od.master_list([("10.0.0.3", 10666)], count=4))                   # count_mismatch
+    send(master, launcher, od.master_list([("10.0.0.3", 10666)])[:-2])                       # truncated entry
+    good = od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 1})
+    send(server, launcher, good.replace(bytes([1, 3, 1]), bytes([7, 3, 1]), 1))             # game type 7
+    send(server, launcher, good.replace(od.HASH.encode(), b"not-a-hash" + b"0" * 22))       # bad_hash
+    send(server, launcher, od.server_info(players=od.PLAYERS, max_players=2))               # players > max
+    send(server, launcher, good[:120])                                                       # truncated
+    send(server, launcher, good + b"\x99\x98")                                               # trailing bytes
+    capkit.write_pcap(path, frames)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crafted", action="store_true", help="only the captures that need no live capture")
@@ -145,9 +193,11 @@ def main():
     os.makedirs(CAPTURES, exist_ok=True)
     netquake_damaged(os.path.join(CAPTURES, "netquake-damaged.pcap"))
     teeframe_damaged(os.path.join(CAPTURES, "teeframe-damaged.pcap"))
+    odamex_damaged(os.path.join(CAPTURES, "odamex-damaged.pcap"))
     if not args.crafted:
         netquake_session(os.path.join(CAPTURES, "netquake-session.pcap"))
         teeframe_session(os.path.join(CAPTURES, "teeframe-session.pcap"))
+        odamex_session(os.path.join(CAPTURES, "odamex-session.pcap"))
     print("captures written to", CAPTURES)
 
 

@@ -3,5 +3,6 @@
 
 def make_analyzers():
     from .netquake import NetQuakeAnalyzer
+    from .odamex import OdamexAnalyzer
     from .teeframe import TeeFrameAnalyzer
-    return {"netquake": NetQuakeAnalyzer(), "teeframe": TeeFrameAnalyzer()}
+    return {"netquake": NetQuakeAnalyzer(), "teeframe": TeeFrameAnalyzer(), "odamex": OdamexAnalyzer()}

@@ -1,0 +1,93 @@
+"""Odamex across packets: request/reply pairing, master server lists, and servers seen."""
+
+from ..core import AnalysisRecord
+from ..core.bounded import BoundedDict
+from ..protocols.odamex import GAME_TYPES
+from .common import Timing, annotate_response
+
+MAX_PENDING = 16384
+MAX_SERVERS = 10000
+MAX_LISTED = 10000
+
+
+def _endpoint(ip, port):
+    return f"[{ip}]:{port}" if ip and ":" in ip else f"{ip}:{port}"
+
+
+class OdamexAnalyzer:
+    def __init__(self):
+        self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
+        self.servers = BoundedDict(MAX_SERVERS)     # server info per server
+        self.listed = BoundedDict(MAX_LISTED)       # servers named by any master reply -> masters
+        self.timings = {"master_list": Timing(), "server_info": Timing()}
+        self.requests = 0
+        self.answered = 0
+
+    def feed(self, record, msg, tree):
+        if record.src is None:
+            return []
+        if msg.name == "launcher_request":
+            self.requests += 1
+            launcher, peer = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+            self.pending.put((launcher, peer), (record.number, record.ts))
+            return []
+        if msg.name not in ("master_list", "server_info"):
+            return []
+        peer, launcher = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        request = self.pending.pop((launcher, peer), None)
+        result = {"launcher": launcher, ("master" if msg.name == "master_list" else "server"): peer}
+        frames = [record.number]
+        if request is not None:
+            elapsed = annotate_response(record, msg, tree, request[0], request[1], "odamex")
+            self.answered += 1
+            self.timings[msg.name].add(elapsed)
+            result.update(request_frame=request[0], response_time=elapsed)
+            frames.insert(0, request[0])
+        if msg.name == "master_list":
+            return [self._master_list(peer, msg, result, frames)]
+        return [self._server_info(peer, msg, result, frames)]
+
+    def _master_list(self, master, msg, result, frames):
+        servers = msg.data.get("servers") or []
+        for server in servers:
+            masters = self.listed.get(server) or []
+            if master not in masters:
+                masters.append(master)
+            self.listed.put(server, masters[-8:])
+        result.update(request_was="master list request", server_count=msg.data.get("server_count"),
+                      servers=servers)
+        summary = f"master list from {master}: {len(servers)} servers"
+        return AnalysisRecord("odamex", "master_list", frames, result, [], summary)
+
+    def _server_info(self, server, msg, result, frames):
+        data = msg.data
+        info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "game_type", "skill",
+                                               "teamplay", "ctf", "website", "pwads", "layout")}
+        info["player_list"] = data.get("player_list")
+        info["team_scores"] = data.get("team_scores")
+        if data.get("ext"):
+            info["extension"] = data["ext"]
+        result.update(request_was="server info request", info=info)
+        entry = self.servers.get(server) or {"server": server, "responses": 0}
+        entry["responses"] += 1
+        entry.update(name=data.get("name"), map=data.get("map"), players=data.get("players"),
+                     max_players=data.get("max_players"), game_type=GAME_TYPES.get(data.get("game_type")),
+                     layout=data.get("layout"))
+        if "response_time" in result:
+            entry["response_time"] = result["response_time"]
+        self.servers.put(server, entry)
+        summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
+        return AnalysisRecord("odamex", "server_info", frames, result, [], summary)
+
+    def finish(self):
+        return []
+
+    def stats(self):
+        servers = []
+        for server in self.servers.values():
+            servers.append(dict(server, listed_by=self.listed.get(server["server"], [])))
+        for address, masters in self.listed.items():
+            if address not in self.servers:
+                servers.append({"server": address, "listed_by": masters, "responses": 0})
+        return {"requests": self.requests, "answered": self.answered,
+                "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
