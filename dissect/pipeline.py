@@ -1,8 +1,13 @@
 """Frames in, records out: layers, registry, dissector, analysis."""
 
+import struct
+
 from .analysis import make_analyzers
 from .capture.layers import decode_frame, tcp_flag_text
-from .core import Finding
+from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
+from .core import AnalysisRecord, Finding
+
+PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 
 
 class FrameRecord:
@@ -55,9 +60,21 @@ class Pipeline:
         self.registry = registry
         self.tree = tree
         self.analyzers = make_analyzers()
+        self.tcp = TcpReassembler()
+        self.defrag = IPv4Defragmenter()
 
     def frame(self, frame):
-        """Return the frame's record and the analysis records it concluded."""
+        """Return the frame's record and the analysis records it concluded; never raises."""
+        try:
+            return self._frame(frame)
+        except Exception as exc:  # a bug must cost one frame, not the capture
+            record = FrameRecord(frame, decode_frame(b"", None))
+            record.info = "[internal error]"
+            record.findings.append(Finding("dissect.internal_error", "error",
+                                           f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
+            return record, []
+
+    def _frame(self, frame):
         if frame.error is not None and not frame.data:
             return self._corrupt(frame), []
         packet = decode_frame(frame.data, frame.linktype)
@@ -69,27 +86,140 @@ class Pipeline:
                 "capture.truncated_frame", "warning",
                 f"frame captured {frame.caplen} of {frame.wirelen} bytes (snap length): decoded as far as "
                 f"the bytes go", frame.caplen, 0))
-        payload = packet.payload
-        if payload is None or packet.transport not in ("udp", "tcp") or packet.fragment:
+        if packet.fragment is not None:
+            return record, self._fragment(record, packet)
+        if packet.payload is None or packet.transport not in ("udp", "tcp"):
             record.info = packet.problem or ""
             return record, []
+        if packet.transport == "tcp":
+            return record, self._tcp(record, packet)
+        return record, self._datagram(record, packet, packet.payload, packet.payload_offset, [])
+
+    # -- UDP ----------------------------------------------------------------------------------------
+    def _datagram(self, record, packet, payload, offset, frames):
         dissector = self.registry.select(packet, payload) if payload else None
         if dissector is None:
             record.info = _transport_info(packet, payload)
-            return record, []
-        msg = dissector.dissect(payload, self.tree, packet, packet.payload_offset)
-        msg.frames.append(frame.number)
+            return []
+        msg = dissector.dissect(payload, self.tree, packet, offset)
+        msg.frames.extend(frames or [record.number])
         dissector.observe(packet, msg)
-        record.messages.append(msg)
         record.protocol = dissector.key
         record.info = msg.info
-        analyzer = self.analyzers.get(dissector.key)
-        if analyzer is None:
-            return record, []
-        return record, analyzer.feed(record, msg, self.tree)
+        return self._add_message(record, msg)
+
+    def _add_message(self, record, msg):
+        record.messages.append(msg)
+        analyzer = self.analyzers.get(msg.protocol)
+        return analyzer.feed(record, msg, self.tree) if analyzer is not None else []
+
+    def _fragment(self, record, packet):
+        if packet.src is None or ":" in packet.src or packet.payload is None:
+            record.info = packet.problem or "IP fragment"
+            return []
+        payload, frames, findings = self.defrag.add(packet, record.number)
+        record.findings.extend(findings)
+        if payload is None:
+            record.info = f"{packet.problem} [reassembly in progress]"
+            return []
+        if packet.transport != 17 or len(payload) < 8:
+            record.info = f"reassembled IPv4 datagram of {len(payload)} bytes (IP protocol {packet.transport})"
+            return []
+        sport, dport, ulen, _ = struct.unpack_from("!HHHH", payload, 0)
+        packet.sport, packet.dport, packet.transport, packet.fragment = sport, dport, "udp", None
+        packet.top = record.protocol = "udp"
+        datagram = payload[8:ulen] if 8 <= ulen <= len(payload) else payload[8:]
+        packet.payload = datagram
+        return self._datagram(record, packet, datagram, None, frames)
+
+    # -- TCP ----------------------------------------------------------------------------------------
+    def _tcp(self, record, packet):
+        delivery = self.tcp.segment(packet, record.number)
+        record.info = _transport_info(packet, packet.payload)
+        if delivery is None:
+            return []
+        record.findings.extend(delivery.findings)
+        out = []
+        for old in delivery.evicted:
+            out += self._close_stream(old, record, packet)
+        stream = delivery.stream
+        if stream.dissector is None and not stream.ignored:
+            self._probe(stream, packet, delivery)
+        dissector = stream.dissector
+        if dissector is not None:
+            for direction, piece in delivery.pieces:
+                parser = stream.parsers[direction]
+                if isinstance(piece, Gap):
+                    parser.gap()
+                    continue
+                for msg in parser.feed(piece, self.tree, packet):
+                    out += self._stream_message(record, stream, direction, msg)
+            if delivery.closed:
+                out += self._close_stream(stream, record, packet)
+        if record.messages:
+            record.protocol = record.messages[0].protocol
+            record.info = "; ".join(m.info for m in record.messages[:4]) + (
+                f" (+{len(record.messages) - 4} more)" if len(record.messages) > 4 else "")
+        elif dissector is not None and packet.payload:
+            record.info += f" [{dissector.title} line continues]"
+        return out
+
+    def _probe(self, stream, packet, delivery):
+        for _, piece in delivery.pieces:
+            if isinstance(piece, Gap):
+                continue
+            dissector = self.registry.select(packet, piece.data)
+            if dissector is not None and hasattr(dissector, "stream_parser"):
+                stream.dissector = dissector
+                stream.parsers = (dissector.stream_parser(), dissector.stream_parser())
+                return
+            stream.probed += 1
+            if stream.probed >= PROBE_SEGMENTS:
+                stream.ignored = True
+                return
+
+    def _stream_message(self, record, stream, direction, msg):
+        _tag(stream, direction, msg)
+        return self._add_message(record, msg)
+
+    def _close_stream(self, stream, record, packet):
+        """A stream ended (FIN, RST, eviction or the end of the capture): flush its parsers."""
+        if stream.dissector is None:
+            return []
+        out = []
+        for direction, parser in enumerate(stream.parsers):
+            for msg in parser.close(self.tree, packet):
+                if record is not None:
+                    out += self._stream_message(record, stream, direction, msg)
+                else:
+                    out += self._orphan(stream, direction, msg)
+        analyzer = self.analyzers.get(stream.dissector.key)
+        if analyzer is not None and hasattr(analyzer, "stream_closed"):
+            out += analyzer.stream_closed(stream.index)
+        stream.dissector = None
+        return out
+
+    def _orphan(self, stream, direction, msg):
+        """A line flushed at the end of the capture has no frame of its own: report it as analysis."""
+        _tag(stream, direction, msg)
+        analyzer = self.analyzers.get(msg.protocol)
+        out = analyzer.feed(_NoFrame(), msg, self.tree) if analyzer is not None else []
+        return out + [AnalysisRecord(msg.protocol, "stream_end", msg.frames,
+                               {"stream": stream.index, "message": msg.name, "info": msg.info},
+                               msg.findings, f"stream {stream.index} ended inside a line: {msg.info}")]
 
     def finish(self):
         records = []
+        for delivery in self.tcp.finish():
+            stream = delivery.stream
+            if stream.dissector is not None:
+                for direction, piece in delivery.pieces:
+                    if isinstance(piece, Gap):
+                        stream.parsers[direction].gap()
+                    else:
+                        for msg in stream.parsers[direction].feed(piece, self.tree, None):
+                            records += self._orphan(stream, direction, msg)
+                records += self._close_stream(stream, None, None)
         for analyzer in self.analyzers.values():
             records.extend(analyzer.finish())
         return records
@@ -105,6 +235,28 @@ class Pipeline:
         record.info = "[corrupt record]"
         record.findings.append(Finding("capture.corrupt", "error", frame.error))
         return record
+
+
+class _NoFrame:
+    """Stands in for a frame record when the capture has ended."""
+    number = None
+    ts = None
+    src = dst = sport = dport = None
+
+
+def _tag(stream, direction, msg):
+    """Stream messages carry their stream and direction: the packet at hand may be the other side's."""
+    client, server = stream.client, _other(stream.key, stream.client)
+    msg.data.update(stream=stream.index, from_client=direction == 0,
+                    client=_endpoint(*client), server=_endpoint(*server))
+
+
+def _other(key, side):
+    return key[1] if key[0] == side else key[0]
+
+
+def _endpoint(ip, port):
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 def _transport_info(packet, payload):

@@ -121,4 +121,4 @@ class Registry:
 
 
 def load_protocols():
-    from .protocols import netquake, odamex, teeframe  # noqa: F401  (each registers itself)
+    from .protocols import netquake, odamex, soldat, teeframe  # noqa: F401  (each registers itself)

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import capkit  # noqa: E402
 import netquake_peer as nq  # noqa: E402
 import odamex_peer as od  # noqa: E402
+import soldat_peer as sp  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "captures")
@@ -186,18 +187,82 @@ def odamex_damaged(path):
     capkit.write_pcap(path, frames)
 
 
+def soldat_session(path):
+    """Two real lobby exchanges over loopback TCP: Latin-1 separators on 13073, UTF-8 on 13074."""
+    lobbies = [sp.Lobby(port=13073, encoding=sp.LATIN1).start(), sp.Lobby(port=13074, encoding=sp.UTF8).start()]
+
+    def exchange():
+        sp.query("127.0.0.1", 13073, sp.LATIN1)
+        sp.query("127.0.0.1", 13074, sp.UTF8)
+    try:
+        live_capture(path, "tcp and host 127.0.0.1 and (port 13073 or port 13074)", exchange)
+    finally:
+        for lobby in lobbies:
+            lobby.stop()
+
+
+def _on_port(buf, port):
+    import dpkt
+    tcp = dpkt.ethernet.Ethernet(buf).data.data
+    return isinstance(tcp, dpkt.tcp.TCP) and port in (tcp.sport, tcp.dport)
+
+
+def _lobby_segments(frames, port=13073):
+    """Indexes of the frames that carry lobby-to-client data on ``port``."""
+    import dpkt
+    out = []
+    for index, (_, buf) in enumerate(frames):
+        tcp = dpkt.ethernet.Ethernet(buf).data.data
+        if isinstance(tcp, dpkt.tcp.TCP) and tcp.sport == port and tcp.data:
+            out.append(index)
+    return out
+
+
+def soldat_damaged(session_path, reordered_path, lost_path):
+    """Variants of the live Latin-1 exchange: segments reordered, retransmitted, overlapped, or lost."""
+    import dpkt
+    with open(session_path, "rb") as handle:
+        frames = [(ts, bytes(buf)) for ts, buf in dpkt.pcap.Reader(handle)]
+    frames = [f for f in frames if _on_port(f[1], 13073)]           # the Latin-1 connection only
+    data = _lobby_segments(frames)
+    reordered = list(frames)
+    a, b = data[1], data[2]
+    reordered[a], reordered[b] = reordered[b], reordered[a]            # an out-of-order pair
+    retransmit = data[4]
+    conflicting = bytearray(frames[data[5]][1])
+    conflicting[-1] ^= 0x20                                            # same range, one byte differs
+    reordered.insert(retransmit + 1, frames[retransmit])               # a plain retransmission
+    reordered.insert(reordered.index(frames[data[5]]) + 1, (frames[data[5]][0], bytes(conflicting)))
+    capkit.write_pcap(reordered_path, reordered)
+    lost = [f for i, f in enumerate(frames) if i != data[3]]           # one lobby segment never arrives
+    capkit.write_pcap(lost_path, lost)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crafted", action="store_true", help="only the captures that need no live capture")
+    parser.add_argument("--only", nargs="+", choices=("netquake", "teeframe", "odamex", "soldat"),
+                        help="only these protocols' captures")
     args = parser.parse_args()
     os.makedirs(CAPTURES, exist_ok=True)
-    netquake_damaged(os.path.join(CAPTURES, "netquake-damaged.pcap"))
-    teeframe_damaged(os.path.join(CAPTURES, "teeframe-damaged.pcap"))
-    odamex_damaged(os.path.join(CAPTURES, "odamex-damaged.pcap"))
-    if not args.crafted:
-        netquake_session(os.path.join(CAPTURES, "netquake-session.pcap"))
-        teeframe_session(os.path.join(CAPTURES, "teeframe-session.pcap"))
-        odamex_session(os.path.join(CAPTURES, "odamex-session.pcap"))
+    wanted = set(args.only or ("netquake", "teeframe", "odamex", "soldat"))
+
+    def path(name):
+        return os.path.join(CAPTURES, name)
+    crafted = {"netquake": lambda: netquake_damaged(path("netquake-damaged.pcap")),
+               "teeframe": lambda: teeframe_damaged(path("teeframe-damaged.pcap")),
+               "odamex": lambda: odamex_damaged(path("odamex-damaged.pcap"))}
+    live = {"netquake": lambda: netquake_session(path("netquake-session.pcap")),
+            "teeframe": lambda: teeframe_session(path("teeframe-session.pcap")),
+            "odamex": lambda: odamex_session(path("odamex-session.pcap")),
+            "soldat": lambda: soldat_session(path("soldat-session.pcap"))}
+    for name in sorted(wanted):
+        if name in crafted:
+            crafted[name]()
+        if name in live and not args.crafted:
+            live[name]()
+    if "soldat" in wanted:
+        soldat_damaged(path("soldat-session.pcap"), path("soldat-reordered.pcap"), path("soldat-lost.pcap"))
     print("captures written to", CAPTURES)
 
 

@@ -4,5 +4,7 @@
 def make_analyzers():
     from .netquake import NetQuakeAnalyzer
     from .odamex import OdamexAnalyzer
+    from .soldat import SoldatAnalyzer
     from .teeframe import TeeFrameAnalyzer
-    return {"netquake": NetQuakeAnalyzer(), "teeframe": TeeFrameAnalyzer(), "odamex": OdamexAnalyzer()}
+    return {"netquake": NetQuakeAnalyzer(), "teeframe": TeeFrameAnalyzer(), "odamex": OdamexAnalyzer(),
+            "soldat": SoldatAnalyzer()}

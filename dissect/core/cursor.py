@@ -197,5 +197,30 @@ class Cursor:
             self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt))
         return value
 
+    def until(self, key, name, stops, encoding="utf-8", fmt=None):
+        """Text up to the first of the ``stops`` byte strings (not consumed), or to the end.
+
+        With ``key`` None no field is added: the caller adds a typed one from last_offset/last_length.
+        """
+        pos = self.pos
+        end = self.end
+        for stop in stops:
+            found = self.data.find(stop, pos, end)
+            if 0 <= found < end:
+                end = found
+        raw = bytes(self.data[pos:end])
+        value = raw.decode(encoding, "replace")
+        self.pos = end
+        self.last_raw = raw
+        self.last_offset = pos
+        self.last_length = end - pos
+        if key is not None:
+            self.add(key, name, pos, end - pos, value, fmt)
+        return value
+
+    def skip(self, n):
+        """Step over bytes that get no field of their own (separators)."""
+        self.pos = min(self.end, self.pos + n)
+
     def rest(self, key, name, fmt=None):
         return self.raw(key, name, self.end - self.pos, fmt)

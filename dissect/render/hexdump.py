@@ -38,15 +38,24 @@ class Span:
 
 
 def frame_spans(record):
-    """Spans over the frame: one per lower layer, then the leaf fields of each message."""
+    """Spans over the frame: one per lower layer, then the leaf fields of each message in the frame."""
     spans = []
     for layer in record.packet.layers:
         spans.append(Span(None, layer.key, layer.summary.split(",")[0], layer.offset, layer.length, ""))
     for msg in record.messages:
-        if msg.offset is None:
-            continue
-        for field in msg.fields:
-            _leaf_spans(field, msg.offset, spans)
+        if msg.offset is not None:
+            spans.extend(message_spans(msg, msg.offset))
+    return _coded(spans)
+
+
+def message_spans(msg, base=0):
+    spans = []
+    for field in msg.fields:
+        _leaf_spans(field, base, spans)
+    return spans
+
+
+def _coded(spans):
     for index, span in enumerate(spans):
         span.code = label_code(index)
     return spans
@@ -80,8 +89,17 @@ class HexRenderer:
         w = self.out.write
         w(f"Frame {record.number}: {record.wirelen} bytes on wire, {record.caplen} captured"
           f"{' — ' + safe(record.info) if record.info else ''}\n")
-        data = record.data
-        spans = frame_spans(record)
+        self._dump(record.data, frame_spans(record))
+        for msg in record.messages:
+            if msg.offset is None:
+                w(f"Reassembled {msg.protocol} {safe(msg.name or '')} from frames "
+                  f"{','.join(map(str, msg.frames))}: {msg.length} bytes\n")
+                self._dump(msg.payload, _coded(message_spans(msg)))
+        for finding in record.all_findings():
+            w(f"  {finding.severity}: {finding.code}: {safe(finding.message)}\n")
+        w("\n")
+
+    def _dump(self, data, spans):
         owner = [None] * len(data)
         for index, span in enumerate(spans):
             for i in range(max(0, span.offset), min(len(data), span.offset + span.length)):
@@ -89,9 +107,6 @@ class HexRenderer:
         for row in range(0, len(data), 16):
             self._row(data, owner, spans, row)
         self._legend(spans)
-        for finding in record.all_findings():
-            w(f"  {finding.severity}: {finding.code}: {safe(finding.message)}\n")
-        w("\n")
 
     def _row(self, data, owner, spans, row):
         chunk = data[row:row + 16]
@@ -114,7 +129,9 @@ class HexRenderer:
             ascii_cells.append(char)
         pad = "   " * (16 - len(chunk))
         self.out.write(f"{row:04x}  {_halves(hex_cells)}{pad}  {''.join(ascii_cells)}\n")
-        self.out.write(f"      {_halves(labels)}\n".rstrip() + "\n")
+        label_row = f"      {_halves(labels)}".rstrip()
+        if label_row:
+            self.out.write(label_row + "\n")
 
     def _legend(self, spans):
         if not spans:
