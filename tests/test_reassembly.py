@@ -1,0 +1,288 @@
+"""TCP reassembly and IPv4 defragmentation: every case, on real captures and on segments built here."""
+
+import socket
+import struct
+import tracemalloc
+
+import capkit
+import dpkt
+import soldat_peer as sp
+import teeframe_peer as tf
+from conftest import capture, jsonl, run_cli
+
+from dissect.capture.layers import Packet
+from dissect.capture.reassembly import MAX_STREAMS, Chunk, Gap, IPv4Defragmenter, TcpReassembler
+
+CLIENT, LOBBY = ("10.0.0.9", 40000), ("10.0.0.5", 13073)
+
+
+def segment(seq, data=b"", flags=0x18, src=CLIENT, dst=LOBBY):
+    packet = Packet()
+    packet.src, packet.sport = src
+    packet.dst, packet.dport = dst
+    packet.transport, packet.tcp_seq, packet.tcp_flags = "tcp", seq & 0xFFFFFFFF, flags
+    packet.payload, packet.payload_offset = data, 54
+    return packet
+
+
+def delivered(deliveries):
+    out = []
+    for delivery in deliveries:
+        for _, piece in delivery.pieces:
+            out.append(piece.data if isinstance(piece, Chunk) else ("gap", piece.size))
+    return out
+
+
+def codes_of(deliveries):
+    return [f.code for d in deliveries for f in d.findings]
+
+
+def run(packets):
+    tcp = TcpReassembler()
+    return tcp, [tcp.segment(p, i + 1) for i, p in enumerate(packets)]
+
+
+def test_in_order_with_syn():
+    _, out = run([segment(100, flags=0x02), segment(101, b"abc"), segment(104, b"def")])
+    assert delivered(out) == [b"abc", b"def"] and codes_of(out) == []
+    piece = out[1].pieces[0][1]
+    assert (piece.frame, piece.frame_offset) == (2, 54)
+
+
+def test_retransmission_is_ignored():
+    _, out = run([segment(1, b"abc"), segment(4, b"def"), segment(4, b"def")])
+    assert delivered(out) == [b"abc", b"def"]
+    assert codes_of(out) == ["tcp.retransmission"]
+
+
+def test_partial_overlap_delivers_only_the_new_bytes():
+    _, out = run([segment(1, b"abcd"), segment(3, b"cdef")])
+    assert delivered(out) == [b"abcd", b"ef"]
+    assert out[1].pieces[0][1].frame_offset == 56
+    assert codes_of(out) == []
+
+
+def test_overlap_with_different_bytes_is_a_finding():
+    _, out = run([segment(1, b"abcd"), segment(3, b"XYef")])
+    assert delivered(out) == [b"abcd", b"ef"]
+    assert codes_of(out) == ["tcp.overlap_conflict"]
+
+
+def test_out_of_order_held_until_the_gap_fills():
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(3, b"cd")])
+    assert delivered(out) == [b"ab", b"cd", b"ef"]
+    assert codes_of(out) == ["tcp.out_of_order"]
+    assert [p.frame for _, p in out[2].pieces] == [3, 2]
+
+
+def test_lost_segment_reported_when_both_sides_finish():
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(7, flags=0x11),
+                  segment(900, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert delivered(out) == [b"ab", ("gap", 2), b"ef"]
+    assert "tcp.lost_segment" in codes_of(out) and out[-1].closed
+
+
+def test_buffer_limit_declares_the_gap_lost():
+    tcp = TcpReassembler(max_pending=100)
+    out = [tcp.segment(segment(1, b"a"), 1)]
+    out += [tcp.segment(segment(10 + i * 10, b"x" * 10), i + 2) for i in range(12)]
+    assert ("gap", 8) in delivered(out)
+    assert "tcp.buffer_limit" in codes_of(out)
+    assert tcp.total_pending < 100
+
+
+def test_sequence_wraparound():
+    start = 0xFFFFFFFE
+    _, out = run([segment(start, b"abc"), segment(start + 5, b"fg"), segment(start + 3, b"de")])
+    assert delivered(out) == [b"abc", b"de", b"fg"]
+
+
+def test_late_retransmission_after_close_stays_quiet():
+    tcp, out = run([segment(1, b"ab"), segment(3, flags=0x11), segment(50, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert out[-1].closed
+    assert tcp.segment(segment(1, b"ab"), 4) is None
+
+
+def test_endless_out_of_order_window_stays_bounded():
+    tcp = TcpReassembler()
+    tcp.segment(segment(1, b"a"), 1)
+    for i in range(20000):   # one-byte segments, each ahead of a gap that never fills
+        tcp.segment(segment(10 + 2 * i, b"z"), i + 2)
+    stream = next(iter(tcp.streams.values()))
+    assert len(stream.directions[0].pending) <= 4096
+    assert tcp.total_pending <= 4096
+
+
+def test_100000_connections_that_never_close_stay_bounded():
+    tcp = TcpReassembler()
+    tracemalloc.start()
+    evicted = 0
+    for i in range(100000):
+        src = (f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}", 40000 + i % 20000)
+        delivery = tcp.segment(segment(1000, b"e\xa942", src=src), i + 1)
+        evicted += len(delivery.evicted)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(tcp.streams) == MAX_STREAMS
+    assert evicted == 100000 - MAX_STREAMS
+    assert peak < 40 * 1024 * 1024, peak
+
+
+# -- on captures --------------------------------------------------------------------------------------
+
+def server_lists(out):
+    return [r for r in jsonl(out) if r["kind"] == "analysis" and r["name"] == "server_list"]
+
+
+def test_clean_session_both_encodings():
+    code, out, _ = run_cli("-T", "jsonl", "--fail-on", "warning", capture("soldat-session.pcap"))
+    assert code == 0
+    records = jsonl(out)
+    lists = server_lists(out)
+    assert [(x["result"]["announced"], x["result"]["received"], x["result"]["complete"]) for x in lists] == \
+        [(4, 4, True), (4, 4, True)]
+    first = lists[0]["result"]
+    assert first["filters"]["dedicated"] == "1" and first["filters"]["gametype"] == -1
+    assert [s["name"] for s in first["servers"]] == [s[7] for s in sp.SERVERS]
+    assert 0 < first["time"] < 1
+    notes = [f["message"] for r in records if r["kind"] == "frame" for m in r["messages"] for f in m["findings"]
+             if f["code"] == "soldat.separator"]
+    assert len(notes) == 4 and sum("Latin-1" in n for n in notes) == 2 and sum("UTF-8" in n for n in notes) == 2
+
+
+def test_line_spanning_segments_lists_every_frame():
+    _, out, _ = run_cli("-T", "jsonl", capture("soldat-session.pcap"))
+    frames = {r["frame"]: r for r in jsonl(out) if r["kind"] == "frame"}
+    first_server = frames[14]["messages"][0]
+    assert first_server["message"] == "server"
+    assert first_server["frames"] == [8, 10, 12, 14] and first_server["offset"] is None
+    request = frames[6]["messages"][0]
+    assert request["frames"] == [4, 6] and request["offset"] is None
+    # one segment may complete several lines
+    assert [m["message"] for m in frames[30]["messages"]] == ["server", "list_end"]
+    begin = frames[8]["messages"][0]
+    assert begin["message"] == "list_begin" and begin["frames"] == [8] and begin["offset"] == 66
+
+
+def test_retransmission_reorder_and_conflict_capture():
+    _, out, _ = run_cli("-T", "jsonl", capture("soldat-reordered.pcap"))
+    records = jsonl(out)
+    codes = {r["frame"]: [f["code"] for f in r["findings"]] for r in records if r["kind"] == "frame" and r["findings"]}
+    assert codes == {10: ["tcp.out_of_order"], 17: ["tcp.retransmission"],
+                     20: ["tcp.overlap_conflict", "tcp.retransmission"]}
+    (result,) = [x["result"] for x in server_lists(out)]
+    assert result["received"] == 4 and result["complete"] is True
+    assert [s["name"] for s in result["servers"]] == [s[7] for s in sp.SERVERS]
+
+
+def test_lost_segment_capture_resumes_at_the_next_line():
+    _, out, _ = run_cli("-T", "jsonl", capture("soldat-lost.pcap"))
+    records = jsonl(out)
+    lost = [r for r in records if r["kind"] == "frame" and any(f["code"] == "tcp.lost_segment" for f in r["findings"])]
+    assert len(lost) == 1
+    assert [m["message"] for m in lost[0]["messages"]] == ["server", "server", "list_end"]
+    (listing,) = server_lists(out)
+    assert listing["result"]["received"] == 2 and listing["result"]["announced"] == 4
+    assert [f["code"] for f in listing["findings"]] == ["soldat.count_mismatch"]
+
+
+def _tcp_capture(path, segments):
+    frames, ts = [], capkit.DEFAULT_TS
+    for src, dst, seq, data, flags in segments:
+        ts += 0.001
+        frames.append((ts, capkit.ethernet(capkit.tcp_packet(*src, *dst, data, seq=seq, flags=flags))))
+    capkit.write_pcap(path, frames)
+
+
+def test_missing_end_and_unterminated_line(tmp_path):
+    reply = sp.list_begin(2) + sp.server_entry(sp.SERVERS[0]) + b"g\xa942\xa9cut"
+    path = tmp_path / "cut.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(), 0x18), (LOBBY, CLIENT, 1, reply, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    records = jsonl(out)
+    (listing,) = server_lists(out)
+    assert [f["code"] for f in listing["findings"]] == ["soldat.missing_end"]
+    assert listing["result"]["received"] == 2 and listing["result"]["complete"] is False
+    ends = [r for r in records if r["kind"] == "analysis" and r["name"] == "stream_end"]
+    assert [f["code"] for f in ends[0]["findings"]] == ["soldat.bad_field_count", "soldat.bad_value",
+                                                        "soldat.unterminated_line"]
+
+
+def test_count_mismatch(tmp_path):
+    reply = sp.lobby_reply(sp.SERVERS[:2], count=3)
+    path = tmp_path / "count.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(), 0x18), (LOBBY, CLIENT, 1, reply, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    (listing,) = server_lists(out)
+    assert [f["code"] for f in listing["findings"]] == ["soldat.count_mismatch"]
+
+
+def test_soldat_stats_list_servers():
+    code, out, _ = run_cli("--stats", capture("soldat-session.pcap"))
+    assert "Soldat servers seen: 4" in out and '"Hold the flag"' in out and "players 7/10" in out
+
+
+def test_non_soldat_tcp_is_left_alone(tmp_path):
+    path = tmp_path / "http.pcap"
+    _tcp_capture(path, [(CLIENT, ("10.0.0.5", 80), 1, b"GET / HTTP/1.0\r\n\r\n", 0x18),
+                        (("10.0.0.5", 80), CLIENT, 1, b"HTTP/1.0 200 OK\r\n\r\nhello", 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    assert [r["protocol"] for r in jsonl(out)] == ["tcp", "tcp"]
+
+
+# -- IPv4 fragments --------------------------------------------------------------------------------
+
+def fragments(payload, src=("10.0.0.2", 8303), dst=("10.0.0.9", 50000), ident=77, size=600):
+    udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
+    out = []
+    for offset in range(0, len(udp), size):
+        part = udp[offset:offset + size]
+        more = offset + size < len(udp)
+        ip = dpkt.ip.IP(src=socket.inet_aton(src[0]), dst=socket.inet_aton(dst[0]), p=17, id=ident, ttl=64,
+                        data=part)
+        ip.offset, ip.mf = offset // 8, int(more)  # dpkt takes the offset in 8-byte units
+        ip.len = 20 + len(part)
+        out.append(capkit.ethernet(ip))
+    return out
+
+
+def test_fragmented_udp_reply_is_reassembled(tmp_path):
+    payload = tf.response_packets(0x0101, tf.sample_clients(20))[0]
+    parts = fragments(payload)
+    assert len(parts) == 2
+    path = tmp_path / "frag.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + i, f) for i, f in enumerate(reversed(parts))])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    first, second = jsonl(out)[:2]
+    assert first["protocol"] == "ipv4" and "reassembly in progress" in first["info"]
+    msg = second["messages"][0]
+    assert second["protocol"] == "teeframe" and msg["message"] == "iext"
+    assert msg["offset"] is None and msg["frames"] == [1, 2] and msg["length"] == len(payload)
+
+
+def test_overlapping_fragments_are_reported():
+    defrag = IPv4Defragmenter()
+    packets = []
+    for offset, data, more in ((0, b"A" * 16, True), (8, b"B" * 16, True), (0, b"C" * 16, True)):
+        packet = Packet()
+        packet.src, packet.dst, packet.transport, packet.ip_id = "10.0.0.1", "10.0.0.2", 17, 5
+        packet.fragment, packet.payload = (offset, more), data
+        packets.append(packet)
+    findings = [f.code for p in packets for f in defrag.add(p, 1)[2]]
+    assert findings == ["ip.fragment_overlap", "ip.fragment_overlap"]
+
+
+def test_fragment_flood_stays_bounded():
+    defrag = IPv4Defragmenter(max_datagrams=100)
+    codes = []
+    for ident in range(1000):
+        packet = Packet()
+        packet.src, packet.dst, packet.transport, packet.ip_id = "10.0.0.1", "10.0.0.2", 17, ident
+        packet.fragment, packet.payload = (0, True), b"x" * 64
+        codes += [f.code for f in defrag.add(packet, ident)[2]]
+    assert len(defrag.pending) == 100 and codes.count("ip.fragments_evicted") == 900
+    assert defrag.total == 100 * 64
+
+
+def test_gap_piece_type():
+    assert Gap(3, 1).size == 3
