@@ -41,29 +41,47 @@ def sample_frames():
 
 
 def extra_protocol_frames():
-    """Frames of the protocols beyond NetQuake, where their builders exist."""
-    frames = []
-    try:
-        import teeframe_peer as tf
-        frames += [capkit.ethernet(capkit.udp_packet("10.0.0.8", 50000, "10.0.0.2", 8303, tf.gie3(0x1234, 0x2A))),
-                   capkit.ethernet(capkit.udp_packet("10.0.0.2", 8303, "10.0.0.8", 50000,
-                                                     tf.sample_iext(0x12342A, clients=8)))]
-    except ImportError:
-        pass
-    return frames
+    """TeeFrame and Odamex exchanges."""
+    import odamex_peer as od
+    import teeframe_peer as tf
+    browser, tee = ("10.0.0.8", 50000), ("10.0.0.2", 8303)
+    launcher, oda = ("10.0.0.9", 40001), ("10.0.0.3", 10666)
+    pairs = [(browser, tee, tf.gie3(0x1234, 0x2A)), (tee, browser, tf.sample_iext(0x12342A, clients=8)),
+             (launcher, oda, od.request()),
+             (oda, launcher, od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 1}))]
+    return [capkit.ethernet(capkit.udp_packet(*src, *dst, payload)) for src, dst, payload in pairs]
+
+
+def soldat_lines():
+    import soldat_peer as sp
+    reply = sp.lobby_reply()
+    return [sp.request()] + [reply[i:i + 60] for i in range(0, len(reply), 60)]
 
 
 def write_capture(path, count, seed=1):
+    """Every tenth frame is noise; one in ten of the rest is a segment of a Soldat lobby stream."""
+    import dpkt
     rng = random.Random(seed)
     known, noise = sample_frames()
+    soldat = soldat_lines()
+    client, lobby = ("10.0.0.10", 41000), ("10.0.0.5", 13073)
+    seqs = {0: 1, 1: 1}
     ts = capkit.DEFAULT_TS
     with open(path, "wb") as handle:
-        import dpkt
         writer = dpkt.pcap.Writer(handle, snaplen=65535, linktype=1)
         for i in range(count):
             ts += 0.0001
-            pool = noise if i % 10 == 9 else known
-            writer.writepkt(pool[rng.randrange(len(pool))], ts=ts)
+            if i % 10 == 9:
+                frame = noise[rng.randrange(len(noise))]
+            elif i % 10 == 4:
+                index = (i // 10) % len(soldat)
+                side = 0 if index == 0 else 1
+                src, dst = (client, lobby) if side == 0 else (lobby, client)
+                frame = capkit.ethernet(capkit.tcp_packet(*src, *dst, soldat[index], seq=seqs[side]))
+                seqs[side] += len(soldat[index])
+            else:
+                frame = known[rng.randrange(len(known))]
+            writer.writepkt(frame, ts=ts)
 
 
 def run(cmd):

@@ -78,6 +78,7 @@ class TeeFrameAnalyzer:
         token = msg.data["response_token"]
         self.request_count += 1
         self.requests.put((client, server, token), (record.number, record.ts))
+        self.done.pop((server, client, token), None)  # a new request may reuse a token
         out = []
         previous = self.latest_token.get((client, server))
         if previous is not None and previous != token:
