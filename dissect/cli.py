@@ -40,8 +40,37 @@ def build_parser():
     parser.add_argument("--payload", metavar="HEX", help="dissect one message given in hex (needs --protocol)")
     parser.add_argument("--payload-file", metavar="FILE", help="dissect one message from a file of raw bytes")
     parser.add_argument("--protocol", metavar="PROTO", help="protocol of --payload / --payload-file")
+    live = parser.add_argument_group("live capture")
+    live.add_argument("-i", "--interface", metavar="IFACE", help="capture live on this interface (needs root)")
+    live.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter, e.g. 'udp port 26000'")
+    live.add_argument("-c", "--count", type=_positive, metavar="N", help="stop after N packets")
+    live.add_argument("-a", "--autostop", metavar="duration:SECONDS", type=_duration,
+                      help="stop after this many seconds")
+    live.add_argument("-w", "--write", metavar="OUT.pcap", help="also write the captured packets to a pcap file")
+    live.add_argument("-D", "--list-interfaces", action="store_true", help="list the interfaces and exit")
     parser.add_argument("--version", action="version", version=f"dissect {__version__}")
     return parser
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _duration(text):
+    prefix, _, number = text.partition(":")
+    try:
+        seconds = float(number)
+    except ValueError:
+        seconds = -1
+    if prefix != "duration" or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected duration:SECONDS, got {text!r}")
+    return seconds
 
 
 def main(argv=None):
@@ -147,16 +176,26 @@ def _analysis_values(rec):
 def _run(args, out):
     load_protocols()
     args.payload_mode = args.payload is not None or args.payload_file is not None
+    if args.list_interfaces:
+        from .capture.live import list_interfaces
+        for index, name in list_interfaces():
+            out.write(f"{index}. {name}\n")
+        return 0
     if args.payload_mode:
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
+    live_only = [flag for flag, value in (("-f", args.capture_filter), ("-c", args.count), ("-a", args.autostop),
+                                          ("-w", args.write)) if value is not None]
+    if args.interface:
+        if args.files:
+            raise UsageError("give capture files or -i IFACE, not both")
+        return _run_live(args, out)
+    if live_only:
+        raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")
     if not args.files:
-        raise UsageError("no input: give a capture FILE, or --payload HEX --protocol PROTO (see --help)")
-    registry = Registry(parse_decode_as(args.decode_as))
-    output = Output(args, out)
-    tree = args.verbose or args.hex or args.format != "text" or output.filter is not None
-    pipeline = Pipeline(registry, tree=tree)
+        raise UsageError("no input: give a capture FILE, -i IFACE, or --payload HEX --protocol PROTO (see --help)")
+    output, pipeline = _setup(args, out)
     errors = []
     base = 0
     for path in args.files:
@@ -165,20 +204,60 @@ def _run(args, out):
             for frame in open_capture(path):
                 last = frame.number
                 frame.number += base
-                record, analyses = pipeline.frame(frame)
-                output.frame(record)
-                for rec in analyses:
-                    output.analysis(rec)
+                _one_frame(frame, pipeline, output)
         except CaptureError as exc:
             errors.append(str(exc))
         base += last
-    for rec in pipeline.finish():
-        output.analysis(rec)
-    output.close(pipeline.analyzers)
+    _conclude(pipeline, output)
     for error in errors:
         print(f"dissect: {error}", file=sys.stderr)
     if errors:
         return 2
+    return 1 if output.failed else 0
+
+
+def _setup(args, out):
+    registry = Registry(parse_decode_as(args.decode_as))
+    output = Output(args, out)
+    tree = args.verbose or args.hex or args.format != "text" or output.filter is not None
+    return output, Pipeline(registry, tree=tree)
+
+
+def _one_frame(frame, pipeline, output):
+    record, analyses = pipeline.frame(frame)
+    output.frame(record)
+    for rec in analyses:
+        output.analysis(rec)
+
+
+def _conclude(pipeline, output):
+    for rec in pipeline.finish():
+        output.analysis(rec)
+    output.close(pipeline.analyzers)
+
+
+def _run_live(args, out):
+    import signal
+    from .capture.live import LiveCapture, LiveError
+    output, pipeline = _setup(args, out)
+    try:
+        capture = LiveCapture(args.interface, args.capture_filter, args.count, args.autostop, args.write)
+    except LiveError as exc:
+        raise UsageError(str(exc)) from None
+    previous = {sig: signal.signal(sig, capture.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    print(f"dissect: capturing on {args.interface}" + (f" ({args.capture_filter})" if args.capture_filter else ""),
+          file=sys.stderr, flush=True)
+    try:
+        for frame in capture.frames():
+            _one_frame(frame, pipeline, output)
+            out.flush()  # live output streams line by line
+    finally:
+        capture.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _conclude(pipeline, output)
+    dropped = "" if capture.dropped is None else f", {capture.dropped} dropped by the kernel"
+    print(f"dissect: {capture.received} packets captured on {args.interface}{dropped}", file=sys.stderr)
     return 1 if output.failed else 0
 
 

@@ -1,0 +1,159 @@
+"""Live capture with scapy (imported here only, so that reading files starts fast).
+
+LiveCapture yields Frames like the file readers do, until the packet count or
+duration is reached or ``stop()`` is called (from a signal handler), and can
+write what it captured to a pcap file as it goes.
+"""
+
+import logging
+import os
+import select
+import socket
+import struct
+import time
+
+from .files import Frame
+
+PACKET_OUTGOING = 4
+SOL_PACKET, PACKET_STATISTICS = 263, 6
+ARPHRD_LINKTYPES = {1: 1, 772: 1, 65534: 101, 776: 101, 778: 101}  # Ethernet and loopback, tun/sit/gre
+SNAPLEN = 262144
+
+
+class LiveError(Exception):
+    """A one-line reason why live capture cannot start."""
+
+
+def list_interfaces():
+    """(index, name) of every interface, as ``dumpcap -D`` lists them."""
+    return sorted(socket.if_nameindex())
+
+
+def _scapy_listen_socket():
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+    try:
+        from scapy.arch.linux import L2ListenSocket
+        return L2ListenSocket
+    except ImportError:  # not Linux: the platform's own listen socket
+        import scapy.all  # noqa: F401
+        from scapy.config import conf
+        return conf.L2listen
+
+
+class LiveCapture:
+    def __init__(self, iface, bpf=None, count=None, duration=None, write=None):
+        self.iface = iface
+        self.count = count
+        self.duration = duration
+        self.stopped = False
+        self.received = 0
+        self.dropped = None
+        self.writer = None
+        self._handle = None
+        self._check_interface(iface)
+        listen = _scapy_listen_socket()
+        self.sock = self._open(listen, iface, bpf)
+        try:
+            hatype = self.sock.ins.getsockname()[3]
+        except (AttributeError, OSError, IndexError):
+            hatype = 1
+        self.linktype = ARPHRD_LINKTYPES.get(hatype, 1)
+        self.loopback = hatype == 772
+        if write:
+            self._open_writer(write)
+
+    @staticmethod
+    def _check_interface(iface):
+        try:
+            socket.if_nametoindex(iface)
+        except OSError:
+            names = ", ".join(name for _, name in list_interfaces())
+            raise LiveError(f"no such interface: {iface} (interfaces: {names})") from None
+
+    @staticmethod
+    def _open(listen, iface, bpf):
+        from scapy.error import Scapy_Exception
+        try:
+            return listen(iface=iface, filter=bpf)
+        except PermissionError:
+            raise LiveError("capturing needs root or CAP_NET_RAW") from None
+        except Scapy_Exception as exc:
+            raise LiveError(f"bad capture filter {bpf!r}: {exc}") from None
+        except OSError as exc:
+            if exc.errno in (1, 13):
+                raise LiveError("capturing needs root or CAP_NET_RAW") from None
+            raise LiveError(f"cannot capture on {iface}: {exc.strerror or exc}") from None
+
+    def _open_writer(self, path):
+        import dpkt
+        try:
+            self._handle = open(path, "wb")
+        except OSError as exc:
+            self.sock.close()
+            raise LiveError(f"{path}: cannot write: {exc.strerror}") from None
+        self.writer = dpkt.pcap.Writer(self._handle, snaplen=SNAPLEN, linktype=self.linktype)
+
+    def stop(self, *_):
+        self.stopped = True
+
+    def frames(self):
+        """Frames as they arrive. After a stop request, what the kernel already queued is still read."""
+        deadline = time.monotonic() + self.duration if self.duration else None
+        last_flush = time.monotonic()
+        while True:
+            if self.count is not None and self.received >= self.count:
+                break
+            now = time.monotonic()
+            draining = self.stopped or (deadline is not None and now >= deadline)
+            wait = 0.0 if draining else 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
+            try:
+                ready, _, _ = select.select([self.sock.ins], [], [], wait)
+            except InterruptedError:
+                continue
+            if self._handle is not None and now - last_flush > 0.5:
+                self._handle.flush()
+                last_flush = now
+            if not ready:
+                if draining:
+                    break
+                continue
+            data, ts = self._receive()
+            if data is None:
+                continue
+            self.received += 1
+            if self.writer is not None:
+                self.writer.writepkt(data, ts=ts)
+            yield Frame(self.received, ts, len(data), len(data), self.linktype, data)
+
+    def _receive(self):
+        sock = self.sock
+        try:
+            if hasattr(sock, "_recv_raw"):
+                data, sa_ll, ts = sock._recv_raw(sock.ins, SNAPLEN)
+                # On loopback every packet is seen leaving and arriving: keep one (as libpcap does).
+                if self.loopback and sa_ll and sa_ll[2] == PACKET_OUTGOING:
+                    return None, None
+            else:
+                _, data, ts = sock.recv_raw(SNAPLEN)
+        except (OSError, ValueError):
+            return None, None
+        if not data:
+            return None, None
+        return bytes(data), ts if ts else time.time()
+
+    def close(self):
+        """Stop, read the kernel's drop counter where the platform has one, flush and close the pcap."""
+        try:
+            _packets, drops = struct.unpack("II", self.sock.ins.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+            self.dropped = drops
+        except (AttributeError, OSError, struct.error):
+            self.dropped = None
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._handle = None

@@ -1,0 +1,152 @@
+"""Live capture on the loopback interface with real sockets (needs root; CI runs as root)."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import dpkt
+import netquake_peer as nq
+import odamex_peer as od
+import pytest
+import soldat_peer as sp
+import teeframe_peer as tf
+from conftest import ROOT, jsonl, run_cli
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CI runs as root)")
+
+
+def free_port(kind=socket.SOCK_DGRAM):
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_capture(*args, stdout=subprocess.PIPE):
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", *map(str, args)], cwd=ROOT,
+                            stdout=stdout, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    line = proc.stderr.readline()
+    assert "capturing on lo" in line, line + proc.stderr.read()
+    time.sleep(0.3)
+    return proc
+
+
+def stop(proc, sig=signal.SIGINT):
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+def test_every_protocol_live_with_write_and_sigint(tmp_path):
+    nq_port, tee_port, oda_port, lobby_port = free_port(), free_port(), free_port(), free_port(socket.SOCK_STREAM)
+    bpf = f"port {nq_port} or port {tee_port} or port {oda_port} or port {lobby_port}"
+    written = tmp_path / "live.pcap"
+    decode = ["-d", f"udp.port=={oda_port},odamex", "-d", f"tcp.port=={lobby_port},soldat"]
+    output = open(tmp_path / "out.jsonl", "w+", encoding="utf-8")
+    proc = start_capture("-f", bpf, "-T", "jsonl", "-w", written, *decode, stdout=output)
+    servers = [nq.Server("127.0.0.1", nq_port).start(), tf.Server("127.0.0.1", tee_port, clients=64).start(),
+               od.server(port=oda_port, players=od.PLAYERS).start(), sp.Lobby(port=lobby_port).start()]
+    try:
+        assert len(nq.query("127.0.0.1", nq_port, connect=False)) == 12  # info, 3 players, 7 rules, end
+        assert len(tf.query("127.0.0.1", tee_port)) == 3
+        assert od.query("127.0.0.1", oda_port) is not None
+        assert sp.query("127.0.0.1", lobby_port).endswith(sp.list_end())
+        time.sleep(0.5)
+    finally:
+        for server in servers:
+            server.stop()
+    code, _, err = stop(proc)
+    assert code == 0, err
+    output.seek(0)
+    records = jsonl(output.read())
+    output.close()
+    frames = [r for r in records if r["kind"] == "frame"]
+    messages = {(m["protocol"], m["message"]) for r in frames for m in r["messages"]}
+    assert {("netquake", "CCREP_SERVER_INFO"), ("netquake", "CCREP_RULE_INFO"), ("teeframe", "iext"),
+            ("teeframe", "iex+"), ("odamex", "server_info"), ("soldat", "server"), ("soldat", "list_end")} <= messages
+    analyses = {(r["protocol"], r["name"]): r for r in records if r["kind"] == "analysis"}
+    assert analyses[("teeframe", "server_info")]["result"]["records"] == 64
+    assert analyses[("soldat", "server_list")]["result"]["complete"] is True
+    assert analyses[("netquake", "rule_walk")]["result"]["complete"] is True
+    assert f"{len(frames)} packets captured on lo" in err
+    # The written file reads back the same, in dissect and in dpkt.
+    code, back, _ = run_cli("-T", "jsonl", written)
+    assert code == 0
+    assert [r["info"] for r in jsonl(back) if r["kind"] == "frame"] == [r["info"] for r in frames]
+    with open(written, "rb") as handle:
+        assert sum(1 for _ in dpkt.pcap.Reader(handle)) == len(frames)
+    if shutil.which("tshark"):
+        listed = subprocess.run(["tshark", "-r", str(written)], capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0 and len(listed.stdout.splitlines()) == len(frames)
+
+
+def test_jsonl_streams_while_capturing_and_sigterm_concludes():
+    port = free_port()
+    proc = start_capture("-f", f"udp port {port}", "-T", "jsonl")
+    server = tf.Server("127.0.0.1", port, clients=64).start()
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.sendto(tf.gie3(0x0001, 0x02), ("127.0.0.1", port))
+        first = json.loads(proc.stdout.readline())   # arrives before the capture ends
+        assert first["kind"] == "frame" and first["messages"][0]["message"] == "gie3"
+        sock.sendto(tf.gie3(0x0003, 0x04), ("127.0.0.1", 1))  # nothing answers this one
+        sock.close()
+        time.sleep(0.5)
+    finally:
+        server.stop()
+    code, out, err = stop(proc, signal.SIGTERM)
+    assert code == 0
+    records = jsonl(out)
+    assert all(r["kind"] in ("frame", "analysis") for r in records)
+
+
+def test_count_stops_and_stats_are_printed():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", "-f", f"udp port {port}", "-c", "3",
+                             "--stats"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "capturing on lo" in proc.stderr.readline()
+    time.sleep(0.3)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for _ in range(5):
+        sock.sendto(nq.ccreq_server_info(), ("127.0.0.1", port))
+        time.sleep(0.05)
+    sock.close()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert "Frames: 3" in out and "CCREQ_SERVER_INFO" in out
+    assert "3 packets captured" in err
+
+
+def test_duration_stops_with_no_traffic():
+    start = time.monotonic()
+    code, out, err = run_cli("-i", "lo", "-f", "udp port 9", "-a", "duration:1")
+    assert code == 0 and out == "" and "0 packets captured" in err
+    assert time.monotonic() - start < 15
+
+
+def test_errors_are_one_line():
+    code, _, err = run_cli("-i", "nosuchif0")
+    assert code == 2 and err.count("\n") == 1 and "no such interface: nosuchif0" in err
+    code, _, err = run_cli("-i", "lo", "-f", "udp portx 1")
+    assert code == 2 and "bad capture filter" in err and "Traceback" not in err
+    code, _, err = run_cli("-a", "5s", "-i", "lo")
+    assert code == 2 and "duration:SECONDS" in err
+    code, _, err = run_cli("-c", "3", "some.pcap")
+    assert code == 2 and "go with -i" in err
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux) to drop CAP_NET_RAW")
+def test_without_cap_net_raw_is_told_plainly():
+    proc = subprocess.run(["setpriv", "--bounding-set", "-net_raw", "--", sys.executable, "-m", "dissect", "-i", "lo"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "dissect: capturing needs root or CAP_NET_RAW"
+
+
+def test_list_interfaces():
+    code, out, _ = run_cli("-D")
+    assert code == 0 and any(line.split(". ", 1)[1] == "lo" for line in out.splitlines())
