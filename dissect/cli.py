@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import __version__
-from .capture.files import CaptureError, Frame, open_capture
+from .capture.files import CaptureError, Frame, open_capture, read_capture
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import FrameRecord, Pipeline
@@ -200,13 +200,20 @@ def _run(args, out):
     base = 0
     for path in args.files:
         last = 0
+        progress = _Progress(path) if sys.stderr.isatty() and out is not sys.stderr else None
         try:
-            for frame in open_capture(path):
+            frames = read_capture(progress.handle, path) if progress and progress.handle else open_capture(path)
+            for frame in frames:
                 last = frame.number
                 frame.number += base
                 _one_frame(frame, pipeline, output)
+                if progress is not None and not last & 0x3FFF:
+                    progress.show(last)
         except CaptureError as exc:
             errors.append(str(exc))
+        finally:
+            if progress is not None:
+                progress.done()
         base += last
     _conclude(pipeline, output)
     for error in errors:
@@ -214,6 +221,42 @@ def _run(args, out):
     if errors:
         return 2
     return 1 if output.failed else 0
+
+
+class _Progress:
+    """Frames read and percent of the file, on stderr when it is a terminal and the file is large."""
+
+    MIN_SIZE = 20 * 1024 * 1024
+
+    def __init__(self, path):
+        import time
+        self.clock = time.monotonic
+        self.handle = None
+        self.shown = False
+        self.last = self.clock()
+        try:
+            self.size = os.path.getsize(path)
+            if self.size >= self.MIN_SIZE:
+                self.handle = open(path, "rb")
+        except OSError:
+            self.size = 0
+
+    def show(self, frames):
+        if self.handle is None or self.clock() - self.last < 0.5:
+            return
+        self.last = self.clock()
+        try:
+            percent = 100.0 * self.handle.tell() / self.size
+        except (OSError, ValueError):
+            return
+        sys.stderr.write(f"\r{frames:,} frames, {percent:5.1f}%")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r" + " " * 40 + "\r")
+            sys.stderr.flush()
 
 
 def _setup(args, out):

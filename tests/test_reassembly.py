@@ -286,3 +286,9 @@ def test_fragment_flood_stays_bounded():
 
 def test_gap_piece_type():
     assert Gap(3, 1).size == 3
+
+
+def test_rst_closes_and_flushes_both_directions():
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(7, flags=0x04)])
+    assert out[-1].closed
+    assert delivered(out) == [b"ab", ("gap", 2), b"ef"]

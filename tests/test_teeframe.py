@@ -248,3 +248,11 @@ def test_summary_path_matches_tree_path():
     payload = tf.response_packets(5, tf.sample_clients(64))[0]
     light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
     assert light.fields == [] and light.data == full.data and codes(light) == codes(full)
+
+
+def test_invalid_utf8_name():
+    payload = small_iext(map_crc=1).replace(b"srv\0", b"s\xffv\0")
+    msg = dissect("teeframe", payload)
+    f = finding(msg, "teeframe.bad_utf8")
+    assert (f.offset, f.length) == (28, 4)
+    assert field(msg, "teeframe.name").value == "s\ufffdv"

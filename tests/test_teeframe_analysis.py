@@ -154,3 +154,13 @@ def test_server_browser_in_stats():
     big = [s for s in servers if s["server"] == "127.0.0.1:8303"][0]
     assert (big["players"], big["max_players"], big["clients"], big["max_clients"]) == (61, 64, 64, 64)
     assert big["password"] is False and big["game_type"] == "DM" and big["responses"] == 1
+
+
+def test_a_new_request_may_reuse_a_token(tmp_path):
+    server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+    exchange = [(client, server, tf.gie3(0, 9)), (server, client, tf.iext(9, tf.sample_clients(2), map_crc=1))]
+    path = _write(tmp_path, "reuse.pcap", exchange * 3)
+    _, out, _ = run_cli("-T", "jsonl", path)
+    records = analyses(jsonl(out))
+    assert [r["result"]["request_frame"] for r in records] == [1, 3, 5]
+    assert all(r["findings"] == [] for r in records)

@@ -18,6 +18,7 @@ PACKET_OUTGOING = 4
 SOL_PACKET, PACKET_STATISTICS = 263, 6
 ARPHRD_LINKTYPES = {1: 1, 772: 1, 65534: 101, 776: 101, 778: 101}  # Ethernet and loopback, tun/sit/gre
 SNAPLEN = 262144
+RECEIVE_BUFFER = 8 * 1024 * 1024   # absorbs bursts while a frame is being dissected (dumpcap uses 2 MiB)
 
 
 class LiveError(Exception):
@@ -53,6 +54,10 @@ class LiveCapture:
         self._check_interface(iface)
         listen = _scapy_listen_socket()
         self.sock = self._open(listen, iface, bpf)
+        try:
+            self.sock.ins.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, RECEIVE_BUFFER)
+        except (AttributeError, OSError):
+            pass
         try:
             hatype = self.sock.ins.getsockname()[3]
         except (AttributeError, OSError, IndexError):
