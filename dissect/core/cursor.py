@@ -68,7 +68,11 @@ class _Subtree:
     def __exit__(self, *exc):
         cursor = self.cursor
         if cursor.tree:
-            self.node.length = cursor.pos - self.node.offset
+            node = self.node
+            end = cursor.pos
+            for child in node.children:  # a field cut short by the end of the data may reach past pos
+                end = max(end, child.offset + child.length)
+            node.length = end - node.offset
             cursor._stack.pop()
         return False
 
@@ -184,8 +188,7 @@ class Cursor:
             self.last_raw = bytes(self.data[pos:self.end])
             self.last_offset = pos
             self.last_length = available
-            self.add(key, name + " [unterminated]", pos, available,
-                     self.last_raw.decode(encoding, "replace"), fmt)
+            self.add(key, name + " [unterminated]", pos, available, self.last_raw.decode(encoding, "replace"))
             raise Unterminated(key, name, pos, available)
         raw = bytes(self.data[pos:nul])
         value = raw.decode(encoding, "replace")

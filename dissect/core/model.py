@@ -27,7 +27,10 @@ class Field:
     @property
     def display(self):
         if self._display is None:
-            self._display = self.fmt(self.value) if self.fmt else default_display(self.value)
+            try:
+                self._display = self.fmt(self.value) if self.fmt else default_display(self.value)
+            except (TypeError, ValueError, KeyError):  # a value cut short may not suit its formatter
+                self._display = default_display(self.value)
         return self._display
 
     @display.setter

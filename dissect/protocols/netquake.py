@@ -262,15 +262,16 @@ class NetQuake(Dissector):
 def _long_order(cur, plausible):
     """Choose the byte order of this message's longs, noting the departure it implies."""
     pos = cur.pos
-    if cur.remaining() >= 4:
-        little = I32LE.unpack_from(cur.data, pos)[0]
-        big = I32BE.unpack_from(cur.data, pos)[0]
-        if not plausible(little) and plausible(big):
-            cur.finding("netquake.big_endian_long", "note",
-                        "payload longs decoded big-endian as the spec says ('Quake passes all multi-byte "
-                        "numbers over the wire in big endian format'); real Quake peers write them little-endian",
-                        pos, 4)
-            return I32BE
+    if cur.remaining() < 4:
+        return I32LE  # the read that follows reports the truncation
+    little = I32LE.unpack_from(cur.data, pos)[0]
+    big = I32BE.unpack_from(cur.data, pos)[0]
+    if not plausible(little) and plausible(big):
+        cur.finding("netquake.big_endian_long", "note",
+                    "payload longs decoded big-endian as the spec says ('Quake passes all multi-byte "
+                    "numbers over the wire in big endian format'); real Quake peers write them little-endian",
+                    pos, 4)
+        return I32BE
     cur.finding("netquake.little_endian_long", "note",
                 "payload longs decoded little-endian as real Quake peers write them; the spec says big-endian "
                 "('Quake passes all multi-byte numbers over the wire in big endian format')", pos, 4)

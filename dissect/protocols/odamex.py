@@ -114,25 +114,27 @@ class Odamex(Dissector):
         count = cur.number(I16LE, "odamex.server_count", "Server count")
         servers = []
         msg.data.update(server_count=count, servers=servers)
-        while cur.remaining() >= 6:
-            with cur.subtree("odamex.server", "Server") as node:
-                ip = socket.inet_ntoa(cur.raw("odamex.server.ip", "Server IP", 4, _ip_text))
-                port = cur.number(U16LE, "odamex.server.port", "Server Port")
-                node.name = "Server"
-                node.display = f"{ip}:{port}"
-                node.value = f"{ip}:{port}"
-            servers.append(f"{ip}:{port}")
-        if cur.remaining():
-            left = cur.remaining()
-            cur.rest("odamex.partial_entry", "Partial entry")
-            cur.flag_last("odamex.truncated", "error",
-                          f"{left} bytes left where a server entry needs 6 (spec: IP as 4 bytes, then a short port)")
+        try:
+            while cur.remaining():
+                servers.append(self._master_entry(cur))
+        except Truncated as exc:
+            cur.finding("odamex.truncated", "error",
+                        f"{exc.available} bytes left where a server entry needs 6 (spec: IP as 4 bytes, then a "
+                        f"short port)", exc.offset, exc.available)
         if len(servers) != count:
             cur.finding("odamex.count_mismatch", "warning",
                         f"server count says {count} but {len(servers)} entries are present (spec: '+Server IP "
                         f"... (Server count)')", 4, 2)
         msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
                                                                        f" (count says {count})")
+
+    @staticmethod
+    def _master_entry(cur):
+        with cur.subtree("odamex.server", "Server") as node:
+            ip = socket.inet_ntoa(cur.raw("odamex.server.ip", "Server IP", 4, _ip_text))
+            port = cur.number(U16LE, "odamex.server.port", "Server Port")
+            node.display = node.value = f"{ip}:{port}"
+        return f"{ip}:{port}"
 
     # server info ---------------------------------------------------------------------------------
     def _server_info(self, cur, msg, packet):
@@ -185,8 +187,8 @@ class Odamex(Dissector):
     def _choose_layout(self, data, keyed):
         """(layout, echo, extension, broken_at): the first candidate that fits, else the best partial one.
 
-        A partial extension decode is preferred only when it got past the first marker: before
-        that, leftover bytes are more likely trailing bytes than a damaged extension.
+        A partial extension decode is preferred only when it read the version and a terminated e-mail
+        string: with less, leftover bytes are more likely trailing bytes than a damaged extension.
         """
         # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
         echo_first = keyed or any(b < 0x20 for b in data[8:12])
@@ -205,14 +207,14 @@ class Odamex(Dissector):
 
 
 def _trial(data, layout, echo, extension):
-    """Decode without a tree: (bytes read before a break, fits exactly, first extension marker seen)."""
+    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized)."""
     msg = Message("odamex", payload=data)
     cur = Cursor(msg, data, tree=False, pos=4)
     try:
         _ServerInfo(cur, msg, layout, echo, extension).read()
     except (_Broken, Truncated) as exc:
-        return exc.offset, False, bool(msg.data.get("ext_marker_seen"))
-    return cur.pos, cur.at_end(), bool(msg.data.get("ext_marker_seen"))
+        return exc.offset, False, bool(msg.data.get("ext_recognized"))
+    return cur.pos, cur.at_end(), bool(msg.data.get("ext_recognized"))
 
 
 class _ServerInfo:
@@ -312,13 +314,13 @@ class _ServerInfo:
         with cur.subtree("odamex.ext", "Extension (newer servers, beyond the spec)") as node:
             ext["version"] = cur.number(I16LE, "odamex.ext.version", "Version")
             ext["email"] = cur.cstring("odamex.ext.email", "E-mail", "latin-1")
+            data["ext_recognized"] = True
             ext["time_limit"] = cur.number(I16LE, "odamex.ext.time_limit", "Time limit")
             ext["time_left"] = cur.number(I16LE, "odamex.ext.time_left", "Time left")
             ext["frag_limit"] = cur.number(I16LE, "odamex.ext.frag_limit", "Frag limit")
             ext["flags"] = {name: self._bool(f"odamex.ext.{name}", name) for name in EXTENSION_BOOLS}
             ext["player_stats"] = [self._player_stats(i) for i in range(data["players"])]
             self._marker(EXTENSION_MARKER_1)
-            data["ext_marker_seen"] = True
             ext["max_players"] = cur.number(I16LE, "odamex.ext.max_players", "Max players")
             ext["spectators"] = [self._bool("odamex.ext.spectator", f"Player {i} spectator?")
                                  for i in range(data["players"])]

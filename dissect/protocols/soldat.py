@@ -30,6 +30,7 @@ CONNECTIONS = {0: "Modem", 1: "ISDN", 2: "DSL", 3: "T1"}
 OSES = {0: "Windows", 1: "Linux"}
 _INT = re.compile(r"^-?[0-9]+$")
 _COUNTRY = re.compile(r"^([A-Z]{2}|A1)$")
+_OCTET = re.compile(r"^[0-9]{1,3}$")
 
 
 # -- field rules: each returns (value, display, problem or None, kind of problem) -------------------
@@ -78,7 +79,7 @@ def count(text):
 
 def ip_address(text):
     parts = text.split(".")
-    if len(parts) == 4 and all(p.isdigit() and int(p) <= 255 and len(p) <= 3 for p in parts):
+    if len(parts) == 4 and all(_OCTET.match(p) and int(p) <= 255 for p in parts):
         return text, text, None, None
     return text, f'"{text}"', f'"{text}" is not a dotted-quad IP address (spec: IP in dotted-quad format)', "warning"
 
@@ -196,18 +197,20 @@ class Soldat(Dissector):
         name, title = TYPES.get(type_byte, (f"unknown_0x{type_byte:02x}", "unknown"))
         msg.name = name
         msg.data["type"] = chr(type_byte)
-        terminated = line.endswith(EOL)
+        terminated = len(line) >= 2 and line.endswith(EOL)
         if terminated:
             cur.end -= 1
         separator, encoding = separator_of(line)
         msg.data["encoding"] = encoding
+        if not terminated and separator == SEP_UTF8 and line.endswith(SEP_UTF8[:1]):
+            cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
         if type_byte not in TYPES:
             cur.flag_last("soldat.unknown_type", "warning",
                           f"type byte 0x{type_byte:02x} is not one of 101-104 (spec: e, f, g, h)")
         if separator is None:
             cur.finding("soldat.bad_separator", "error",
                         "no © separator after the type byte (spec: '© is used as a field separator'; "
-                        "neither A9 nor C2 A9 follows)", 1, 2)
+                        "neither A9 nor C2 A9 follows)", min(1, len(line)), max(0, min(2, len(line) - 1)))
             if cur.remaining():
                 cur.rest("soldat.body", "Body")
         else:

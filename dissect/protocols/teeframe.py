@@ -86,8 +86,10 @@ class TeeFrame(Dissector):
                         f"packet is {len(data)} bytes (spec: 'the 1400-byte packet size limit includes the six-byte "
                         f"header, the message identifier and padding, and all encoded fields')", PACKET_LIMIT,
                         len(data) - PACKET_LIMIT)
-        if ident in REQUESTS:
+        if ident in REQUESTS or (len(data) < 14 and data[0:2] == XE):
             self._request(cur, msg, ident)
+        elif ident not in RESPONSES:
+            self._unknown(cur, msg, ident)
         else:
             self._response_header(cur, msg, ident)
             if ident == b"iext":
@@ -114,8 +116,8 @@ class TeeFrame(Dissector):
         else:
             extra = 0
             self._header_ff6(cur, msg, "request")
+        msg.name = ident.decode("latin-1") if ident in REQUESTS else "gie3"
         self._padding_and_identifier(cur)
-        msg.name = ident.decode("latin-1")
         if ident != b"gie3":
             self._legacy_body(cur, msg, ident)
             return
@@ -154,6 +156,17 @@ class TeeFrame(Dissector):
     def _response_header(self, cur, msg, ident):
         self._header_ff6(cur, msg, "response")
         self._padding_and_identifier(cur)
+
+    def _unknown(self, cur, msg, ident):
+        msg.name = "unknown"
+        cur.raw("teeframe.header", "Header", min(6, cur.remaining()))
+        cur.raw("teeframe.padding", "Padding", min(4, cur.remaining()))
+        cur.raw("teeframe.identifier", "Identifier", min(4, cur.remaining()))
+        cur.flag_last("teeframe.unknown_identifier", "warning",
+                      f"message identifier {ident!r} is not one of gie3, iext, iex+ (nor a known older one)")
+        if cur.remaining():
+            cur.rest("teeframe.body", "Body")
+        msg.info = f"Unknown connectionless message {ident!r}"
 
     def _legacy_body(self, cur, msg, ident):
         msg.info = f"{IDENTIFIERS[ident]} ({ident.decode('latin-1')}, body not decoded)"

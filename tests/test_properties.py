@@ -1,0 +1,155 @@
+"""Properties every dissector keeps, on random bytes and on mutations of valid messages."""
+
+import struct
+
+import netquake_peer as nq
+import odamex_peer as od
+import pytest
+import soldat_peer as sp
+import teeframe_peer as tf
+from helpers import dissect
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+VALID = {
+    "netquake": [nq.ccreq_server_info(), nq.ccreq_connect(), nq.ccreq_player_info(3), nq.ccreq_rule_info("noexit"),
+                 nq.ccrep_accept(26001), nq.ccrep_reject("full"),
+                 nq.ccrep_server_info("1.2.3.4:26000", "host", "e1m1", 2, 8),
+                 nq.ccrep_player_info(1, "Ranger", 77, -3, 60, "1.2.3.4:5"), nq.ccrep_rule_info("a", "b"),
+                 nq.ccrep_rule_info(), nq.data_packet(0x0009, 5, b"xyz")],
+    "teeframe": [tf.gie3(0x1234, 0x2A), tf.vanilla_gie3(3), tf.iext(77, tf.sample_clients(5)),
+                 tf.iex_plus(77, 1, tf.sample_clients(3)), tf.inf3(4, tf.sample_clients(3))],
+    "odamex": [od.request(), od.request(b"abcd"), od.master_list([("1.2.3.4", 10666), ("5.6.7.8", 10667)]),
+               od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 3}),
+               od.server_info(players=od.PLAYERS, ctf=True, layout="real", team_scores={"red": 1}),
+               od.server_info(players=od.PLAYERS, teamplay=True, layout="real", extension={})],
+    "soldat": [sp.request(), sp.request(encoding=sp.UTF8), sp.list_begin(4), sp.server_entry(sp.SERVERS[0]),
+               sp.server_entry(sp.SERVERS[1], sp.UTF8), sp.list_end()],
+}
+PROTOCOLS = sorted(VALID)
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def check_invariants(msg, data):
+    """Offsets lie inside the message, children inside their parents, and no dissector bug was caught."""
+    assert msg.length == len(data)
+    for top in msg.fields:
+        _check_field(top, len(data))
+    for finding in msg.findings:
+        assert not finding.code.endswith("dissector_error"), finding.message
+        if finding.offset is not None:
+            assert 0 <= finding.offset <= len(data)
+            assert finding.offset + (finding.length or 0) <= len(data)
+
+
+def _check_field(field, size):
+    assert 0 <= field.offset and field.length >= 0 and field.offset + field.length <= size, field
+    assert isinstance(field.display, str)
+    for child in field.children:
+        if not child.generated:
+            assert field.offset <= child.offset and child.offset + child.length <= field.offset + field.length, \
+                (field, child)
+        _check_field(child, size)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@SETTINGS
+@given(data=st.binary(max_size=600))
+def test_random_bytes_never_raise(protocol, data):
+    for tree in (True, False):
+        check_invariants(dissect(protocol, data, tree=tree), data)
+
+
+@st.composite
+def mutated(draw, protocol):
+    base = bytearray(draw(st.sampled_from(VALID[protocol])))
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["flip", "cut", "extreme", "unterminate", "insert"]))
+        if not base:
+            break
+        pos = draw(st.integers(0, len(base) - 1))
+        if kind == "flip":
+            base[pos] = draw(st.integers(0, 255))
+        elif kind == "cut":
+            del base[pos:]
+        elif kind == "extreme":
+            value = draw(st.sampled_from([0, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF]))
+            base[pos:pos + 4] = struct.pack("<I", value)
+        elif kind == "unterminate":
+            base = bytearray(bytes(base).replace(b"\0", b"A"))
+        else:
+            base[pos:pos] = draw(st.binary(min_size=1, max_size=20))
+    return bytes(base)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@SETTINGS
+@given(data=st.data())
+def test_mutations_never_raise(protocol, data):
+    payload = data.draw(mutated(protocol))
+    full, light = dissect(protocol, payload, tree=True), dissect(protocol, payload, tree=False)
+    check_invariants(full, payload)
+    assert sorted(f.code for f in light.findings) == sorted(f.code for f in full.findings)
+    assert light.info == full.info
+
+
+def _leaves(msg):
+    return [(f.key, f.offset, f.length, f.value) for f in msg.walk() if not f.children and not f.generated]
+
+
+def _record_boundaries(protocol, payload):
+    """Cut points where a message is complete by itself: a TeeFrame packet may end after any record, and
+    the first four (or eight) bytes of any Odamex message are a whole launcher request."""
+    if protocol == "odamex":
+        return {4, 8}  # and eight bytes are a keyed request
+    if protocol != "teeframe":
+        return set()
+    msg = dissect(protocol, payload)
+    return {c.offset + c.length for c in msg.fields_with("teeframe.client")} | \
+        {f.offset + f.length for f in msg.fields if f.key == "teeframe.reserved"}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_cut_keeps_the_fields_before_it_and_says_where_it_broke(protocol):
+    for payload in VALID[protocol]:
+        whole = dissect(protocol, payload)
+        boundaries = _record_boundaries(protocol, payload)
+        for cut in range(1, len(payload)):
+            part = dissect(protocol, payload[:cut])
+            check_invariants(part, payload[:cut])
+            if cut not in boundaries:
+                assert part.findings, (protocol, payload, cut)
+            elif protocol == "odamex":
+                continue  # the cut bytes are a whole, different message (a launcher request)
+            before = [leaf for leaf in _leaves(whole) if leaf[1] + leaf[2] <= cut]
+            if protocol == "odamex" and not part.data.get("extension"):
+                # too little of the extension to tell it from trailing bytes (docs/odamex.md)
+                before = [leaf for leaf in before if not leaf[0].startswith("odamex.ext.")]
+            got = set(_leaves(part))
+            if protocol == "odamex" and part.data.get("layout") != whole.data.get("layout"):
+                continue
+            missing = [leaf for leaf in before if leaf not in got]
+            assert not missing, (protocol, cut, missing[:3])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_valid_messages_round_trip(protocol):
+    for payload in VALID[protocol]:
+        msg = dissect(protocol, payload)
+        bad = [f for f in msg.findings if f.severity in ("warning", "error")]
+        assert not bad, (payload, bad)
+        check_invariants(msg, payload)
+
+
+def test_round_trip_values():
+    msg = dissect("netquake", nq.ccrep_player_info(1, "Ranger", 77, -3, 60, "1.2.3.4:5"))
+    assert {k: msg.data[k] for k in ("player_number", "name", "colors", "frags", "connect_time", "address")} == \
+        {"player_number": 1, "name": "Ranger", "colors": 77, "frags": -3, "connect_time": 60, "address": "1.2.3.4:5"}
+    clients = tf.sample_clients(5)
+    tee = dissect("teeframe", tf.iext(77, clients))
+    assert [tuple(c.values()) for c in tee.data["clients"]] == [tuple(c) for c in clients]
+    oda = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 3}))
+    assert [tuple(p.values()) for p in oda.data["player_list"]] == od.PLAYERS
+    sol = dissect("soldat", sp.server_entry(sp.SERVERS[2], sp.UTF8))
+    assert tuple(sol.data[k] for k in ("version", "ip", "port", "name", "country")) == \
+        (41, "198.51.100.7", 23073, "Hold the flag", "A1")
