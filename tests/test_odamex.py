@@ -40,7 +40,9 @@ def test_master_list_count_mismatch_and_partial_entry():
     assert (msg.findings[0].offset, msg.findings[0].length) == (4, 2)
     cut = dissect("odamex", od.master_list([("10.0.0.1", 10666), ("10.0.0.2", 1)])[:-3])
     assert codes(cut) == ["odamex.count_mismatch", "odamex.truncated"]
-    assert span(cut, "odamex.partial_entry") == (12, 3, bytes([10, 0, 0]))
+    partial = cut.fields_with("odamex.server.ip")[1]
+    assert (partial.offset, partial.length, partial.value, partial.name) == (12, 3, bytes([10, 0, 0]),
+                                                                             "Server IP [truncated]")
 
 
 def test_server_info_spec_layout_teamplay_on():
