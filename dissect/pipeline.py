@@ -62,6 +62,7 @@ class Pipeline:
         self.analyzers = make_analyzers()
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
+        self.last_ts = None
 
     def frame(self, frame):
         """Return the frame's record and the analysis records it concluded; never raises."""
@@ -81,6 +82,11 @@ class Pipeline:
         record = FrameRecord(frame, packet)
         if frame.error is not None:
             record.findings.append(Finding("capture.corrupt", "warning", frame.error))
+        if self.last_ts is not None and frame.ts < self.last_ts:
+            record.findings.append(Finding("capture.time_backwards", "note",
+                                           f"timestamp is {self.last_ts - frame.ts:.6f} s earlier than the "
+                                           f"previous frame's"))
+        self.last_ts = frame.ts
         if frame.caplen < frame.wirelen:
             record.findings.append(Finding(
                 "capture.truncated_frame", "warning",

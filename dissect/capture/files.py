@@ -212,7 +212,7 @@ def _packet_block(block_type, body, order, interfaces, number, block_at):
         ts_units = (hi << 32) | lo
         data_at = 20
     if iface_id >= len(interfaces):
-        return Frame(number, 0.0, 0, wirelen, None, b"", iface_id,
+        return Frame(number, ts_units * 1e-6, 0, wirelen, None, b"", iface_id,
                      f"packet block at byte {block_at} names interface {iface_id}, "
                      f"but only {len(interfaces)} are described")
     iface = interfaces[iface_id]

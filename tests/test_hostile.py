@@ -1,0 +1,74 @@
+"""Hostile captures: state stays bounded, each eviction is reported, well-formed traffic still decodes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import hostile
+import pytest
+from conftest import ROOT, jsonl, run_cli
+
+from dissect.analysis.teeframe import MAX_PENDING
+from dissect.capture.reassembly import MAX_PENDING_SEGMENTS, MAX_STREAMS
+
+
+def codes(records):
+    out = []
+    for r in records:
+        out += [f["code"] for f in r["findings"]]
+        out += [f["code"] for m in r.get("messages", ()) for f in m["findings"]]
+    return out
+
+
+def peak_rss_mb(path):
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "--stats", str(path)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return usage.ru_maxrss / 1024
+
+
+def test_token_flood_is_evicted_and_memory_stays_flat(tmp_path):
+    small, large = tmp_path / "small.pcap", tmp_path / "large.pcap"
+    hostile.write_tokens(small, MAX_PENDING + 1000)
+    hostile.write_tokens(large, 6 * MAX_PENDING)
+    _, out, _ = run_cli("-T", "jsonl", small)
+    records = jsonl(out)
+    found = codes(records)
+    assert found.count("teeframe.state_evicted") == 1000
+    assert found.count("teeframe.incomplete_response") == MAX_PENDING + 1000
+    assert peak_rss_mb(large) - peak_rss_mb(small) < 12
+
+
+def test_streams_that_never_close_are_evicted(tmp_path):
+    path = tmp_path / "streams.pcap"
+    hostile.write_streams(path, MAX_STREAMS + 500)
+    _, out, _ = run_cli("-T", "jsonl", path)
+    records = jsonl(out)
+    assert codes(records).count("tcp.stream_evicted") == 500
+    lists = [r for r in records if r["kind"] == "analysis" and r["name"] == "server_list"]
+    assert len(lists) == MAX_STREAMS + 500
+    assert all(f["code"] == "soldat.missing_end" for r in lists for f in r["findings"])
+
+
+def test_endless_out_of_order_window_is_cut_and_later_traffic_decodes(tmp_path):
+    path = tmp_path / "window.pcap"
+    hostile.write_window(path, MAX_PENDING_SEGMENTS + 100)
+    _, out, _ = run_cli("-T", "jsonl", path)
+    records = jsonl(out)
+    found = codes(records)
+    assert "tcp.buffer_limit" in found and "tcp.lost_segment" in found
+    assert records[-1]["kind"] == "analysis" or records[-1]["protocol"] == "netquake"
+    netquake = [r for r in records if r["kind"] == "frame" and r["protocol"] == "netquake"]
+    assert len(netquake) == 1 and netquake[0]["messages"][0]["findings"] == []
+
+
+def test_overlapping_fragment_flood(tmp_path):
+    path = tmp_path / "fragments.pcap"
+    hostile.write_fragments(path, 8000)
+    code, out, _ = run_cli("--stats", "-T", "json", path)
+    stats = json.loads(out)[-1]
+    counts = {f["code"]: f["count"] for f in stats["findings"]}
+    assert counts["ip.fragment_overlap"] == 6000   # every piece after the first of each datagram overlaps
+    assert counts["ip.fragments_evicted"] == 2000 - 1024

@@ -1,0 +1,142 @@
+"""Coverage-guided fuzzing (atheris) of each dissector and of the capture reader.
+
+Each target runs in its own process for a fixed budget; the parent prints inputs
+tried and crashes found per target. A crash is any exception, or a caught
+dissector error, or a field or finding outside its message: atheris saves the
+input as ``crash-*`` in the working directory, to become a regression test.
+
+    python tools/fuzz.py [TARGET ...] [--runs N | --seconds S]
+    targets: netquake teeframe odamex soldat capture (default: all)
+"""
+
+import argparse
+import glob
+import io
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+
+TARGETS = ("netquake", "teeframe", "odamex", "soldat", "capture")
+
+
+def seeds(target):
+    import netquake_peer as nq
+    import odamex_peer as od
+    import soldat_peer as sp
+    import teeframe_peer as tf
+    if target == "netquake":
+        return [nq.ccreq_server_info(), nq.ccrep_server_info("1.2.3.4:26000", "h", "e1m1", 2, 8),
+                nq.ccrep_player_info(1, "Ranger", 77, -3, 60, "x"), nq.ccrep_rule_info("a", "b"),
+                nq.ccrep_rule_info(), nq.ccrep_accept(26001), nq.data_packet(9, 1, b"x")]
+    if target == "teeframe":
+        return [tf.gie3(1, 2), tf.iext(77, tf.sample_clients(4)), tf.iex_plus(77, 1, tf.sample_clients(2)),
+                tf.inf3(3, tf.sample_clients(2))]
+    if target == "odamex":
+        return [od.request(b"abcd"), od.master_list([("1.2.3.4", 5)]),
+                od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 1}),
+                od.server_info(players=od.PLAYERS, teamplay=True, layout="real", extension={})]
+    if target == "soldat":
+        return [sp.request(), sp.server_entry(sp.SERVERS[0], sp.UTF8), sp.list_begin(3), sp.list_end()]
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap"))):
+        with open(path, "rb") as handle:
+            out.append(handle.read(3000))
+    return out
+
+
+def check_message(msg, size):
+    for field in msg.walk():
+        if field.offset < 0 or field.length < 0 or field.offset + field.length > size:
+            raise AssertionError(f"field {field!r} outside a message of {size} bytes")
+        field.display  # noqa: B018 - formatting must not fail either
+    for finding in msg.findings:
+        if finding.code.endswith("dissector_error"):
+            raise AssertionError(finding.message)
+        if finding.offset is not None and not 0 <= finding.offset <= size:
+            raise AssertionError(f"finding {finding!r} outside a message of {size} bytes")
+
+
+def child(target, libfuzzer_args):
+    import atheris
+    with atheris.instrument_imports():
+        from dissect.capture.files import CaptureError, read_capture
+        from dissect.pipeline import Pipeline
+        from dissect.registry import Registry
+
+    registry = Registry()
+
+    def protocol_input(data):
+        dissector = registry.get(target)
+        for tree in (True, False):
+            check_message(dissector.dissect(data, tree), len(data))
+
+    def capture_input(data):
+        pipeline = Pipeline(Registry(), tree=True)
+        try:
+            for frame in read_capture(io.BytesIO(data)):
+                record, _ = pipeline.frame(frame)
+                for finding in record.findings:
+                    if finding.code == "dissect.internal_error":
+                        raise AssertionError(finding.message)
+                for msg in record.messages:
+                    check_message(msg, msg.length)
+        except CaptureError:
+            pass
+        pipeline.finish()
+
+    corpus = tempfile.mkdtemp(prefix=f"fuzz-{target}-")
+    for index, seed in enumerate(seeds(target)):
+        with open(os.path.join(corpus, f"seed{index}"), "wb") as handle:
+            handle.write(seed)
+    atheris.Setup([sys.argv[0], *libfuzzer_args, corpus],
+                  capture_input if target == "capture" else protocol_input)
+    atheris.Fuzz()
+
+
+def run(target, budget):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", target, "--", "-print_final_stats=1",
+           "-max_len=4096", *budget]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=os.getcwd())
+    executed = re.search(r"stat::number_of_executed_units:\s*(\d+)", proc.stderr)
+    crashed = "ERROR" in proc.stderr or proc.returncode not in (0,)
+    return int(executed.group(1)) if executed else 0, crashed, proc
+
+
+def main():
+    if "--child" in sys.argv:
+        index = sys.argv.index("--child")
+        target = sys.argv[index + 1]
+        extra = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+        child(target, extra)
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("targets", nargs="*", metavar="TARGET", help=f"any of {', '.join(TARGETS)} (default: all)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=int, default=None)
+    budget.add_argument("--seconds", type=int, default=None)
+    args = parser.parse_args()
+    unknown = [t for t in args.targets if t not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target {unknown[0]!r}: choose from {', '.join(TARGETS)}")
+    limit = [f"-runs={args.runs}"] if args.runs else [f"-max_total_time={args.seconds or 60}"]
+    failures = 0
+    print(f"{'target':<10} {'inputs tried':>13} {'crashes':>8}")
+    for target in args.targets or TARGETS:
+        executed, crashed, proc = run(target, limit)
+        failures += crashed
+        print(f"{target:<10} {executed:>13,} {int(crashed):>8}", flush=True)
+        if crashed:
+            tail = "\n".join(proc.stderr.splitlines()[-25:])
+            print(f"--- {target} crashed:\n{tail}\n---")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Hostile captures, and dissect's peak memory on each.
+
+- tokens:     TeeFrame responses with N distinct tokens that never complete
+- streams:    N TCP connections (SYN, then one Soldat line) that never close
+- window:     one TCP stream whose first segment never arrives, then N one-byte segments after the gap
+- fragments:  N overlapping IPv4 fragments of datagrams that never complete
+
+    python tools/hostile.py [--scale 1.0] [--keep DIR]
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import capkit  # noqa: E402
+import dpkt  # noqa: E402
+import soldat_peer as sp  # noqa: E402
+import teeframe_peer as tf  # noqa: E402
+
+FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "fragments": 200_000}
+
+
+class _Writer:
+    """Frames straight to a pcap file, without keeping them."""
+
+    def __init__(self, path):
+        self.handle = open(path, "wb")
+        self.writer = dpkt.pcap.Writer(self.handle, snaplen=65535, linktype=1)
+        self.ts = capkit.DEFAULT_TS
+
+    def add(self, frame):
+        self.ts += 0.00001
+        self.writer.writepkt(frame, ts=self.ts)
+
+    def close(self):
+        self.handle.close()
+
+
+def _eth_ipv4(src, dst, proto, ident, offset_units, more, payload):
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, (0x2000 if more else 0) | offset_units,
+                         64, proto, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + header + payload
+
+
+def write_tokens(path, count):
+    out = _Writer(path)
+    server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+    record = tf.client_record("x", "", 0, 0, 1)
+    head = b"\xff" * 10 + b"iext"
+    tail = tf.s("0.6.4") + tf.s("flood") + tf.s("dm1") + tf.s(1) + tf.s(1) + tf.s("DM") + tf.s(0) + tf.s(1) + \
+        tf.s(16) + tf.s(10) + tf.s(16) + tf.s("") + record
+    template = capkit.ethernet(capkit.udp_packet(*server, *client, head + b"0000000\0" + tail))
+    at = template.index(b"0000000\0")
+    for token in range(count):
+        frame = bytearray(template)
+        frame[at:at + 7] = b"%07d" % token
+        out.add(bytes(frame))
+    out.close()
+
+
+def write_streams(path, count):
+    out = _Writer(path)
+    line = sp.request()
+    for i in range(count):
+        client = (f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000)
+        out.add(capkit.ethernet(capkit.tcp_packet(*client, "10.0.0.5", 13073, b"", seq=999, flags=0x02)))
+        out.add(capkit.ethernet(capkit.tcp_packet(*client, "10.0.0.5", 13073, line, seq=1000)))
+    out.close()
+
+
+def write_window(path, count):
+    out = _Writer(path)
+    client, lobby = ("10.0.0.9", 41000), ("10.0.0.5", 13073)
+    out.add(capkit.ethernet(capkit.tcp_packet(*lobby, *client, b"", seq=0, flags=0x02)))
+    out.add(capkit.ethernet(capkit.tcp_packet(*lobby, *client, b"f\xa94\n", seq=1)))
+    for i in range(count):  # byte 5 never arrives; everything after it is one byte at a time
+        out.add(capkit.ethernet(capkit.tcp_packet(*lobby, *client, b"g", seq=6 + i)))
+    out.add(capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, b"\x80\x00\x00\x0c\x02QUAKE\x00\x03")))
+    out.close()
+
+
+def write_fragments(path, count):
+    out = _Writer(path)
+    for i in range(count):
+        ident = i // 4
+        offset_units = (i % 4) * 2            # 16-byte pieces every 16 bytes, each overlapping the next
+        out.add(_eth_ipv4("10.0.0.2", "10.0.0.9", 17, ident & 0xFFFF, offset_units, True, bytes([i & 255]) * 24))
+    out.close()
+
+
+WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "fragments": write_fragments}
+
+
+def measure(path, args=()):
+    start = time.perf_counter()
+    with open(os.devnull, "wb") as devnull:
+        proc = subprocess.Popen([sys.executable, "-m", "dissect", *args, path], stdout=devnull,
+                                stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, time.perf_counter() - start, err
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full sizes")
+    parser.add_argument("--keep", help="write the captures here and keep them")
+    parser.add_argument("cases", nargs="*", default=list(WRITERS))
+    args = parser.parse_args()
+    workdir = args.keep or tempfile.mkdtemp(prefix="dissect-hostile-")
+    os.makedirs(workdir, exist_ok=True)
+    print(f"{'capture':<10} {'frames':>10} {'MB file':>8} {'peak RSS MB':>12} {'seconds':>8} {'exit':>5}")
+    try:
+        for name in args.cases:
+            count = max(1, int(FULL_SIZES[name] * args.scale))
+            path = os.path.join(workdir, f"hostile-{name}.pcap")
+            WRITERS[name](path, count)
+            code, rss, seconds, err = measure(path, ["--stats"])
+            frames = count * 2 if name == "streams" else count + (3 if name == "window" else 0)
+            print(f"{name:<10} {frames:>10,} {os.path.getsize(path) / 1e6:>8.1f} {rss:>12.1f} {seconds:>8.1f} "
+                  f"{code:>5}", flush=True)
+            if code not in (0, 1):
+                print(err.strip()[:500])
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
