@@ -6,6 +6,7 @@ from .analysis import make_analyzers
 from .capture.layers import decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
 from .core import AnalysisRecord, Finding
+from .core.fmt import endpoint
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 
@@ -254,15 +255,12 @@ def _tag(stream, direction, msg):
     """Stream messages carry their stream and direction: the packet at hand may be the other side's."""
     client, server = stream.client, _other(stream.key, stream.client)
     msg.data.update(stream=stream.index, from_client=direction == 0,
-                    client=_endpoint(*client), server=_endpoint(*server))
+                    client=endpoint(*client), server=endpoint(*server))
 
 
 def _other(key, side):
     return key[1] if key[0] == side else key[0]
 
-
-def _endpoint(ip, port):
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 def _transport_info(packet, payload):

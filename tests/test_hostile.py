@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import hostile
-import pytest
 from conftest import ROOT, jsonl, run_cli
 
 from dissect.analysis.teeframe import MAX_PENDING

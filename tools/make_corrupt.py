@@ -13,7 +13,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import capkit  # noqa: E402
-import dpkt  # noqa: E402
 import netquake_peer as nq  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "corrupt")

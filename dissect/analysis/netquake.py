@@ -5,6 +5,7 @@ from ..core.bounded import BoundedDict
 from ..protocols.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
                                   CCREQ_SERVER_INFO, COMMANDS)
+from ..core.fmt import endpoint
 from .common import Timing, annotate_response
 
 MAX_CONVERSATIONS = 4096
@@ -15,17 +16,14 @@ REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYE
             CCREP_RULE_INFO: CCREQ_RULE_INFO, CCREP_ACCEPT: CCREQ_CONNECT, CCREP_REJECT: CCREQ_CONNECT}
 
 
-def _endpoint(ip, port):
-    return f"[{ip}]:{port}" if ip and ":" in ip else f"{ip}:{port}"
-
 
 class _Walk:
     """A rule walk or a player walk between one client and one server."""
 
     def __init__(self, kind, client, server):
         self.kind = kind
-        self.client = client
-        self.server = server
+        self.client = endpoint(*client)
+        self.server = endpoint(*server)
         self.frames = []
         self.items = []
         self.requested = []
@@ -68,7 +66,7 @@ class NetQuakeAnalyzer:
 
     # -- requests ---------------------------------------------------------------
     def _request(self, record, msg, command):
-        client, server = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        client, server = (record.src, record.sport), (record.dst, record.dport)
         out = []
         conv = self._conversation((client, server), out)
         self.requests += 1
@@ -107,7 +105,7 @@ class NetQuakeAnalyzer:
 
     # -- replies ------------------------------------------------------------------
     def _reply(self, record, msg, command, tree):
-        client, server = _endpoint(record.dst, record.dport), _endpoint(record.src, record.sport)
+        client, server = (record.dst, record.dport), (record.src, record.sport)
         out = []
         conv = self._conversation((client, server), out)
         request = self._match(conv, msg, command)
@@ -162,6 +160,7 @@ class NetQuakeAnalyzer:
 
     def _server_seen(self, server, record, msg):
         data = msg.data
+        server = endpoint(*server)
         entry = self.servers.get(server) or {"server": server, "responses": 0}
         entry["responses"] += 1
         entry["last_frame"] = record.number

@@ -3,15 +3,13 @@
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..protocols.odamex import GAME_TYPES
+from ..core.fmt import endpoint
 from .common import Timing, annotate_response
 
 MAX_PENDING = 16384
 MAX_SERVERS = 10000
 MAX_LISTED = 10000
 
-
-def _endpoint(ip, port):
-    return f"[{ip}]:{port}" if ip and ":" in ip else f"{ip}:{port}"
 
 
 class OdamexAnalyzer:
@@ -28,13 +26,12 @@ class OdamexAnalyzer:
             return []
         if msg.name == "launcher_request":
             self.requests += 1
-            launcher, peer = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
-            self.pending.put((launcher, peer), (record.number, record.ts))
+            self.pending.put(((record.src, record.sport), (record.dst, record.dport)), (record.number, record.ts))
             return []
         if msg.name not in ("master_list", "server_info"):
             return []
-        peer, launcher = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
-        request = self.pending.pop((launcher, peer), None)
+        request = self.pending.pop(((record.dst, record.dport), (record.src, record.sport)), None)
+        peer, launcher = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
         result = {"launcher": launcher, ("master" if msg.name == "master_list" else "server"): peer}
         frames = [record.number]
         if request is not None:

@@ -8,6 +8,7 @@ collected equal Num Clients.
 
 from ..core import AnalysisRecord, Finding
 from ..core.bounded import BoundedDict
+from ..core.fmt import endpoint
 from .common import Timing, annotate_response
 
 MAX_PENDING = 4096          # responses being assembled at once
@@ -18,9 +19,6 @@ MAX_DONE = 4096             # recently completed responses, to recognize late du
 
 RULE_COMPLETE = "spec: 'the list is complete when the number of collected records equals Num Clients'"
 
-
-def _endpoint(ip, port):
-    return f"[{ip}]:{port}" if ip and ":" in ip else f"{ip}:{port}"
 
 
 class _Response:
@@ -74,7 +72,7 @@ class TeeFrameAnalyzer:
 
     # -- requests ----------------------------------------------------------------------------------
     def _request(self, record, msg):
-        client, server = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        client, server = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
         token = msg.data["response_token"]
         self.request_count += 1
         self.requests.put((client, server, token), (record.number, record.ts))
@@ -90,7 +88,7 @@ class TeeFrameAnalyzer:
 
     # -- responses ---------------------------------------------------------------------------------
     def _response(self, record, msg, tree):
-        server, client = _endpoint(record.src, record.sport), _endpoint(record.dst, record.dport)
+        server, client = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
         token = msg.data["token"]
         key = (server, client, token)
         number = 0 if msg.data["identifier"] != "iex+" else msg.data.get("packet_number")

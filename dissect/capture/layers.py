@@ -28,13 +28,20 @@ TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0
 
 
 class Layer:
-    __slots__ = ("key", "offset", "length", "summary")
+    """A lower layer's place in the frame; its one-line summary is built only when a view asks."""
 
-    def __init__(self, key, offset, length, summary):
+    __slots__ = ("key", "offset", "length", "_describe", "_args")
+
+    def __init__(self, key, offset, length, describe, *args):
         self.key = key
         self.offset = offset
         self.length = length
-        self.summary = summary
+        self._describe = describe
+        self._args = args
+
+    @property
+    def summary(self):
+        return self._describe(*self._args) if callable(self._describe) else self._describe
 
 
 class Packet:
@@ -98,7 +105,7 @@ def _ethernet(packet, data):
         packet.problem = "Ethernet header cut short"
         return
     dst, src, ethertype = _ETH.unpack_from(data, 0)
-    packet.layers.append(Layer("eth", 0, 14, f"Ethernet II, Src: {_mac(src)}, Dst: {_mac(dst)}"))
+    packet.layers.append(Layer("eth", 0, 14, _ethernet_summary, src, dst))
     packet.top = "eth"
     offset = 14
     while ethertype in VLAN_TPIDS:
@@ -114,6 +121,23 @@ def _ethernet(packet, data):
 
 def _mac(raw):
     return ":".join(f"{b:02x}" for b in raw)
+
+
+def _ethernet_summary(src, dst):
+    return f"Ethernet II, Src: {_mac(src)}, Dst: {_mac(dst)}"
+
+
+def _ip_summary(version, src, dst):
+    return f"Internet Protocol Version {version}, Src: {src}, Dst: {dst}"
+
+
+def _udp_summary(sport, dport):
+    return f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"
+
+
+def _tcp_summary(sport, dport, seq, flags):
+    return f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {seq}, Flags: " \
+           f"{tcp_flag_text(flags)}"
 
 
 def _loopback(packet, data, linktype):
@@ -182,8 +206,7 @@ def _ipv4(packet, data, offset):
     packet.dst = socket.inet_ntoa(dst)
     packet.ip_id = ident
     end = min(len(data), offset + total) if total >= ihl else len(data)
-    packet.layers.append(Layer("ip", offset, ihl, f"Internet Protocol Version 4, Src: {packet.src}, "
-                                                  f"Dst: {packet.dst}"))
+    packet.layers.append(Layer("ip", offset, ihl, _ip_summary, 4, packet.src, packet.dst))
     packet.top = "ipv4"
     frag_offset = (frag & 0x1FFF) * 8
     more = bool(frag & 0x2000)
@@ -204,8 +227,7 @@ def _ipv6(packet, data, offset):
     _vtf, plen, nxt, _hlim, src, dst = _IPV6.unpack_from(data, offset)
     packet.src = socket.inet_ntop(socket.AF_INET6, src)
     packet.dst = socket.inet_ntop(socket.AF_INET6, dst)
-    packet.layers.append(Layer("ipv6", offset, 40, f"Internet Protocol Version 6, Src: {packet.src}, "
-                                                   f"Dst: {packet.dst}"))
+    packet.layers.append(Layer("ipv6", offset, 40, _ip_summary, 6, packet.src, packet.dst))
     packet.top = "ipv6"
     end = min(len(data), offset + 40 + plen)
     pos = offset + 40
@@ -243,7 +265,7 @@ def _udp(packet, data, offset, end):
         return
     sport, dport, ulen, _csum = _UDP.unpack_from(data, offset)
     packet.sport, packet.dport, packet.transport = sport, dport, "udp"
-    packet.layers.append(Layer("udp", offset, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"))
+    packet.layers.append(Layer("udp", offset, 8, _udp_summary, sport, dport))
     packet.top = "udp"
     stop = min(end, offset + ulen) if ulen >= 8 else end
     packet.payload = data[offset + 8:stop]
@@ -259,9 +281,7 @@ def _tcp(packet, data, offset, end):
     packet.sport, packet.dport, packet.transport = sport, dport, "tcp"
     packet.tcp_seq = seq
     packet.tcp_flags = flags
-    packet.layers.append(Layer("tcp", offset, max(hlen, 20),
-                               f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
-                               f"Seq: {seq}, Flags: {tcp_flag_text(flags)}"))
+    packet.layers.append(Layer("tcp", offset, max(hlen, 20), _tcp_summary, sport, dport, seq, flags))
     packet.top = "tcp"
     start = offset + max(hlen, 20)
     packet.payload = data[start:end] if start < end else b""

@@ -23,3 +23,12 @@ def named(names, unknown="unknown"):
 
 def quoted(value):
     return '"' + value + '"'
+
+
+def endpoint(ip, port):
+    """``10.0.0.1:26000``, ``[2001:db8::1]:26000``; the address alone without a port; "" without an address."""
+    if ip is None:
+        return ""
+    if port is None:
+        return ip
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"

@@ -3,6 +3,8 @@
 import time
 
 from ..capture.layers import LINKTYPE_NAMES
+from ..core import worst_severity
+from ..core.fmt import endpoint
 
 # Control characters and terminal escapes from packets are shown escaped, never sent to the terminal.
 _ESCAPES = {c: f"\\x{c:02x}" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
@@ -23,12 +25,6 @@ def protocol_title(key):
     return TITLES.get(key, key.upper())
 
 
-def endpoint(ip, port):
-    if ip is None:
-        return ""
-    if port is None:
-        return ip
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 class SummaryRenderer:
@@ -42,10 +38,16 @@ class SummaryRenderer:
     def frame(self, record):
         if self.first_ts is None:
             self.first_ts = record.ts
-        line = (f"{record.number:>6} {record.ts - self.first_ts:>11.6f} "
-                f"{endpoint(record.src, record.sport):>21} → {endpoint(record.dst, record.dport):<21} "
-                f"{protocol_title(record.protocol):<8} {record.wirelen:>5} {safe(record.info)}")
-        worst = _worst(record)
+        packet = record.packet
+        src, dst = packet.src, packet.dst
+        if src is not None and ":" not in src and packet.sport is not None:
+            src, dst = f"{src}:{packet.sport}", f"{dst}:{packet.dport}"
+        else:
+            src, dst = endpoint(src, packet.sport), endpoint(dst, packet.dport)
+        line = (f"{record.number:>6} {record.ts - self.first_ts:>11.6f} {src:>21} → {dst:<21} "
+                f"{TITLES.get(record.protocol) or record.protocol.upper():<8} {record.wirelen:>5} "
+                f"{record.info.translate(_ESCAPES)}")
+        worst = _worst(record) if record.findings or any(m.findings for m in record.messages) else None
         if worst:
             line += f"  [{worst}]"
             if self.color:
@@ -68,7 +70,6 @@ def _frame_span(frames):
 
 
 def _worst(record):
-    from ..core import worst_severity
     return worst_severity(record.all_findings())
 
 
