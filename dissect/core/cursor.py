@@ -200,6 +200,25 @@ class Cursor:
             self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt))
         return value
 
+    def cdecimal(self, key, name, fmt=None):
+        """A null-terminated decimal number: the int, or None where the text is not one (the field then shows
+        the text). ``last_raw`` keeps the bytes before the terminator."""
+        pos = self.pos
+        nul = self.data.find(b"\0", pos, self.end)
+        if nul < 0:
+            self.cstring(key, name, "latin-1")  # records the cut text and raises Unterminated
+        raw = self.data[pos:nul]
+        digits = raw[1:] if raw[:1] == b"-" else raw
+        value = int(raw) if digits.isdigit() else None
+        self.pos = nul + 1
+        self.last_raw = raw
+        self.last_offset = pos
+        self.last_length = nul + 1 - pos
+        if self.tree:
+            display = None if value is not None else f'"{raw.decode("latin-1")}" (not a decimal number)'
+            self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt, display))
+        return value
+
     def until(self, key, name, stops, encoding="utf-8", fmt=None):
         """Text up to the first of the ``stops`` byte strings (not consumed), or to the end.
 
@@ -209,7 +228,7 @@ class Cursor:
         end = self.end
         for stop in stops:
             found = self.data.find(stop, pos, end)
-            if 0 <= found < end:
+            if found >= 0:
                 end = found
         raw = bytes(self.data[pos:end])
         value = raw.decode(encoding, "replace")

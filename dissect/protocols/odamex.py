@@ -140,11 +140,16 @@ class Odamex(Dissector):
     def _server_info(self, cur, msg, packet):
         msg.name = "server_info"
         keyed = packet is not None and self.keyed.get((packet.dst, packet.dport, packet.src, packet.sport), False)
-        layout, echo, extension, broken = self._choose_layout(cur.data, keyed)
-        msg.data.update(layout=layout, echoed_key=echo, extension=extension)
+        layout, echo, extension, broken, fitted = self._choose_layout(cur.data, keyed)
         start = cur.pos
         try:
-            _ServerInfo(cur, msg, layout, echo, extension).read()
+            if fitted is not None and not cur.tree:
+                # The trial that fitted was this very decode without a tree: keep its result.
+                msg.data.update(fitted.data)
+                msg.findings.extend(fitted.findings)
+                cur.pos = cur.end
+            else:
+                _ServerInfo(cur, msg, layout, echo, extension).read()
             if cur.remaining():
                 left = cur.remaining()
                 cur.rest("odamex.trailing", "Trailing bytes")
@@ -154,6 +159,7 @@ class Odamex(Dissector):
             pass  # the finding is already at the byte that broke
         except Truncated as exc:
             self._truncated(cur, msg, exc)
+        msg.data.update(layout=layout, echoed_key=echo, extension=extension)
         cur.add("odamex.layout", "Layout", start, cur.end - start, layout, display=LAYOUT_NAMES[layout],
                 generated=True)
         if broken:
@@ -185,7 +191,8 @@ class Odamex(Dissector):
                         f"(spec: '+Player name (numplayers)')", exc.offset, exc.available)
 
     def _choose_layout(self, data, keyed):
-        """(layout, echo, extension, broken_at): the first candidate that fits, else the best partial one.
+        """(layout, echo, extension, broken_at, fitted message): the first candidate that fits, else the best
+        partial one.
 
         A partial extension decode is preferred only when it read the version and a terminated e-mail
         string: with less, leftover bytes are more likely trailing bytes than a damaged extension.
@@ -196,25 +203,25 @@ class Odamex(Dissector):
                       for layout in ("spec", "real") for extension in (False, True)]
         best, best_rank = None, None
         for layout, echo, extension in candidates:
-            reach, fits, marker_seen = _trial(data, layout, echo, extension)
+            reach, fits, marker_seen, trial = _trial(data, layout, echo, extension)
             if fits:
-                return layout, echo, extension, None
+                return layout, echo, extension, None, trial
             rank = (reach if not extension or marker_seen else -1, not extension)
             if best_rank is None or rank > best_rank:
                 best, best_rank = (layout, echo, extension), rank
         reach = best_rank[0] if best_rank[0] >= 0 else None
-        return best[0], best[1], best[2], reach if reach is not None else len(data)
+        return best[0], best[1], best[2], reach if reach is not None else len(data), None
 
 
 def _trial(data, layout, echo, extension):
-    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized)."""
+    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized, the message)."""
     msg = Message("odamex", payload=data)
     cur = Cursor(msg, data, tree=False, pos=4)
     try:
         _ServerInfo(cur, msg, layout, echo, extension).read()
     except (_Broken, Truncated) as exc:
-        return exc.offset, False, bool(msg.data.get("ext_recognized"))
-    return cur.pos, cur.at_end(), bool(msg.data.get("ext_recognized"))
+        return exc.offset, False, bool(msg.data.get("ext_recognized")), msg
+    return cur.pos, cur.at_end(), bool(msg.data.get("ext_recognized")), msg
 
 
 class _ServerInfo:

@@ -159,8 +159,16 @@ SERVER_FIELDS = [
     ("be", "BE", flag("BE-protected", "not BE-protected"), True),
     ("country", "COUNTRY", country, False),
 ]
-LAYOUTS = {0x65: ("filter", REQUEST_FIELDS), 0x66: ("list", [("servercount", "SERVERCOUNT", count, True)]),
-           0x67: ("server", SERVER_FIELDS), 0x68: ("end", [])}
+
+
+def _layout(prefix, fields):
+    """(field key, data key, spec name, rule, numeric) per field, keys built once."""
+    return [(f"soldat.{prefix}.{key}", key, name, rule, numeric) for key, name, rule, numeric in fields]
+
+
+LAYOUTS = {0x65: _layout("filter", REQUEST_FIELDS),
+           0x66: _layout("list", [("servercount", "SERVERCOUNT", count, True)]),
+           0x67: _layout("server", SERVER_FIELDS), 0x68: []}
 
 
 def _type_text(value):
@@ -234,15 +242,14 @@ class Soldat(Dissector):
             texts.append((cur.last_offset, cur.last_length, text))
         if cur.pos < cur.end:
             cur.rest("soldat.garbage", "Bytes before the first separator")
-        layout = LAYOUTS.get(type_byte)
-        if layout is None:
+        rules = LAYOUTS.get(type_byte)
+        if rules is None:
             for start, length, text in texts:
                 cur.add("soldat.field", "Field", start, length, text)
             return texts
-        prefix, rules = layout
         self._check_count(cur, msg, type_byte, texts, rules)
-        for (start, length, text), (key, name, rule, numeric) in zip(texts, rules):
-            self._field(cur, msg, f"soldat.{prefix}.{key}", name, start, length, text, rule, numeric)
+        for (start, length, text), spec in zip(texts, rules):
+            self._field(cur, msg, spec, start, length, text)
         if type_byte == 0x68 and any(text for _, _, text in texts):
             cur.finding("soldat.bad_end_line", "warning",
                         "the list-end line carries data (spec: 'it only consists of five field separators and an "
@@ -260,11 +267,12 @@ class Soldat(Dissector):
                         f"{TYPES[type_byte][1]} has {len(texts)} {what}, the spec's format has {expected}",
                         0, cur.end)
 
-    def _field(self, cur, msg, key, name, start, length, text, rule, numeric):
+    def _field(self, cur, msg, spec, start, length, text):
+        key, short, name, rule, numeric = spec
         stripped = text.strip(" ") if numeric else text
         value, display, problem, level = rule(stripped)
         cur.add(key, name, start, length, value, display=display)
-        msg.data[key.rsplit(".", 1)[1]] = value
+        msg.data[short] = value
         if stripped != text:
             cur.finding("soldat.whitespace", "note",
                         f"{name} has spaces around its value ({text!r}); accepted and trimmed (the spec's own "

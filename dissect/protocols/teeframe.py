@@ -15,7 +15,6 @@ request (six FF bytes instead of the ``xe`` header) and its ``inf3`` reply
 and the older identifiers are recognized by name.
 """
 
-import re
 
 from ..core import U16BE, Truncated
 from ..core.fmt import dec_hex
@@ -47,7 +46,6 @@ RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"dtsf"}
 
 LIMITS = {"teeframe.name": 256, "teeframe.map": 32, "teeframe.game_type": 16,
           "teeframe.client.name": 16, "teeframe.client.clan": 12}
-_DECIMAL = re.compile(rb"^-?[0-9]+$")
 
 
 def decimal_text(value):
@@ -332,18 +330,18 @@ class TeeFrame(Dissector):
 
     def _decimal(self, cur, key, name, allow_negative=False, fmt=None):
         """A Decimal String: the field's value is the integer, or None where the text is not a number."""
-        text = cur.cstring(key, name, "latin-1", fmt or decimal_text)
-        raw = cur.last_raw
-        if _DECIMAL.match(raw) and (allow_negative or not raw.startswith(b"-")):
-            value = int(raw)
-            cur.set_last(value)
-            return value
-        cur.set_last(None, f'"{text}" (not a decimal number)')
-        cur.flag_last("teeframe.bad_decimal", "error" if not _DECIMAL.match(raw) else "warning",
-                      f'{name} is "{text}", not a decimal number (spec: \'the number written as decimal ASCII text, '
-                      f'followed by a null terminator\')' if not _DECIMAL.match(raw) else
-                      f"{name} is negative ({text}); the spec allows that only for the score")
-        return None
+        value = cur.cdecimal(key, name, fmt or decimal_text)
+        if value is None:
+            text = cur.last_raw.decode("latin-1")
+            cur.flag_last("teeframe.bad_decimal", "error",
+                          f'{name} is "{text}", not a decimal number (spec: \'the number written as decimal ASCII '
+                          f'text, followed by a null terminator\')')
+        elif value < 0 and not allow_negative:
+            cur.set_last(None, f'"{value}" (negative)')
+            cur.flag_last("teeframe.bad_decimal", "warning",
+                          f"{name} is negative ({value}); the spec allows that only for the score")
+            return None
+        return value
 
 
 def _quoted(value):
