@@ -9,9 +9,14 @@ captures and by the live-capture tests.
 """
 
 import argparse
+import os
 import socket
 import struct
-import threading
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from udp_responder import UdpResponder  # noqa: E402
 
 CTL = 0x8000
 RULES = [("fraglimit", "20"), ("timelimit", "15"), ("teamplay", "0"), ("noexit", "0"),
@@ -72,42 +77,23 @@ def data_packet(flags, sequence, data=b""):
     return struct.pack(">HHI", flags, 8 + len(data), sequence) + data
 
 
-class Server:
+class Server(UdpResponder):
     """Answers control requests like a Quake 1.06 server with three players."""
 
     def __init__(self, host="127.0.0.1", port=26000, max_players=8, full=False):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.address = self.sock.getsockname()
+        super().__init__(host, port)
         self.max_players = max_players
         self.full = full
         self.game_socks = []
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def start(self):
-        self.thread.start()
-        return self
 
     def stop(self):
-        self._stop.set()
-        self.sock.close()
+        super().stop()
         for sock in self.game_socks:
             sock.close()
 
-    def _loop(self):
-        self.sock.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                packet, peer = self.sock.recvfrom(2048)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            reply = self.answer(packet)
-            if reply:
-                self.sock.sendto(reply, peer)
+    def replies(self, packet):
+        reply = self.answer(packet)
+        return [reply] if reply else []
 
     def answer(self, packet):
         if len(packet) < 5 or packet[0:2] != b"\x80\x00":
@@ -182,11 +168,7 @@ def main():
     ask.add_argument("port", type=int)
     args = parser.parse_args()
     if args.command == "serve":
-        server = Server(args.host, args.port).start()
-        try:
-            server.thread.join()
-        except KeyboardInterrupt:
-            server.stop()
+        Server(args.host, args.port).start().serve_forever()
     else:
         for reply in query(args.host, args.port):
             print(reply.hex(" "))

@@ -10,9 +10,14 @@ with or without the newer servers' extension.
 """
 
 import argparse
+import os
 import socket
 import struct
-import threading
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from udp_responder import UdpResponder  # noqa: E402
 
 LAUNCHER = struct.pack("<i", 777123)
 SERVER_INFO = struct.pack("<i", 5560020)
@@ -80,36 +85,17 @@ def extension_block(count, version=5, email="admin@odamex.example", time_limit=2
 PLAYERS = [("Doomguy", 12, 48, 1), ("Marine", -2, 112, 2), ("Chaingunner", 5, 33, 1)]
 
 
-class Peer:
+class Peer(UdpResponder):
     """A UDP peer that answers 777123 with a fixed reply (a server or a master)."""
 
     def __init__(self, reply, host="127.0.0.1", port=10666):
+        super().__init__(host, port)
         self.reply = reply
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
 
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self.sock.close()
-
-    def _loop(self):
-        self.sock.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                packet, peer = self.sock.recvfrom(2048)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            if packet[:4] == LAUNCHER:
-                self.sock.sendto(self.reply(packet[4:8] if len(packet) == 8 else None), peer)
+    def replies(self, packet):
+        if packet[:4] != LAUNCHER:
+            return []
+        return [self.reply(packet[4:8] if len(packet) == 8 else None)]
 
 
 def server(host="127.0.0.1", port=10666, **info):
@@ -148,11 +134,8 @@ def main():
         print(reply.hex(" ") if reply else "no reply")
         return
     peer = (server(args.host, args.port, players=PLAYERS) if args.command == "serve"
-            else master([("127.0.0.1", 10666)], args.host, args.port)).start()
-    try:
-        peer.thread.join()
-    except KeyboardInterrupt:
-        peer.stop()
+            else master([("127.0.0.1", 10666)], args.host, args.port))
+    peer.start().serve_forever()
 
 
 if __name__ == "__main__":

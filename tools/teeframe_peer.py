@@ -10,9 +10,14 @@ captures and by the tests.
 """
 
 import argparse
+import os
 import socket
 import struct
-import threading
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from udp_responder import UdpResponder  # noqa: E402
 
 FF4 = b"\xff" * 4
 LONG_NAME = ("dissect test server | 64 slots | DM | teeframe.example | Frankfurt, Germany | "
@@ -110,39 +115,16 @@ def sample_iext(token, clients=8):
     return iext(token, sample_clients(clients))
 
 
-class Server:
+class Server(UdpResponder):
     """Answers gie3 (extended and vanilla) on a real UDP socket."""
 
-    def __init__(self, host="127.0.0.1", port=8303, clients=64,
-                 name=LONG_NAME):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.address = self.sock.getsockname()
+    def __init__(self, host="127.0.0.1", port=8303, clients=64, name=LONG_NAME):
+        super().__init__(host, port)
         self.clients = sample_clients(clients)
         self.name = name
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
 
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self.sock.close()
-
-    def _loop(self):
-        self.sock.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                packet, peer = self.sock.recvfrom(2048)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            for reply in self.answer(packet):
-                self.sock.sendto(reply, peer)
+    def replies(self, packet):
+        return self.answer(packet)
 
     def answer(self, packet):
         if len(packet) < 15 or packet[6:14] != FF4 + b"gie3":
@@ -180,11 +162,7 @@ def main():
     ask.add_argument("port", type=int)
     args = parser.parse_args()
     if args.command == "serve":
-        server = Server(args.host, args.port, args.clients).start()
-        try:
-            server.thread.join()
-        except KeyboardInterrupt:
-            server.stop()
+        Server(args.host, args.port, args.clients).start().serve_forever()
     else:
         for reply in query(args.host, args.port):
             print(len(reply), reply[:14])
