@@ -79,13 +79,18 @@ def main(argv=None):
         stdout.reconfigure(encoding="utf-8", errors="replace")
     except (AttributeError, ValueError):
         pass
+    out = _Batched(stdout)
     try:
-        return _run(build_parser().parse_args(argv), stdout)
+        code = _run(build_parser().parse_args(argv), out)
+        out.flush()
+        return code
     except UsageError as exc:
+        out.flush()
         print(f"dissect: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (``dissect f | head``): stop quietly.
+        out.discard()
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stdout.fileno())
         return 0
@@ -94,6 +99,37 @@ def main(argv=None):
     except Exception as exc:  # never a traceback for a user
         print(f"dissect: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+
+
+class _Batched:
+    """Collects output lines and writes them in batches: one write call per line costs more than the line."""
+
+    BATCH = 512
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.parts = []
+
+    def write(self, text):
+        self.parts.append(text)
+        if len(self.parts) >= self.BATCH:
+            self.flush()
+
+    def flush(self):
+        if self.parts:
+            text = "".join(self.parts)
+            self.parts.clear()
+            self.stream.write(text)
+        self.stream.flush()
+
+    def discard(self):
+        self.parts.clear()
+
+    def isatty(self):
+        return self.stream.isatty()
+
+    def fileno(self):
+        return self.stream.fileno()
 
 
 def _use_color(choice, stream):
