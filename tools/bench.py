@@ -4,7 +4,7 @@ Writes a capture of mixed traffic (every protocol dissect knows, plus unrelated
 UDP and TCP), then runs each view of dissect and its tshark peer on it, and
 prints frames per second, the ratio, and each process's peak resident memory.
 
-    python tools/bench.py [--frames 200000] [--keep FILE] [--runs 1]
+    python tools/bench.py [--frames 400000] [--keep FILE] [--runs 1] [--big-gb 1]
 """
 
 import argparse
@@ -99,12 +99,17 @@ def run(cmd):
     return elapsed, usage.ru_maxrss / 1024
 
 
+TARGETS = {"summary": 1.5, "tree -V": 1.5, "json": 3.0, "stats": 3.0}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=200000)
+    parser.add_argument("--frames", type=int, default=400000)
     parser.add_argument("--keep", help="write the capture here and keep it")
     parser.add_argument("--capture", help="use this capture instead of writing one")
     parser.add_argument("--runs", type=int, default=1, help="best of N runs")
+    parser.add_argument("--big-gb", type=float, default=0.0,
+                        help="also write a capture of this many GB and measure dissect's peak memory on it")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="dissect-bench-")
     path = args.capture or args.keep or os.path.join(workdir, "bench.pcap")
@@ -113,25 +118,45 @@ def main():
             write_capture(path, args.frames)
         frames = args.frames if not args.capture else count_frames(path)
         size = os.path.getsize(path) / 1e6
-        dissect = [sys.executable, "-m", "dissect"]
-        tshark = shutil.which("tshark")
-        cases = [("summary", dissect + [path], ["-r", path]),
-                 ("tree -V", dissect + ["-V", path], ["-r", path, "-V"]),
-                 ("json", dissect + ["-T", "jsonl", path], ["-r", path, "-T", "json"]),
-                 ("stats", dissect + ["--stats", path], ["-r", path, "-q", "-z", "io,phs"])]
-        print(f"capture: {frames} frames, {size:.1f} MB; machine: {os.cpu_count()} cores, {machine()}")
-        print(f"{'view':<10} {'dissect fps':>12} {'MB':>6} {'tshark fps':>12} {'MB':>6} {'ratio':>7}")
-        for name, ours, theirs in cases:
-            ours_time, ours_mem = best(ours, args.runs)
-            line = f"{name:<10} {frames / ours_time:>12,.0f} {ours_mem:>6.0f}"
-            if tshark:
-                their_time, their_mem = best([tshark] + theirs, args.runs)
-                line += f" {frames / their_time:>12,.0f} {their_mem:>6.0f} {their_time / ours_time:>6.2f}x"
-            else:
-                line += "   (tshark not installed: apt-get install tshark)"
-            print(line, flush=True)
+        print(f"Capture: {frames:,} frames, {size:.1f} MB, all four protocols plus unrelated UDP/TCP. "
+              f"Machine: {os.cpu_count()} cores, {machine()}.\n")
+        speed_table(path, frames, args.runs)
+        if args.big_gb:
+            big = os.path.join(workdir, "big.pcap")
+            write_capture(big, int(frames * args.big_gb * 1e3 / size))
+            memory_rows(path, big)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def speed_table(path, frames, runs):
+    dissect = [sys.executable, "-m", "dissect"]
+    tshark = shutil.which("tshark")
+    cases = [("summary", dissect + [path], ["-r", path]),
+             ("tree -V", dissect + ["-V", path], ["-r", path, "-V"]),
+             ("json", dissect + ["-T", "jsonl", path], ["-r", path, "-T", "json"]),
+             ("stats", dissect + ["--stats", path], ["-r", path, "-q", "-z", "io,phs"])]
+    print("| view | dissect frames/s | tshark frames/s | ratio (target) | peak RSS dissect / tshark |")
+    print("|---|---|---|---|---|")
+    for name, ours, theirs in cases:
+        ours_time, ours_mem = best(ours, runs)
+        if tshark:
+            their_time, their_mem = best([tshark] + theirs, runs)
+            print(f"| {name} | {frames / ours_time:,.0f} | {frames / their_time:,.0f} | "
+                  f"{their_time / ours_time:.2f}x ({TARGETS[name]}x) | {ours_mem:.0f} MB / {their_mem:.0f} MB |",
+                  flush=True)
+        else:
+            print(f"| {name} | {frames / ours_time:,.0f} | (tshark not installed) | | {ours_mem:.0f} MB / |",
+                  flush=True)
+
+
+def memory_rows(small, big):
+    print("\n| capture | dissect summary peak RSS | dissect --stats peak RSS |")
+    print("|---|---|---|")
+    for path in (small, big):
+        summary = run([sys.executable, "-m", "dissect", path])[1]
+        stats = run([sys.executable, "-m", "dissect", "--stats", path])[1]
+        print(f"| {os.path.getsize(path) / 1e6:,.0f} MB | {summary:.0f} MB | {stats:.0f} MB |", flush=True)
 
 
 def best(cmd, runs):
