@@ -12,7 +12,7 @@ _ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
 
 
 def safe(text):
-    return text.translate(_ESCAPES)
+    return text if text.isprintable() else text.translate(_ESCAPES)
 
 
 SEVERITY_COLOR = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "note": "\x1b[36m", "chat": "\x1b[2m"}
@@ -46,7 +46,7 @@ class SummaryRenderer:
             src, dst = endpoint(src, packet.sport), endpoint(dst, packet.dport)
         line = (f"{record.number:>6} {record.ts - self.first_ts:>11.6f} {src:>21} → {dst:<21} "
                 f"{TITLES.get(record.protocol) or record.protocol.upper():<8} {record.wirelen:>5} "
-                f"{record.info.translate(_ESCAPES)}")
+                f"{safe(record.info)}")
         worst = _worst(record) if record.findings or any(m.findings for m in record.messages) else None
         if worst:
             line += f"  [{worst}]"
