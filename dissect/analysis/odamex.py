@@ -58,13 +58,15 @@ class OdamexAnalyzer:
 
     def _server_info(self, server, msg, result, frames):
         data = msg.data
-        info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "game_type", "skill",
-                                               "teamplay", "ctf", "website", "pwads", "layout")}
-        info["player_list"] = data.get("player_list")
-        info["team_scores"] = data.get("team_scores")
-        if data.get("ext"):
-            info["extension"] = data["ext"]
-        result.update(request_was="server info request", info=info)
+
+        def full_result():
+            info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "game_type", "skill",
+                                                   "teamplay", "ctf", "website", "pwads", "layout")}
+            info["player_list"] = data.get("player_list")
+            info["team_scores"] = data.get("team_scores")
+            if data.get("ext"):
+                info["extension"] = data["ext"]
+            return dict(result, request_was="server info request", info=info)
         entry = self.servers.get(server) or {"server": server, "responses": 0}
         entry["responses"] += 1
         entry.update(name=data.get("name"), map=data.get("map"), players=data.get("players"),
@@ -74,7 +76,7 @@ class OdamexAnalyzer:
             entry["response_time"] = result["response_time"]
         self.servers.put(server, entry)
         summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
-        return AnalysisRecord("odamex", "server_info", frames, result, [], summary)
+        return AnalysisRecord("odamex", "server_info", frames, full_result, [], summary)
 
     def finish(self):
         return []

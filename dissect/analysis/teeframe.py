@@ -154,11 +154,10 @@ class TeeFrameAnalyzer:
         findings = list(response.findings)
         complete = response.complete()
         collected = response.collected()
-        clients = [c for n in sorted(response.records) for c in response.records[n]]
         info = response.info or {}
         expected = info.get("num_clients")
         if complete and not response.clients_omitted:
-            self._check_complete(response, clients, findings)
+            self._check_complete(response, self._clients(response), findings)
         if not complete:
             findings.append(Finding("teeframe.incomplete_response", "warning", self._incomplete_reason(
                 response, collected, expected, superseded_by, evicted)))
@@ -166,20 +165,28 @@ class TeeFrameAnalyzer:
             findings.append(Finding("teeframe.state_evicted", "warning",
                                     f"more than {MAX_PENDING} responses pending at once: the oldest was concluded "
                                     f"early to keep memory bounded"))
-        result = {"server": response.server, "client": response.client, "token": response.token,
-                  "info": info or None, "num_clients": expected, "records": collected, "clients": clients,
-                  "packets": sorted(response.records), "complete": complete}
-        if response.request is not None:
-            result["request_frame"] = response.request[0]
-            result["response_time"] = max(0.0, response.first_ts - response.request[1])
-        if response.clients_omitted:
-            result["clients_omitted"] = True
+        elapsed = max(0.0, response.first_ts - response.request[1]) if response.request is not None else None
         if info:
-            self._server_seen(response, info, result)
+            self._server_seen(response, info, elapsed)
+
+        def result():
+            out = {"server": response.server, "client": response.client, "token": response.token,
+                   "info": info or None, "num_clients": expected, "records": collected,
+                   "clients": self._clients(response), "packets": sorted(response.records), "complete": complete}
+            if response.request is not None:
+                out["request_frame"] = response.request[0]
+                out["response_time"] = elapsed
+            if response.clients_omitted:
+                out["clients_omitted"] = True
+            return out
         summary = (f"server info {response.server} token={response.token}: {collected}/{expected} clients in "
                    f"packets {','.join(map(str, sorted(response.records)))}"
                    + (" complete" if complete else " INCOMPLETE"))
         return AnalysisRecord("teeframe", "server_info", response.frames, result, findings, summary)
+
+    @staticmethod
+    def _clients(response):
+        return [c for n in sorted(response.records) for c in response.records[n]]
 
     @staticmethod
     def _check_complete(response, clients, findings):
@@ -207,7 +214,7 @@ class TeeFrameAnalyzer:
         return f"response token {response.token} from {response.server} is incomplete: {have} before {why} " \
                f"({RULE_COMPLETE})"
 
-    def _server_seen(self, response, info, result):
+    def _server_seen(self, response, info, elapsed):
         entry = self.servers.get(response.server) or {"server": response.server, "responses": 0}
         entry["responses"] += 1
         entry.update(name=info.get("name"), map=info.get("map"), game_type=info.get("game_type"),
@@ -215,8 +222,8 @@ class TeeFrameAnalyzer:
                      max_players=info.get("max_players"), clients=info.get("num_clients"),
                      max_clients=info.get("max_clients"),
                      password=None if info.get("flags") is None else bool(info["flags"] & 1))
-        if "response_time" in result:
-            entry["response_time"] = result["response_time"]
+        if elapsed is not None:
+            entry["response_time"] = elapsed
         self.servers.put(response.server, entry)
 
     def finish(self):

@@ -66,7 +66,10 @@ class Packet:
 def decode_frame(data, linktype):
     packet = Packet()
     try:
-        _decode_link(packet, data, linktype)
+        if linktype == 1:
+            _ethernet(packet, data)
+        else:
+            _decode_link(packet, data, linktype)
     except (struct.error, IndexError, ValueError):
         packet.problem = f"malformed {packet.top} header"
     return packet
@@ -116,7 +119,10 @@ def _ethernet(packet, data):
         packet.layers.append(Layer("vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}"))
         packet.top = "vlan"
         offset += 4
-    _network(packet, data, offset, ethertype)
+    if ethertype == ETHERTYPE_IPV4:
+        _ipv4(packet, data, offset)
+    else:
+        _network(packet, data, offset, ethertype)
 
 
 def _mac(raw):
@@ -217,7 +223,10 @@ def _ipv4(packet, data, offset):
         packet.payload_offset = offset + ihl
         packet.problem = f"IPv4 fragment (offset {frag_offset}{', more' if more else ''})"
         return
-    _transport(packet, data, offset + ihl, end, proto)
+    if proto == 17:
+        _udp(packet, data, offset + ihl, end)
+    else:
+        _transport(packet, data, offset + ihl, end, proto)
 
 
 def _ipv6(packet, data, offset):

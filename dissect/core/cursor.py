@@ -78,7 +78,7 @@ class _Subtree:
 
 
 class Cursor:
-    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw")
+    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw", "spans")
 
     def __init__(self, msg, data, tree=True, pos=0):
         self.msg = msg
@@ -90,6 +90,7 @@ class Cursor:
         self.last_offset = pos
         self.last_length = 0
         self.last_raw = b""
+        self.spans = []
 
     # -- state ---------------------------------------------------------------
     def remaining(self):
@@ -218,6 +219,40 @@ class Cursor:
             display = None if value is not None else f'"{raw.decode("latin-1")}" (not a decimal number)'
             self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt, display))
         return value
+
+    def cstrings(self, specs):
+        """Consecutive null-terminated fields in one call: ``specs`` holds (key, name, kind, fmt) with kind
+        "text" (UTF-8) or "decimal" (the int, or None where the text is not one). Returns the values;
+        ``spans`` keeps (offset, length, raw bytes) of each, for checks and findings."""
+        data, pos, end = self.data, self.pos, self.end
+        parent = self._stack[-1] if self.tree else None
+        values = []
+        spans = self.spans = []
+        for key, name, kind, fmt in specs:
+            nul = data.find(b"\0", pos, end)
+            if nul < 0:
+                self.pos = pos
+                self.cstring(key, name)  # records the cut field and raises Unterminated
+            raw = data[pos:nul]
+            display = None
+            if kind == "decimal":
+                digits = raw[1:] if raw[:1] == b"-" else raw
+                if digits.isdigit():
+                    value = int(raw)
+                else:
+                    value = None
+                    display = f'"{raw.decode("latin-1")}" (not a decimal number)'
+            else:
+                value = raw.decode("utf-8", "replace")
+            if parent is not None:
+                parent.append(Field(key, name, pos, nul + 1 - pos, value, fmt, display))
+            spans.append((pos, nul + 1 - pos, raw))
+            values.append(value)
+            pos = nul + 1
+        self.pos = pos
+        if spans:
+            self.last_offset, self.last_length, self.last_raw = spans[-1]
+        return values
 
     def until(self, key, name, stops, encoding="utf-8", fmt=None):
         """Text up to the first of the ``stops`` byte strings (not consumed), or to the end.

@@ -122,17 +122,27 @@ class Message:
 
 
 class AnalysisRecord:
-    """A conclusion reached across packets (a transaction, an assembled response, a walk)."""
+    """A conclusion reached across packets (a transaction, an assembled response, a walk).
 
-    __slots__ = ("protocol", "name", "frames", "result", "findings", "summary")
+    ``result`` may be given as a function: it is then built only when a view reads it (JSON does,
+    the summary line does not).
+    """
+
+    __slots__ = ("protocol", "name", "frames", "_result", "findings", "summary")
 
     def __init__(self, protocol, name, frames, result, findings=None, summary=""):
         self.protocol = protocol
         self.name = name
         self.frames = list(frames)
-        self.result = result
+        self._result = result
         self.findings = findings or []
         self.summary = summary
+
+    @property
+    def result(self):
+        if callable(self._result):
+            self._result = self._result()
+        return self._result
 
 
 def worst_severity(findings):

@@ -48,6 +48,23 @@ LIMITS = {"teeframe.name": 256, "teeframe.map": 32, "teeframe.game_type": 16,
           "teeframe.client.name": 16, "teeframe.client.clan": 12}
 
 
+def _quoted(value):
+    return '"' + value + '"'
+
+
+def _is_player_text(value):
+    return {0: "0 (spectator)", 1: "1 (player)"}.get(value, str(value))
+
+
+CLIENT_FIELDS = (("teeframe.client.name", "Name", "text", _quoted),
+                 ("teeframe.client.clan", "Clan", "text", _quoted),
+                 ("teeframe.client.country", "Country", "decimal", None),
+                 ("teeframe.client.score", "Score", "decimal", None),
+                 ("teeframe.client.is_player", "Is Player", "decimal", _is_player_text),
+                 ("teeframe.client.reserved", "Reserved", "text", _quoted))
+VANILLA_CLIENT_FIELDS = CLIENT_FIELDS[:5]
+
+
 def decimal_text(value):
     return str(value)
 
@@ -252,9 +269,13 @@ class TeeFrame(Dissector):
 
     def _check_reserved(self, cur, value):
         if value:
-            cur.flag_last("teeframe.reserved_nonempty", "warning",
-                          f'reserved string is "{value}" (spec: \'must be empty; receivers must ignore its '
-                          f'contents\')')
+            self._reserved_nonempty(cur, value, cur.last_offset, cur.last_length)
+
+    @staticmethod
+    def _reserved_nonempty(cur, value, offset, length):
+        cur.finding("teeframe.reserved_nonempty", "warning",
+                    f'reserved string is "{value}" (spec: \'must be empty; receivers must ignore its contents\')',
+                    offset, length)
 
     def _check_counts(self, cur, msg, records, token):
         data = msg.data
@@ -295,47 +316,54 @@ class TeeFrame(Dissector):
                     cur.pos = cur.end
                     msg.data["split_record"] = True
                     break
-                node.name = f'Client "{record["name"]}"'
-                node.value = record["name"]
-                node.display = (f'clan "{record["clan"]}", country {record["country"]}, score {record["score"]}, '
-                                f'{"player" if record["is_player"] == 1 else "spectator"}')
+                if cur.tree:
+                    node.name = f'Client "{record["name"]}"'
+                    node.value = record["name"]
+                    node.display = (f'clan "{record["clan"]}", country {record["country"]}, score '
+                                    f'{record["score"]}, {"player" if record["is_player"] == 1 else "spectator"}')
             records.append(record)
         return len(records)
 
     def _client_record(self, cur, with_reserved):
-        record = {"name": self._string(cur, "teeframe.client.name", "Name"),
-                  "clan": self._string(cur, "teeframe.client.clan", "Clan"),
-                  "country": self._decimal(cur, "teeframe.client.country", "Country", allow_negative=True),
-                  "score": self._decimal(cur, "teeframe.client.score", "Score", allow_negative=True)}
-        is_player = self._decimal(cur, "teeframe.client.is_player", "Is Player", fmt=_is_player_text)
-        record["is_player"] = is_player
+        values = cur.cstrings(CLIENT_FIELDS if with_reserved else VANILLA_CLIENT_FIELDS)
+        spans = cur.spans
+        record = dict(zip(("name", "clan", "country", "score", "is_player"), values))
+        for index in (0, 1):
+            self._check_text(cur, CLIENT_FIELDS[index][0], CLIENT_FIELDS[index][1], values[index], *spans[index])
+        for index in (2, 3, 4):
+            if values[index] is None:
+                self._not_decimal(cur, CLIENT_FIELDS[index][1], *spans[index])
+        is_player = values[4]
         if is_player is not None and is_player not in (0, 1):
-            cur.flag_last("teeframe.bad_is_player", "warning",
-                          f"Is Player is {is_player} (spec: '1 for a non-spectator client; 0 for a spectator')")
-        if with_reserved:
-            self._check_reserved(cur, self._string(cur, "teeframe.client.reserved", "Reserved"))
+            cur.finding("teeframe.bad_is_player", "warning",
+                        f"Is Player is {is_player} (spec: '1 for a non-spectator client; 0 for a spectator')",
+                        spans[4][0], spans[4][1])
+        if with_reserved and values[5]:
+            self._reserved_nonempty(cur, values[5], spans[5][0], spans[5][1])
         return record
 
     # field types -----------------------------------------------------------------------------------
     def _string(self, cur, key, name):
         value = cur.cstring(key, name, "utf-8", _quoted)
-        raw = cur.last_raw
+        self._check_text(cur, key, name, value, cur.last_offset, cur.last_length, cur.last_raw)
+        return value
+
+    @staticmethod
+    def _check_text(cur, key, name, value, offset, length, raw):
         limit = LIMITS.get(key)
         if limit is not None and len(raw) > limit:
-            cur.flag_last("teeframe.string_too_long", "warning",
-                          f"{name} is {len(raw)} bytes (spec: up to {limit} bytes before the null terminator)")
+            cur.finding("teeframe.string_too_long", "warning",
+                        f"{name} is {len(raw)} bytes (spec: up to {limit} bytes before the null terminator)",
+                        offset, length)
         if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
-            cur.flag_last("teeframe.bad_utf8", "warning", f"{name} is not valid UTF-8 (spec: String is UTF-8 bytes)")
-        return value
+            cur.finding("teeframe.bad_utf8", "warning", f"{name} is not valid UTF-8 (spec: String is UTF-8 bytes)",
+                        offset, length)
 
     def _decimal(self, cur, key, name, allow_negative=False, fmt=None):
         """A Decimal String: the field's value is the integer, or None where the text is not a number."""
         value = cur.cdecimal(key, name, fmt or decimal_text)
         if value is None:
-            text = cur.last_raw.decode("latin-1")
-            cur.flag_last("teeframe.bad_decimal", "error",
-                          f'{name} is "{text}", not a decimal number (spec: \'the number written as decimal ASCII '
-                          f'text, followed by a null terminator\')')
+            self._not_decimal(cur, name, cur.last_offset, cur.last_length, cur.last_raw)
         elif value < 0 and not allow_negative:
             cur.set_last(None, f'"{value}" (negative)')
             cur.flag_last("teeframe.bad_decimal", "warning",
@@ -343,9 +371,11 @@ class TeeFrame(Dissector):
             return None
         return value
 
-
-def _quoted(value):
-    return '"' + value + '"'
+    @staticmethod
+    def _not_decimal(cur, name, offset, length, raw):
+        cur.finding("teeframe.bad_decimal", "error",
+                    f'{name} is "{raw.decode("latin-1")}", not a decimal number (spec: \'the number written as '
+                    f'decimal ASCII text, followed by a null terminator\')', offset, length)
 
 
 def _token_text(value):
@@ -360,6 +390,4 @@ def _flags_text(value):
     return {0: "0 (no password)", 1: "1 (password required)"}.get(value, str(value))
 
 
-def _is_player_text(value):
-    return {0: "0 (spectator)", 1: "1 (player)"}.get(value, str(value))
 
