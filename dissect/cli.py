@@ -6,6 +6,7 @@ import sys
 
 from . import __version__
 from .capture.files import CaptureError, Frame, open_capture, read_capture
+from .capture.layers import Packet
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import FrameRecord, Pipeline
@@ -354,7 +355,9 @@ def _run_payload(args, out):
     registry = Registry()
     dissector = registry.get(args.protocol)
     frame = Frame(1, 0.0, len(payload), len(payload), None, payload)
-    record = FrameRecord(frame, _BarePayload(payload))
+    packet = Packet()
+    packet.top, packet.payload = "payload", payload
+    record = FrameRecord(frame, packet)
     msg = dissector.dissect(payload, True, None, 0)
     msg.frames.append(1)
     record.messages.append(msg)
@@ -363,16 +366,6 @@ def _run_payload(args, out):
     output.frame(record)
     output.close({})
     return 1 if output.failed else 0
-
-
-class _BarePayload:
-    layers = ()
-    top = "payload"
-    src = dst = sport = dport = transport = fragment = None
-    payload_offset = 0
-
-    def __init__(self, payload):
-        self.payload = payload
 
 
 def _read_payload(args):

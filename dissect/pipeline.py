@@ -3,7 +3,7 @@
 import struct
 
 from .analysis import make_analyzers
-from .capture.layers import decode_frame, tcp_flag_text
+from .capture.layers import Packet, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
 from .core import AnalysisRecord, Finding
 from .core.fmt import endpoint
@@ -70,7 +70,7 @@ class Pipeline:
         try:
             return self._frame(frame)
         except Exception as exc:  # a bug must cost one frame, not the capture
-            record = FrameRecord(frame, decode_frame(b"", None))
+            record = FrameRecord(frame, Packet())
             record.info = "[internal error]"
             record.findings.append(Finding("dissect.internal_error", "error",
                                            f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
@@ -233,12 +233,7 @@ class Pipeline:
 
     @staticmethod
     def _corrupt(frame):
-        class _Empty:
-            layers = ()
-            top = "frame"
-            src = dst = sport = dport = transport = payload = fragment = None
-            payload_offset = 0
-        record = FrameRecord(frame, _Empty())
+        record = FrameRecord(frame, Packet())
         record.info = "[corrupt record]"
         record.findings.append(Finding("capture.corrupt", "error", frame.error))
         return record
