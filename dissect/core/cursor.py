@@ -254,30 +254,21 @@ class Cursor:
             self.last_offset, self.last_length, self.last_raw = spans[-1]
         return values
 
-    def until(self, key, name, stops, encoding="utf-8", fmt=None):
-        """Text up to the first of the ``stops`` byte strings (not consumed), or to the end.
+    def separated(self, separator, encoding="utf-8"):
+        """Fields each preceded by ``separator``, from here to the end: [(offset, length, text)].
 
-        With ``key`` None no field is added: the caller adds a typed one from last_offset/last_length.
-        """
-        pos = self.pos
-        end = self.end
-        for stop in stops:
-            found = self.data.find(stop, pos, end)
-            if found >= 0:
-                end = found
-        raw = bytes(self.data[pos:end])
-        value = raw.decode(encoding, "replace")
+        Separators get no field; the caller adds typed fields from the offsets."""
+        data, pos, end = self.data, self.pos, self.end
+        step = len(separator)
+        if not data.startswith(separator, pos, end):
+            return []
+        fields = []
+        offset = pos + step
+        for raw in data[offset:end].split(separator):
+            fields.append((offset, len(raw), raw.decode(encoding, "replace")))
+            offset += len(raw) + step
         self.pos = end
-        self.last_raw = raw
-        self.last_offset = pos
-        self.last_length = end - pos
-        if key is not None:
-            self.add(key, name, pos, end - pos, value, fmt)
-        return value
-
-    def skip(self, n):
-        """Step over bytes that get no field of their own (separators)."""
-        self.pos = min(self.end, self.pos + n)
+        return fields
 
     def rest(self, key, name, fmt=None):
         return self.raw(key, name, self.end - self.pos, fmt)

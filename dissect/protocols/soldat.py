@@ -235,13 +235,7 @@ class Soldat(Dissector):
             msg.info = title
 
     def _fields(self, cur, msg, separator, encoding, type_byte):
-        texts = []
-        while cur.pos < cur.end and cur.data.startswith(separator, cur.pos):
-            cur.skip(len(separator))
-            text = cur.until(None, None, (separator,), encoding)
-            texts.append((cur.last_offset, cur.last_length, text))
-        if cur.pos < cur.end:
-            cur.rest("soldat.garbage", "Bytes before the first separator")
+        texts = cur.separated(separator, encoding)
         rules = LAYOUTS.get(type_byte)
         if rules is None:
             for start, length, text in texts:
