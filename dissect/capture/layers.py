@@ -126,7 +126,7 @@ def _ethernet(packet, data):
 
 
 def _mac(raw):
-    return ":".join(f"{b:02x}" for b in raw)
+    return raw.hex(":")
 
 
 def _ethernet_summary(src, dst):

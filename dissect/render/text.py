@@ -15,6 +15,7 @@ def safe(text):
     return text if text.isprintable() else text.translate(_ESCAPES)
 
 
+INDENT = ["    " * depth for depth in range(8)]
 SEVERITY_COLOR = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "note": "\x1b[36m", "chat": "\x1b[2m"}
 RESET = "\x1b[0m"
 
@@ -81,42 +82,46 @@ class TreeRenderer:
         self.color = color
 
     def frame(self, record):
-        w = self.out.write
-        w(f"Frame {record.number}: {record.wirelen} bytes on wire ({record.wirelen * 8} bits), "
-          f"{record.caplen} bytes captured ({record.caplen * 8} bits)\n")
-        w(f"    Arrival Time: {_utc(record.ts)} (epoch {record.ts:.6f})\n")
+        lines = [f"Frame {record.number}: {record.wirelen} bytes on wire ({record.wirelen * 8} bits), "
+                 f"{record.caplen} bytes captured ({record.caplen * 8} bits)",
+                 f"    Arrival Time: {_utc(record.ts)} (epoch {record.ts:.6f})"]
         if record.linktype is not None:
-            w(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})\n")
+            lines.append(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})")
         layers = [layer.key for layer in record.packet.layers]
         layers += [m.protocol for m in record.messages[:1]]
-        w(f"    [Protocols in frame: {':'.join(layers) or 'unknown'}]\n")
+        lines.append(f"    [Protocols in frame: {':'.join(layers) or 'unknown'}]")
         for finding in record.findings:
-            w("    " + self._finding(finding) + "\n")
+            lines.append("    " + self._finding(finding))
         for layer in record.packet.layers:
-            w(f"{layer.summary}\n")
+            lines.append(layer.summary)
         if not record.messages and record.info:
-            w(f"    [{safe(record.info)}]\n")
+            lines.append(f"    [{safe(record.info)}]")
         for msg in record.messages:
-            self.message(msg)
-        w("\n")
+            self._message(msg, lines)
+        lines.append("\n")
+        self.out.write("\n".join(lines))
 
     def message(self, msg):
-        w = self.out.write
+        lines = []
+        self._message(msg, lines)
+        self.out.write("\n".join(lines) + "\n")
+
+    def _message(self, msg, lines):
         where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
             f"{','.join(map(str, msg.frames))}, {msg.length} bytes]"
-        w(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}\n")
-        for field in msg.fields:
-            self._field(field, 1)
+        lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
+        stack = [(field, 1) for field in reversed(msg.fields)]
+        while stack:
+            field, depth = stack.pop()
+            text = f"{field.name}: {field.display}"
+            if field.generated:
+                text = f"[{text}]"
+            lines.append(f"{INDENT[depth] if depth < len(INDENT) else '    ' * depth}{safe(text)} "
+                         f"[{field.offset}:{field.length}]")
+            if field.children:
+                stack.extend((child, depth + 1) for child in reversed(field.children))
         for finding in msg.findings:
-            w("    " + self._finding(finding) + "\n")
-
-    def _field(self, field, depth):
-        text = f"{field.name}: {field.display}"
-        if field.generated:
-            text = f"[{text}]"
-        self.out.write("    " * depth + safe(text) + f" [{field.offset}:{field.length}]\n")
-        for child in field.children:
-            self._field(child, depth + 1)
+            lines.append("    " + self._finding(finding))
 
     def _finding(self, finding):
         where = f" [{finding.offset}:{finding.length}]" if finding.offset is not None else ""
