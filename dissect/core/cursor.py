@@ -116,7 +116,10 @@ class Cursor:
         if not self.tree:
             return None
         node = Field(key, name, offset, length, value, fmt, display, True)
-        self._stack[-1][-1].children.append(node)
+        parent = self._stack[-1][-1]
+        if not parent.children:
+            parent.children = []
+        parent.children.append(node)
         return node
 
     def set_last(self, value, display=None):
@@ -133,6 +136,7 @@ class Cursor:
             return _Subtree(self, _NO_NODE)
         node = Field(key, name, self.pos, 0, value, fmt)
         self._stack[-1].append(node)
+        node.children = []
         self._stack.append(node.children)
         return _Subtree(self, node)
 

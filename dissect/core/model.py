@@ -21,7 +21,7 @@ class Field:
         self.value = value
         self.fmt = fmt
         self._display = display
-        self.children = []
+        self.children = ()  # a list once a child is added: most fields are leaves
         self.generated = generated
 
     @property
