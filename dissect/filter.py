@@ -210,6 +210,7 @@ def frame_values(record):
         put(f"{transport}.dstport", packet.dport)
         put(f"{transport}.port", packet.sport)
         put(f"{transport}.port", packet.dport)
+        put("tcp.stream", packet.tcp_stream)
     for msg in record.messages:
         put(msg.protocol, True)
         put(f"{msg.protocol}.message", msg.name)

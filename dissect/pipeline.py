@@ -146,6 +146,7 @@ class Pipeline:
         if delivery is None:
             return []
         record.findings.extend(delivery.findings)
+        packet.tcp_stream = delivery.stream.index
         out = []
         for old in delivery.evicted:
             out += self._close_stream(old, record, packet)

@@ -293,3 +293,11 @@ def test_rst_closes_and_flushes_both_directions():
     _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(7, flags=0x04)])
     assert out[-1].closed
     assert delivered(out) == [b"ab", ("gap", 2), b"ef"]
+
+
+def test_stream_index_in_tree_and_filter():
+    _, out, _ = run_cli("-Y", "tcp.stream == 1 && soldat.message == \"list_end\"", capture("soldat-session.pcap"))
+    frames = [line.split()[0] for line in out.splitlines() if not line.strip().startswith("[")]
+    assert frames == ["68"]
+    _, tree, _ = run_cli("-V", "-Y", "frame.number == 1", capture("soldat-session.pcap"))
+    assert "    [Stream index: 0]" in tree

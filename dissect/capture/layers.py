@@ -46,7 +46,7 @@ class Layer:
 
 class Packet:
     __slots__ = ("layers", "top", "src", "dst", "sport", "dport", "transport", "payload", "payload_offset",
-                 "ip_id", "fragment", "tcp_seq", "tcp_flags", "problem")
+                 "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem")
 
     def __init__(self):
         self.layers = []
@@ -60,6 +60,7 @@ class Packet:
         self.fragment = None  # (offset, more_fragments) for an IPv4 fragment
         self.tcp_seq = None
         self.tcp_flags = 0
+        self.tcp_stream = None  # the reassembler's index of this connection
         self.problem = None  # why decoding stopped early, for the Info column
 
 

@@ -94,6 +94,8 @@ class TreeRenderer:
             lines.append("    " + self._finding(finding))
         for layer in record.packet.layers:
             lines.append(layer.summary)
+        if record.packet.tcp_stream is not None:
+            lines.append(f"    [Stream index: {record.packet.tcp_stream}]")
         if not record.messages and record.info:
             lines.append(f"    [{safe(record.info)}]")
         for msg in record.messages:
