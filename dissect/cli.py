@@ -233,11 +233,22 @@ def _run(args, out):
     if not args.files:
         raise UsageError("no input: give a capture FILE, -i IFACE, or --payload HEX --protocol PROTO (see --help)")
     output, pipeline = _setup(args, out)
+    errors = _read_files(args.files, pipeline, output)
+    _conclude(pipeline, output)
+    for error in errors:
+        print(f"dissect: {error}", file=sys.stderr)
+    if errors:
+        return 2
+    return 1 if output.failed else 0
+
+
+def _read_files(paths, pipeline, output):
+    """Read the files in turn as one capture (frame numbers go on); return the reasons any stopped early."""
     errors = []
     base = 0
-    for path in args.files:
+    for path in paths:
         last = 0
-        progress = _Progress(path) if sys.stderr.isatty() and out is not sys.stderr else None
+        progress = _Progress(path) if sys.stderr.isatty() else None
         try:
             frames = read_capture(progress.handle, path) if progress and progress.handle else open_capture(path)
             for frame in frames:
@@ -252,12 +263,7 @@ def _run(args, out):
             if progress is not None:
                 progress.done()
         base += last
-    _conclude(pipeline, output)
-    for error in errors:
-        print(f"dissect: {error}", file=sys.stderr)
-    if errors:
-        return 2
-    return 1 if output.failed else 0
+    return errors
 
 
 class _Progress:
