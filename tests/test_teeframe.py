@@ -256,3 +256,8 @@ def test_invalid_utf8_name():
     f = finding(msg, "teeframe.bad_utf8")
     assert (f.offset, f.length) == (28, 4)
     assert field(msg, "teeframe.name").value == "s\ufffdv"
+
+
+def test_bad_is_player_reported_beside_a_bad_country():
+    msg = dissect("teeframe", small_iext(map_crc=1, clients=[("a", "", "x", 0, 7)]))
+    assert {"teeframe.bad_decimal", "teeframe.bad_is_player"} <= set(codes(msg))

@@ -229,26 +229,24 @@ class Cursor:
         "text" (UTF-8) or "decimal" (the int, or None where the text is not one). Returns the values;
         ``spans`` keeps (offset, length, raw bytes) of each, for checks and findings."""
         data, pos, end = self.data, self.pos, self.end
+        find = data.find
         parent = self._stack[-1] if self.tree else None
         values = []
         spans = self.spans = []
         for key, name, kind, fmt in specs:
-            nul = data.find(b"\0", pos, end)
+            nul = find(b"\0", pos, end)
             if nul < 0:
                 self.pos = pos
                 self.cstring(key, name)  # records the cut field and raises Unterminated
             raw = data[pos:nul]
-            display = None
-            if kind == "decimal":
-                digits = raw[1:] if raw[:1] == b"-" else raw
-                if digits.isdigit():
-                    value = int(raw)
-                else:
-                    value = None
-                    display = f'"{raw.decode("latin-1")}" (not a decimal number)'
-            else:
+            if kind == "text":
                 value = raw.decode("utf-8", "replace")
+            elif raw.isdigit() or (raw[:1] == b"-" and raw[1:].isdigit()):
+                value = int(raw)
+            else:
+                value = None
             if parent is not None:
+                display = f'"{raw.decode("latin-1")}" (not a decimal number)' if value is None else None
                 parent.append(Field(key, name, pos, nul + 1 - pos, value, fmt, display))
             spans.append((pos, nul + 1 - pos, raw))
             values.append(value)

@@ -44,8 +44,9 @@ IDENTIFIERS = {
 REQUESTS = {b"gie3", b"gief", b"gie2", b"fstd"}
 RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"dtsf"}
 
+NAME_LIMIT, CLAN_LIMIT = 16, 12
 LIMITS = {"teeframe.name": 256, "teeframe.map": 32, "teeframe.game_type": 16,
-          "teeframe.client.name": 16, "teeframe.client.clan": 12}
+          "teeframe.client.name": NAME_LIMIT, "teeframe.client.clan": CLAN_LIMIT}
 
 
 def _quoted(value):
@@ -326,21 +327,22 @@ class TeeFrame(Dissector):
 
     def _client_record(self, cur, with_reserved):
         values = cur.cstrings(CLIENT_FIELDS if with_reserved else VANILLA_CLIENT_FIELDS)
+        name, clan, country, score, is_player = values[:5]
         spans = cur.spans
-        record = dict(zip(("name", "clan", "country", "score", "is_player"), values))
-        for index in (0, 1):
-            self._check_text(cur, CLIENT_FIELDS[index][0], CLIENT_FIELDS[index][1], values[index], *spans[index])
-        for index in (2, 3, 4):
-            if values[index] is None:
-                self._not_decimal(cur, CLIENT_FIELDS[index][1], *spans[index])
-        is_player = values[4]
-        if is_player is not None and is_player not in (0, 1):
+        if len(spans[0][2]) > NAME_LIMIT or len(spans[1][2]) > CLAN_LIMIT or "\ufffd" in name or "\ufffd" in clan:
+            for index in (0, 1):
+                self._check_text(cur, CLIENT_FIELDS[index][0], CLIENT_FIELDS[index][1], values[index], *spans[index])
+        if country is None or score is None or is_player is None:
+            for index in (2, 3, 4):
+                if values[index] is None:
+                    self._not_decimal(cur, CLIENT_FIELDS[index][1], *spans[index])
+        if is_player is not None and (is_player > 1 or is_player < 0):
             cur.finding("teeframe.bad_is_player", "warning",
                         f"Is Player is {is_player} (spec: '1 for a non-spectator client; 0 for a spectator')",
                         spans[4][0], spans[4][1])
         if with_reserved and values[5]:
             self._reserved_nonempty(cur, values[5], spans[5][0], spans[5][1])
-        return record
+        return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
 
     # field types -----------------------------------------------------------------------------------
     def _string(self, cur, key, name):
