@@ -77,6 +77,21 @@ class _Subtree:
         return False
 
 
+class _NoSubtree:
+    """The summary path's subtree: nothing to nest, nothing to measure."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return _NO_NODE
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_SUBTREE = _NoSubtree()
+
+
 class Cursor:
     __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw", "spans")
 
@@ -133,7 +148,7 @@ class Cursor:
     def subtree(self, key, name, value=None, fmt=None):
         """``with cursor.subtree(...) as node:`` nests the fields read inside it."""
         if not self.tree:
-            return _Subtree(self, _NO_NODE)
+            return _NO_SUBTREE
         node = Field(key, name, self.pos, 0, value, fmt)
         self._stack[-1].append(node)
         node.children = []
