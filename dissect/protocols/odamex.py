@@ -289,12 +289,13 @@ class _ServerInfo:
         with cur.subtree("odamex.player", "Player") as node:
             player = {"name": cur.cstring("odamex.player.name", "Player name", "latin-1"),
                       "frags": cur.number(I16LE, "odamex.player.frags", "Player frags"),
-                      "ping": cur.number(I32LE, "odamex.player.ping", "Player ping", lambda v: f"{v} ms")}
+                      "ping": cur.number(I32LE, "odamex.player.ping", "Player ping", _milliseconds)}
             if teams:
                 player["team"] = self._enum("odamex.player.team", "Player team", TEAMS)
-            node.name = f'Player "{player["name"]}"'
-            node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
-                f", team {TEAMS.get(player.get('team'))}" if teams else "")
+            if cur.tree:
+                node.name = f'Player "{player["name"]}"'
+                node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
+                    f", team {TEAMS.get(player.get('team'))}" if teams else "")
         return player
 
     def _hash(self):
@@ -345,7 +346,8 @@ class _ServerInfo:
             stats = {"kills": cur.number(I16LE, "odamex.ext.kills", "Kills"),
                      "deaths": cur.number(I16LE, "odamex.ext.deaths", "Deaths"),
                      "minutes": cur.number(I16LE, "odamex.ext.minutes", "Minutes in game")}
-            node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
+            if cur.tree:
+                node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
         return stats
 
     def _marker(self, expected):
@@ -354,6 +356,10 @@ class _ServerInfo:
         if value != expected:
             cur.flag_last("odamex.bad_value", "error", f"marker 0x{value:08x} is not 0x{expected:08x}")
             raise _Broken(cur.last_offset)
+
+
+def _milliseconds(value):
+    return f"{value} ms"
 
 
 def _tag_text(tag):
