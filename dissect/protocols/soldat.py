@@ -33,61 +33,79 @@ _COUNTRY = re.compile(r"^([A-Z]{2}|A1)$")
 _OCTET = re.compile(r"^[0-9]{1,3}$")
 
 
-# -- field rules: each returns (value, display, problem or None, kind of problem) -------------------
+# -- field rules --------------------------------------------------------------------------------------
+# A rule checks a field's text and returns (value, display, problem or None, severity of the problem).
+# ``display`` is None where the rule's ``fmt`` can show the value when a view asks (the summary path
+# never does); it is given only for text that is not a value.
+
+def _shown_with(fmt):
+    def attach(rule):
+        rule.fmt = fmt
+        return rule
+    return attach
+
+
+def _number_display(names):
+    def fmt(value):
+        return f"{names[value]} ({value})" if names and value in names else str(value)
+    return fmt
+
 
 def _number(text, low=None, high=None, names=None, rule=""):
     if not _INT.match(text):
         return None, f'"{text}" (not a number)', f'"{text}" is not a number ({rule})', "error"
     value = int(text)
-    display = f"{names[value]} ({value})" if names and value in names else str(value)
     if (low is not None and value < low) or (high is not None and value > high) or (names and value not in names):
-        return value, display, f"{value} is outside {rule}", "warning"
-    return value, display, None, None
+        return value, None, f"{value} is outside {rule}", "warning"
+    return value, None, None, None
 
 
-def version(text):
-    return _number(text, 0, None, rule="VERSION is XY of Soldat 1.X.Y, e.g. 42")
+def _number_rule(low=None, high=None, names=None, rule=""):
+    @_shown_with(_number_display(names))
+    def check(text):
+        return _number(text, low, high, names, rule)
+    return check
+
+
+version = _number_rule(0, None, rule="VERSION is XY of Soldat 1.X.Y, e.g. 42")
+gametype = _number_rule(names=GAME_TYPES, rule="GAMETYPE -1 (do not care) or 0-6 (DM, PM, TM, CTF, RM, INF, HTF)")
+count = _number_rule(0, None, rule="SERVERCOUNT is the number of servers in the list")
+port = _number_rule(1, 65535, rule="PORT 1-65535")
+
+
+def _filter(meanings, allowed):
+    def fmt(value):
+        return f'"{value}" ({meanings[value]})' if value in meanings else f'"{value}"'
+
+    @_shown_with(fmt)
+    def check(text):
+        if text in meanings:
+            return text, None, None, None
+        return text, None, f'"{text}" is not {allowed}', "warning"
+    return check
 
 
 def filter3(on, off):
-    meanings = {"1": on, "0": "do not care", "!": off}
-
-    def rule(text):
-        if text in meanings:
-            return text, f'"{text}" ({meanings[text]})', None, None
-        return text, f'"{text}"', f'"{text}" is not 1 ({on}), 0 (do not care) or ! ({off})', "warning"
-    return rule
+    return _filter({"1": on, "0": "do not care", "!": off}, f"1 ({on}), 0 (do not care) or ! ({off})")
 
 
 def filter2(on):
-    meanings = {"1": on, "0": "do not care"}
-
-    def rule(text):
-        if text in meanings:
-            return text, f'"{text}" ({meanings[text]})', None, None
-        return text, f'"{text}"', f'"{text}" is not 1 ({on}) or 0 (do not care)', "warning"
-    return rule
+    return _filter({"1": on, "0": "do not care"}, f"1 ({on}) or 0 (do not care)")
 
 
-def gametype(text):
-    return _number(text, names=GAME_TYPES, rule="GAMETYPE -1 (do not care) or 0-6 (DM, PM, TM, CTF, RM, INF, HTF)")
+def _quoted(value):
+    return f'"{value}"'
 
 
-def count(text):
-    return _number(text, 0, None, rule="SERVERCOUNT is the number of servers in the list")
-
-
+@_shown_with(str)
 def ip_address(text):
     parts = text.split(".")
     if len(parts) == 4 and all(_OCTET.match(p) and int(p) <= 255 for p in parts):
-        return text, text, None, None
+        return text, None, None, None
     return text, f'"{text}"', f'"{text}" is not a dotted-quad IP address (spec: IP in dotted-quad format)', "warning"
 
 
-def port(text):
-    return _number(text, 1, 65535, rule="PORT 1-65535")
-
-
+@_shown_with(_number_display(GAME_STYLES))
 def gamestyle(text):
     value, display, problem, level = _number(text, names=GAME_STYLES,
                                              rule="GAMESTYLE 1-6 (PM, TM, CTF, RM, INF, HTF)")
@@ -98,29 +116,27 @@ def gamestyle(text):
 
 
 def non_negative(name):
-    def rule(text):
-        return _number(text, 0, None, rule=f"{name} is a count")
-    return rule
+    return _number_rule(0, None, rule=f"{name} is a count")
 
 
 def enum(names, rule_text):
-    def rule(text):
-        return _number(text, names=names, rule=rule_text)
-    return rule
+    return _number_rule(names=names, rule=rule_text)
 
 
 def flag(meaning_1, meaning_0):
     return enum({1: meaning_1, 0: meaning_0}, f"1 for {meaning_1}, 0 for {meaning_0}")
 
 
+@_shown_with(_quoted)
 def text_field(text):
-    return text, f'"{text}"', None, None
+    return text, None, None, None
 
 
+@_shown_with(lambda value: f'"{value}"' + (" (unknown)" if value == "A1" else ""))
 def country(text):
     if _COUNTRY.match(text):
-        return text, f'"{text}"' + (" (unknown)" if text == "A1" else ""), None, None
-    return text, f'"{text}"', f'"{text}" is not a 2-letter country code or A1 (spec: COUNTRY)', "warning"
+        return text, None, None, None
+    return text, None, f'"{text}" is not a 2-letter country code or A1 (spec: COUNTRY)', "warning"
 
 
 REQUEST_FIELDS = [
@@ -265,7 +281,7 @@ class Soldat(Dissector):
         key, short, name, rule, numeric = spec
         stripped = text.strip(" ") if numeric else text
         value, display, problem, level = rule(stripped)
-        cur.add(key, name, start, length, value, display=display)
+        cur.add(key, name, start, length, value, rule.fmt, display)
         msg.data[short] = value
         if stripped != text:
             cur.finding("soldat.whitespace", "note",
