@@ -164,3 +164,21 @@ def test_a_new_request_may_reuse_a_token(tmp_path):
     records = analyses(jsonl(out))
     assert [r["result"]["request_frame"] for r in records] == [1, 3, 5]
     assert all(r["findings"] == [] for r in records)
+
+
+def test_records_beyond_the_limit_are_counted_not_kept(tmp_path):
+    from dissect.analysis.teeframe import MAX_RECORDS
+    server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+    half = MAX_RECORDS // 2 + 300
+    tiny = [("a", "", 0, 0, 1)] * half
+    path = _write(tmp_path, "many.pcap", [
+        (client, server, tf.gie3(0, 7)),
+        (server, client, tf.iext(7, tiny, map_crc=1, num_clients=2 * half, players=2 * half, max_players=9999,
+                                 max_clients=9999)),
+        (server, client, tf.iex_plus(7, 1, tiny))])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    (record,) = analyses(jsonl(out))
+    assert record["result"]["complete"] is True and record["result"]["records"] == 2 * half
+    assert len(record["result"]["clients"]) == MAX_RECORDS
+    assert [f["code"] for f in record["findings"]] == ["teeframe.state_evicted"]
+    assert f"{2 * half - MAX_RECORDS} client records beyond {MAX_RECORDS}" in record["findings"][0]["message"]

@@ -22,7 +22,7 @@ RULE_COMPLETE = "spec: 'the list is complete when the number of collected record
 
 
 class _Response:
-    __slots__ = ("server", "client", "token", "info", "packets", "records", "frames", "first_ts", "request",
+    __slots__ = ("server", "client", "token", "info", "records", "frames", "first_ts", "request",
                  "findings", "clients_omitted", "dropped_records")
 
     def __init__(self, server, client, token):
@@ -30,7 +30,6 @@ class _Response:
         self.client = client
         self.token = token
         self.info = None            # the iext (packet 0) fields
-        self.packets = {}           # packet number -> records in it
         self.records = {}           # packet number -> list of client records
         self.frames = []
         self.first_ts = None
@@ -40,7 +39,7 @@ class _Response:
         self.dropped_records = 0
 
     def collected(self):
-        return sum(len(r) for r in self.records.values())
+        return sum(len(r) for r in self.records.values()) + self.dropped_records
 
     def complete(self):
         if self.info is None:
@@ -161,6 +160,10 @@ class TeeFrameAnalyzer:
         if not complete:
             findings.append(Finding("teeframe.incomplete_response", "warning", self._incomplete_reason(
                 response, collected, expected, superseded_by, evicted)))
+        if response.dropped_records:
+            findings.append(Finding("teeframe.state_evicted", "warning",
+                                    f"{response.dropped_records} client records beyond {MAX_RECORDS} were not kept "
+                                    f"for this response, to keep memory bounded"))
         if evicted:
             findings.append(Finding("teeframe.state_evicted", "warning",
                                     f"more than {MAX_PENDING} responses pending at once: the oldest was concluded "
@@ -191,10 +194,12 @@ class TeeFrameAnalyzer:
     @staticmethod
     def _check_complete(response, clients, findings):
         info = response.info
-        if len(clients) != info["num_clients"]:
+        if response.collected() != info["num_clients"]:
             findings.append(Finding("teeframe.count_mismatch", "warning",
-                                    f"{len(clients)} client records collected but Num Clients is "
+                                    f"{response.collected()} client records collected but Num Clients is "
                                     f"{info['num_clients']} ({RULE_COMPLETE})"))
+        if response.dropped_records:
+            return  # the is-player count needs every record
         players = sum(1 for c in clients if c.get("is_player") == 1)
         if info.get("num_players") is not None and players != info["num_players"]:
             findings.append(Finding("teeframe.count_mismatch", "warning",

@@ -69,7 +69,7 @@ class _Direction:
 
 
 class TcpStream:
-    __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed", "state")
+    __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed")
 
     def __init__(self, index, key, client):
         self.index = index
@@ -80,7 +80,6 @@ class TcpStream:
         self.parsers = None
         self.ignored = False
         self.probed = 0
-        self.state = {}               # for the dissector's analysis
 
     def direction_of(self, src, sport):
         return 0 if (src, sport) == self.client else 1

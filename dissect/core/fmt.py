@@ -10,19 +10,11 @@ def hex16(value):
     return f"0x{value:04x}"
 
 
-def hex8(value):
-    return f"0x{value:02x}"
-
-
 def named(names, unknown="unknown"):
     """A formatter that shows an enumeration value by name: ``Deathmatch (1)``."""
     def fmt(value):
         return f"{names.get(value, unknown)} ({value})"
     return fmt
-
-
-def quoted(value):
-    return '"' + value + '"'
 
 
 def endpoint(ip, port):

@@ -22,7 +22,6 @@ from ..registry import Dissector, register
 
 FF4 = b"\xff\xff\xff\xff"
 FF6 = b"\xff" * 6
-FF10 = b"\xff" * 10
 XE = b"xe"
 
 REQUEST_LENGTH = 15
