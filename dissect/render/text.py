@@ -15,7 +15,7 @@ def safe(text):
     return text if text.isprintable() else text.translate(_ESCAPES)
 
 
-INDENT = ["    " * depth for depth in range(8)]
+INDENT = ["    " * depth for depth in range(16)]
 SEVERITY_COLOR = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "note": "\x1b[36m", "chat": "\x1b[2m"}
 RESET = "\x1b[0m"
 
@@ -112,16 +112,7 @@ class TreeRenderer:
         where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
             f"{','.join(map(str, msg.frames))}, {msg.length} bytes]"
         lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
-        stack = [(field, 1) for field in reversed(msg.fields)]
-        while stack:
-            field, depth = stack.pop()
-            text = f"{field.name}: {field.display}"
-            if field.generated:
-                text = f"[{text}]"
-            lines.append(f"{INDENT[depth] if depth < len(INDENT) else '    ' * depth}{safe(text)} "
-                         f"[{field.offset}:{field.length}]")
-            if field.children:
-                stack.extend((child, depth + 1) for child in reversed(field.children))
+        _field_lines(msg.fields, 1, lines.append)
         for finding in msg.findings:
             lines.append("    " + self._finding(finding))
 
@@ -139,6 +130,19 @@ class TreeRenderer:
         for finding in rec.findings:
             w("    " + self._finding(finding) + "\n")
         w("\n")
+
+
+def _field_lines(fields, depth, append):
+    """One line per field, children indented under their parent; generated fields in brackets."""
+    indent = INDENT[min(depth, len(INDENT) - 1)]
+    for field in fields:
+        if field.generated:
+            line = f"{indent}[{field.name}: {field.display}] [{field.offset}:{field.length}]"
+        else:
+            line = f"{indent}{field.name}: {field.display} [{field.offset}:{field.length}]"
+        append(line if line.isprintable() else line.translate(_ESCAPES))
+        if field.children:
+            _field_lines(field.children, depth + 1, append)
 
 
 def _utc(ts):
