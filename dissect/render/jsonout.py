@@ -21,9 +21,12 @@ def _value(value):
 
 
 def field_dict(field):
+    value = field.value
+    if value.__class__ is not int and value.__class__ is not str:
+        value = _value(value)
     return {"key": field.key, "name": field.name, "offset": field.offset, "length": field.length,
-            "value": _value(field.value), "display": field.display,
-            "children": [field_dict(child) for child in field.children]}
+            "value": value, "display": field.display,
+            "children": [field_dict(child) for child in field.children] if field.children else []}
 
 
 def message_dict(msg):
