@@ -36,8 +36,12 @@ def start_capture(*args, stdout=subprocess.PIPE):
 
 
 def stop(proc, sig=signal.SIGINT):
+    """Signal the capture and collect its output through the same buffered readers a test may already have
+    read lines from (communicate() would read the raw pipes and lose what those buffers hold)."""
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out = proc.stdout.read() if proc.stdout is not None else ""
+    err = proc.stderr.read()
+    proc.wait(timeout=30)
     return proc.returncode, out, err
 
 
@@ -101,7 +105,9 @@ def test_jsonl_streams_while_capturing_and_sigterm_concludes():
     code, out, err = stop(proc, signal.SIGTERM)
     assert code == 0
     records = jsonl(out)
-    assert all(r["kind"] in ("frame", "analysis") for r in records)
+    assert [m["message"] for r in records if r["kind"] == "frame" for m in r["messages"]] == ["iext", "iex+", "iex+"]
+    (assembled,) = [r for r in records if r["kind"] == "analysis"]
+    assert assembled["result"]["records"] == 64 and assembled["result"]["request_frame"] == 1
 
 
 def test_count_stops_and_stats_are_printed():
