@@ -1,5 +1,7 @@
 """Helpers shared by the per-protocol trackers."""
 
+from ..core import Field
+
 
 class Timing:
     """Count, minimum, mean and maximum of response times, in constant memory."""
@@ -30,7 +32,6 @@ def annotate_response(record, msg, tree, request_frame, request_ts, key_prefix):
     msg.data["request_frame"] = request_frame
     msg.data["response_time"] = elapsed
     if tree:
-        from ..core import Field
         msg.fields.append(Field(f"{key_prefix}.request_in", "Request in frame", 0, 0, request_frame,
                                 generated=True))
         msg.fields.append(Field(f"{key_prefix}.response_time", "Response time", 0, 0, elapsed,

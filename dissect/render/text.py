@@ -40,14 +40,9 @@ class SummaryRenderer:
         if self.first_ts is None:
             self.first_ts = record.ts
         packet = record.packet
-        src, dst = packet.src, packet.dst
-        if src is not None and ":" not in src and packet.sport is not None:
-            src, dst = f"{src}:{packet.sport}", f"{dst}:{packet.dport}"
-        else:
-            src, dst = endpoint(src, packet.sport), endpoint(dst, packet.dport)
+        src, dst = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
         line = (f"{record.number:>6} {record.ts - self.first_ts:>11.6f} {src:>21} → {dst:<21} "
-                f"{TITLES.get(record.protocol) or record.protocol.upper():<8} {record.wirelen:>5} "
-                f"{safe(record.info)}")
+                f"{protocol_title(record.protocol):<8} {record.wirelen:>5} {safe(record.info)}")
         worst = _worst(record) if record.findings or any(m.findings for m in record.messages) else None
         if worst:
             line += f"  [{worst}]"
