@@ -22,6 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+# Coverage guidance comes from instrumenting Python bytecode: fuzz the source, not the compiled build.
+os.environ.setdefault("DISSECT_PURE_PYTHON", "1")
 
 TARGETS = ("netquake", "teeframe", "odamex", "soldat", "capture")
 
