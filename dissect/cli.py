@@ -38,6 +38,9 @@ def build_parser():
     parser.add_argument("--fail-on", choices=("error", "warning", "note"),
                         help="exit 1 when a finding at or above this severity exists")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+                        help="dissect capture files in N processes, conversations spread over them; output and "
+                             "analysis are the same as with one (0: one per CPU core)")
     parser.add_argument("--payload", metavar="HEX", help="dissect one message given in hex (needs --protocol)")
     parser.add_argument("--payload-file", metavar="FILE", help="dissect one message from a file of raw bytes")
     parser.add_argument("--protocol", metavar="PROTO", help="protocol of --payload / --payload-file")
@@ -61,6 +64,16 @@ def _positive(text):
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
+
+
+def _jobs(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of processes (0: one per core), got {text!r}")
+    return value or os.cpu_count() or 1
 
 
 def _duration(text):
@@ -227,11 +240,16 @@ def _run(args, out):
     if args.interface:
         if args.files:
             raise UsageError("give capture files or -i IFACE, not both")
+        if args.jobs > 1:
+            raise UsageError("-j works on capture files; live capture runs in one process")
         return _run_live(args, out)
     if live_only:
         raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")
     if not args.files:
         raise UsageError("no input: give a capture FILE, -i IFACE, or --payload HEX --protocol PROTO (see --help)")
+    if args.jobs > 1:
+        from .parallel import run_parallel
+        return run_parallel(args, out)
     output, pipeline = _setup(args, out)
     errors = _read_files(args.files, pipeline, output)
     _conclude(pipeline, output)
@@ -309,17 +327,22 @@ def _setup(args, out):
     return output, Pipeline(registry, tree=tree)
 
 
-def _one_frame(frame, pipeline, output):
-    record, analyses = pipeline.frame(frame)
+def _one_frame(frame, pipeline, output, packet=None):
+    record, analyses = pipeline.frame(frame, packet)
     output.frame(record)
     for rec in analyses:
         output.analysis(rec)
 
 
 def _conclude(pipeline, output):
-    for rec in pipeline.finish():
+    for rec in sorted(pipeline.finish(), key=finish_order):
         output.analysis(rec)
     output.close(pipeline.analyzers)
+
+
+def finish_order(rec):
+    """What the capture's end concludes is shown in the order its first frames arrived."""
+    return next((number for number in rec.frames if number is not None), 0)
 
 
 def _run_live(args, out):

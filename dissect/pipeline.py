@@ -13,9 +13,9 @@ PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before i
 
 class FrameRecord:
     __slots__ = ("number", "ts", "caplen", "wirelen", "linktype", "data", "packet", "protocol", "info",
-                 "messages", "findings")
+                 "messages", "findings", "first_ts")
 
-    def __init__(self, frame, packet):
+    def __init__(self, frame, packet, first_ts=None):
         self.number = frame.number
         self.ts = frame.ts
         self.caplen = frame.caplen
@@ -27,6 +27,7 @@ class FrameRecord:
         self.info = ""
         self.messages = []
         self.findings = []
+        self.first_ts = first_ts if first_ts is not None else frame.ts  # the capture's first frame: time 0
 
     @property
     def src(self):
@@ -63,24 +64,37 @@ class Pipeline:
         self.analyzers = make_analyzers()
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
+        self.first_ts = None
         self.last_ts = None
 
-    def frame(self, frame):
-        """Return the frame's record and the analysis records it concluded; never raises."""
+    def frame(self, frame, packet=None):
+        """Return the frame's record and the analysis records it concluded; never raises.
+
+        ``packet`` is the frame already decoded by ``decode_frame``, when the caller has done that."""
+        if self.first_ts is None:
+            self.first_ts = frame.ts
         try:
-            return self._frame(frame)
+            return self._frame(frame, packet)
         except Exception as exc:  # a bug must cost one frame, not the capture
-            record = FrameRecord(frame, Packet())
+            record = FrameRecord(frame, Packet(), self.first_ts)
             record.info = "[internal error]"
             record.findings.append(Finding("dissect.internal_error", "error",
                                            f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
             return record, []
 
-    def _frame(self, frame):
+    def skip(self, frame):
+        """A frame another worker dissects (``-j``): only the capture's clock moves."""
+        if self.first_ts is None:
+            self.first_ts = frame.ts
+        if frame.data or frame.error is None:  # as in _frame: a record with no bytes does not set the clock
+            self.last_ts = frame.ts
+
+    def _frame(self, frame, packet):
         if frame.error is not None and not frame.data:
             return self._corrupt(frame), []
-        packet = decode_frame(frame.data, frame.linktype)
-        record = FrameRecord(frame, packet)
+        if packet is None:
+            packet = decode_frame(frame.data, frame.linktype)
+        record = FrameRecord(frame, packet, self.first_ts)
         if frame.error is not None:
             record.findings.append(Finding("capture.corrupt", "warning", frame.error))
         if self.last_ts is not None and frame.ts < self.last_ts:
@@ -232,9 +246,8 @@ class Pipeline:
             records.extend(analyzer.finish())
         return records
 
-    @staticmethod
-    def _corrupt(frame):
-        record = FrameRecord(frame, Packet())
+    def _corrupt(self, frame):
+        record = FrameRecord(frame, Packet(), self.first_ts)
         record.info = "[corrupt record]"
         record.findings.append(Finding("capture.corrupt", "error", frame.error))
         return record

@@ -205,7 +205,7 @@ def test_stats_list_servers_from_master_and_replies(tmp_path):
     import json
     servers = [r for r in json.loads(out) if r["kind"] == "server"]
     assert servers == [{"kind": "server", "protocol": "odamex", "server": "198.51.100.1:10666",
-                        "listed_by": ["10.0.0.4:15000"], "responses": 0}]
+                        "listed_by": ["10.0.0.4:15000"], "responses": 0, "last_frame": 1}]
 
 
 def test_heuristic():

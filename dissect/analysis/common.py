@@ -4,26 +4,59 @@ from ..core import Field
 
 
 class Timing:
-    """Count, minimum, mean and maximum of response times, in constant memory."""
+    """Count, minimum, mean and maximum of response times, in constant memory.
 
-    __slots__ = ("count", "total", "low", "high")
+    The total is kept in whole nanoseconds: integer sums do not depend on the order of the
+    additions, so timings merged from ``-j`` workers give the same mean as one process."""
+
+    __slots__ = ("count", "total_ns", "low", "high")
 
     def __init__(self):
         self.count = 0
-        self.total = 0.0
+        self.total_ns = 0
         self.low = None
         self.high = None
 
     def add(self, seconds):
         self.count += 1
-        self.total += seconds
+        self.total_ns += round(seconds * 1e9)
         self.low = seconds if self.low is None else min(self.low, seconds)
         self.high = seconds if self.high is None else max(self.high, seconds)
+
+    def merge(self, other):
+        if other.count:
+            self.count += other.count
+            self.total_ns += other.total_ns
+            self.low = other.low if self.low is None else min(self.low, other.low)
+            self.high = other.high if self.high is None else max(self.high, other.high)
 
     def as_dict(self):
         if not self.count:
             return {"count": 0}
-        return {"count": self.count, "min": self.low, "mean": self.total / self.count, "max": self.high}
+        return {"count": self.count, "min": self.low, "mean": self.total_ns / self.count / 1e9, "max": self.high}
+
+
+def merge_counts(mine, theirs, names=("requests", "answered")):
+    """Add another worker's request and answer counts into this analyzer's."""
+    for name in names:
+        setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
+
+
+def merge_servers(mine, theirs):
+    """Fold another worker's servers-seen table into this one (``-j``).
+
+    Each entry says when it was last updated (``last_frame``): the newer entry's values win, the
+    responses add up, and the table keeps the order of last update, as one process would."""
+    combined = dict(mine)
+    for key, entry in theirs.items():
+        old = combined.get(key)
+        if old is not None:
+            newer, older = (entry, old) if entry["last_frame"] > old["last_frame"] else (old, entry)
+            entry = {**older, **newer, "responses": old["responses"] + entry["responses"]}
+        combined[key] = entry
+    mine.clear()
+    for key, entry in sorted(combined.items(), key=lambda item: item[1]["last_frame"])[-mine.limit:]:
+        mine[key] = entry
 
 
 def annotate_response(record, msg, tree, request_frame, request_ts, key_prefix):

@@ -4,11 +4,12 @@ from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..protocols.odamex import GAME_TYPES
 from ..core.fmt import endpoint
-from .common import Timing, annotate_response
+from .common import Timing, annotate_response, merge_counts, merge_servers
 
 MAX_PENDING = 16384
 MAX_SERVERS = 10000
 MAX_LISTED = 10000
+MAX_MASTERS = 8                # masters remembered per listed server
 
 
 
@@ -16,7 +17,7 @@ class OdamexAnalyzer:
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
         self.servers = BoundedDict(MAX_SERVERS)     # server info per server
-        self.listed = BoundedDict(MAX_LISTED)       # servers named by any master reply -> masters
+        self.listed = BoundedDict(MAX_LISTED)       # server named by a master reply -> {masters, last_frame}
         self.timings = {"master_list": Timing(), "server_info": Timing()}
         self.requests = 0
         self.answered = 0
@@ -47,10 +48,11 @@ class OdamexAnalyzer:
     def _master_list(self, master, msg, result, frames):
         servers = msg.data.get("servers") or []
         for server in servers:
-            masters = self.listed.get(server) or []
-            if master not in masters:
-                masters.append(master)
-            self.listed.put(server, masters[-8:])
+            listing = self.listed.get(server) or {"masters": [], "last_frame": 0}
+            if master not in listing["masters"]:
+                listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
+            listing["last_frame"] = frames[-1]
+            self.listed.put(server, listing)
         result.update(request_was="master list request", server_count=msg.data.get("server_count"),
                       servers=servers)
         summary = f"master list from {master}: {len(servers)} servers"
@@ -71,7 +73,7 @@ class OdamexAnalyzer:
         entry["responses"] += 1
         entry.update(name=data.get("name"), map=data.get("map"), players=data.get("players"),
                      max_players=data.get("max_players"), game_type=GAME_TYPES.get(data.get("game_type")),
-                     layout=data.get("layout"))
+                     layout=data.get("layout"), last_frame=frames[-1])
         if "response_time" in result:
             entry["response_time"] = result["response_time"]
         self.servers.put(server, entry)
@@ -81,12 +83,30 @@ class OdamexAnalyzer:
     def finish(self):
         return []
 
+    def merge(self, other):
+        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
+        merge_counts(self, other)
+        for name, timing in other.timings.items():
+            self.timings[name].merge(timing)
+        merge_servers(self.servers, other.servers)
+        listed = {}
+        for address, listing in sorted(list(self.listed.items()) + list(other.listed.items()),
+                                       key=lambda item: item[1]["last_frame"]):
+            masters = listed.pop(address, {"masters": []})["masters"]  # re-inserted last: the order of last listing
+            masters = [m for m in masters if m not in listing["masters"]] + listing["masters"]
+            listed[address] = {"masters": masters[-MAX_MASTERS:], "last_frame": listing["last_frame"]}
+        self.listed.clear()
+        for address, listing in list(listed.items())[-self.listed.limit:]:
+            self.listed[address] = listing
+
     def stats(self):
         servers = []
         for server in self.servers.values():
-            servers.append(dict(server, listed_by=self.listed.get(server["server"], [])))
-        for address, masters in self.listed.items():
+            listing = self.listed.get(server["server"])
+            servers.append(dict(server, listed_by=listing["masters"] if listing else []))
+        for address, listing in self.listed.items():
             if address not in self.servers:
-                servers.append({"server": address, "listed_by": masters, "responses": 0})
+                servers.append({"server": address, "listed_by": listing["masters"], "responses": 0,
+                                "last_frame": listing["last_frame"]})
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}

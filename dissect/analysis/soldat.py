@@ -3,7 +3,7 @@
 from ..core import AnalysisRecord, Finding
 from ..core.bounded import BoundedDict
 from ..protocols.soldat import GAME_STYLES, REQUEST_FIELDS, SERVER_FIELDS
-from .common import Timing
+from .common import Timing, merge_counts, merge_servers
 
 MAX_EXCHANGES = 4096
 MAX_SERVERS_PER_LIST = 10000
@@ -82,7 +82,8 @@ class SoldatAnalyzer:
         seen.update(name=entry["name"], map=entry["map"], players=entry["players"],
                     max_players=entry["maxplayers"], game_type=GAME_STYLES.get(entry["gamestyle"]),
                     version=entry["version"], password=None if entry["passworded"] is None
-                    else bool(entry["passworded"]), listed_by=exchange.lobby)
+                    else bool(entry["passworded"]), listed_by=exchange.lobby,
+                    last_frame=msg.frames[-1] if msg.frames else 0)
         self.servers.put(address, seen)
 
     def _conclude(self, stream, exchange, why=None):
@@ -113,6 +114,12 @@ class SoldatAnalyzer:
         out = [self._conclude(stream, exchange, "the capture ended") for stream, exchange in self.exchanges.items()]
         self.exchanges.clear()
         return out
+
+    def merge(self, other):
+        """Fold in another ``-j`` worker's analyzer (its streams are disjoint from these)."""
+        merge_counts(self, other)
+        self.timing.merge(other.timing)
+        merge_servers(self.servers, other.servers)
 
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,

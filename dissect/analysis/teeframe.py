@@ -9,7 +9,7 @@ collected equal Num Clients.
 from ..core import AnalysisRecord, Finding
 from ..core.bounded import BoundedDict
 from ..core.fmt import endpoint
-from .common import Timing, annotate_response
+from .common import Timing, annotate_response, merge_counts, merge_servers
 
 MAX_PENDING = 4096          # responses being assembled at once
 MAX_REQUESTS = 16384        # requests waiting for their first reply
@@ -227,6 +227,7 @@ class TeeFrameAnalyzer:
                      max_players=info.get("max_players"), clients=info.get("num_clients"),
                      max_clients=info.get("max_clients"),
                      password=None if info.get("flags") is None else bool(info["flags"] & 1))
+        entry["last_frame"] = response.frames[-1] if response.frames else 0
         if elapsed is not None:
             entry["response_time"] = elapsed
         self.servers.put(response.server, entry)
@@ -235,6 +236,12 @@ class TeeFrameAnalyzer:
         out = [self._conclude(response) for response in self.pending.values()]
         self.pending.clear()
         return out
+
+    def merge(self, other):
+        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
+        merge_counts(self, other, ("request_count", "answered"))
+        self.timing.merge(other.timing)
+        merge_servers(self.servers, other.servers)
 
     def stats(self):
         return {"requests": self.request_count, "answered": self.answered,

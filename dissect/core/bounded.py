@@ -9,6 +9,9 @@ class BoundedDict(OrderedDict):
         self.limit = limit
         self.evicted = 0
 
+    def __reduce__(self):  # pickled to carry a -j worker's state to the parent
+        return self.__class__, (self.limit,), {"evicted": self.evicted}, None, iter(self.items())
+
     def put(self, key, value):
         """Insert or refresh; return the (key, value) evicted to make room, or None."""
         if key in self:

@@ -61,7 +61,10 @@ class JsonRenderer:
             self.dumps = json.JSONEncoder(ensure_ascii=False, default=_fallback).encode
 
     def _emit(self, obj):
-        text = self.dumps(obj)
+        self.encoded(self.dumps(obj))
+
+    def encoded(self, text):
+        """Write one record already encoded as a line of JSON (``-j`` workers send these)."""
         if self.lines:
             self.out.write(text + "\n")
         else:

@@ -34,6 +34,15 @@ class StatsCollector:
         for finding in rec.findings:
             self._finding(finding)
 
+    def merge(self, other):
+        """Add another ``-j`` worker's counts (it saw other frames of the same capture)."""
+        self.frames += other.frames
+        self.bytes += other.bytes
+        for mine, theirs in ((self.protocols, other.protocols), (self.messages, other.messages),
+                             (self.findings, other.findings), (self.analyses, other.analyses)):
+            mine.update(theirs)
+        self.severity_of.update(other.severity_of)
+
     def _finding(self, finding):
         self.findings[finding.code] += 1
         self.severity_of[finding.code] = finding.severity
@@ -42,7 +51,7 @@ class StatsCollector:
         duration = (self.last_ts - self.first_ts) if self.frames else 0.0
         return {
             "kind": "stats", "frames": self.frames, "bytes": self.bytes, "duration": duration,
-            "protocols": dict(self.protocols.most_common()),
+            "protocols": dict(sorted(self.protocols.items(), key=lambda item: (-item[1], item[0]))),
             "messages": [{"protocol": p, "message": m, "count": c}
                          for (p, m), c in sorted(self.messages.items())],
             "analyses": [{"protocol": p, "name": n, "count": c} for (p, n), c in sorted(self.analyses.items())],

@@ -34,14 +34,11 @@ class SummaryRenderer:
     def __init__(self, out, color=False):
         self.out = out
         self.color = color
-        self.first_ts = None
 
     def frame(self, record):
-        if self.first_ts is None:
-            self.first_ts = record.ts
         packet = record.packet
         src, dst = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
-        line = (f"{record.number:>6} {record.ts - self.first_ts:>11.6f} {src:>21} → {dst:<21} "
+        line = (f"{record.number:>6} {record.ts - record.first_ts:>11.6f} {src:>21} → {dst:<21} "
                 f"{protocol_title(record.protocol):<8} {record.wirelen:>5} {safe(record.info)}")
         worst = _worst(record) if record.findings or any(m.findings for m in record.messages) else None
         if worst:
