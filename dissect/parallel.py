@@ -65,7 +65,8 @@ class Partition:
                     weights[pair] = weights.get(pair, 0) + cost
         except CaptureError:
             pass  # the real pass reports it
-        for pair, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+        heaviest = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:self.MAX_PAIRS]
+        for pair, weight in heaviest:
             worker = self._least_loaded()
             self.pairs[pair] = worker
             self.load[worker] += weight
@@ -128,6 +129,7 @@ def _merge(args, out, receivers):
             break
         texts = sorted((item for _, chunk in messages for item in chunk), key=itemgetter(0))
         _write(out, json, (text for _, text in texts))
+        out.flush()  # a chunk is a batch already: keep no more than one in memory
     ends = [message[1] for message in messages]
     finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
     _write(out, json, (text for _, text in finished))

@@ -1,0 +1,122 @@
+"""``-j N`` writes what one process writes: every view, on captures whose conversations span workers."""
+
+import glob
+import os
+import subprocess
+import sys
+
+import bench
+import capkit
+import hostile
+import netquake_peer as nq
+import pytest
+import teeframe_peer as tf
+from conftest import CAPTURES, ROOT, run_cli
+
+from dissect.capture.files import open_capture
+from dissect.capture.layers import decode_frame
+from dissect.parallel import Partition
+
+VIEWS = [[], ["-V"], ["-x"], ["-T", "json"], ["-T", "jsonl"], ["--stats"], ["--stats", "-T", "json"],
+         ["-Y", "teeframe || soldat"], ["--fail-on", "note"], ["--color", "always"]]
+
+
+def handoff_and_fragments(path):
+    """Three NetQuake clients that each get a game port and use it, and a TeeFrame reply in IPv4 fragments."""
+    frames = []
+    for i in range(3):
+        client, server = (f"10.1.0.{i + 1}", 40000 + i), ("10.1.0.100", 26000)
+        frames.append(capkit.udp_packet(*client, *server, nq.ccreq_connect()))
+        frames.append(capkit.udp_packet(*server, *client, nq.ccrep_accept(26100 + i)))
+        frames.append(capkit.udp_packet(*client, server[0], 26100 + i, nq.data_packet(9, 0, b"move")))
+        frames.append(capkit.udp_packet(server[0], 26100 + i, *client, nq.data_packet(2, 0)))
+    frames = [capkit.ethernet(ip) for ip in frames]
+    browser, tee = ("10.2.0.1", 50000), ("10.2.0.2", 8303)
+    frames.append(capkit.ethernet(capkit.udp_packet(*browser, *tee, tf.gie3(7, 1))))
+    reply = capkit.udp_packet(*tee, *browser, tf.sample_iext(0x701, clients=6)).pack()[20:]  # UDP header + payload
+    cut = 8 * (len(reply) // 16)
+    frames.append(hostile._eth_ipv4(tee[0], browser[0], 17, 99, cut // 8, False, reply[cut:]))  # last piece first
+    frames.append(hostile._eth_ipv4(tee[0], browser[0], 17, 99, 0, True, reply[:cut]))
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, frame) for n, frame in enumerate(frames)])
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """The benchmark's traffic (six address pairs, all four protocols, TCP and noise), then the crafted case."""
+    folder = tmp_path_factory.mktemp("parallel")
+    traffic, crafted = folder / "traffic.pcap", folder / "crafted.pcap"
+    bench.write_capture(str(traffic), 6000)
+    handoff_and_fragments(crafted)
+    return [traffic, crafted]
+
+
+def test_the_captures_spread_over_both_workers(mixed):
+    partition = Partition(2, mixed[0])
+    assert set(partition.pairs.values()) == {0, 1}
+    owners = {partition.owner(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])}
+    assert owners == {0, 1}
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=lambda view: " ".join(view) or "summary")
+def test_every_view_is_the_same_with_two_and_three_workers(mixed, view):
+    single = run_cli(*view, *mixed)
+    assert single[0] in (0, 1) and single[1]
+    for jobs in ("2", "3"):
+        assert run_cli("-j", jobs, *view, *mixed) == single
+
+
+def test_handoff_and_fragments_decode_across_workers(mixed):
+    """Each game port is known to the worker that saw it handed out; fragments meet in one worker."""
+    _, out, _ = run_cli("-j", "2", "-V", mixed[1])
+    assert out.count("Request in frame") == 4  # three CCREP_ACCEPTs and the fragmented TeeFrame reply
+    _, out, _ = run_cli("-j", "2", mixed[1])
+    lines = out.splitlines()
+    assert [line.split()[-3:] for line in lines[2:12:4]] == [["DATA|EOM", "seq=0", "len=4"]] * 3
+    assert "Server Information token=1793" in lines[14] and "6/6 clients in packets 0 complete" in lines[15]
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "tests", "corrupt", "*.pcap*"))),
+                         ids=os.path.basename)
+def test_damaged_files_end_the_same_way(path):
+    assert run_cli("-j", "2", path) == run_cli(path)
+
+
+def test_session_captures_read_as_one_capture():
+    paths = sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")))
+    assert run_cli("-j", "2", "-T", "jsonl", *paths) == run_cli("-T", "jsonl", *paths)
+
+
+def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
+    monkeypatch.setattr(Partition, "MAX_PAIRS", 2)
+    partition = Partition(3, mixed[1])
+    assert len(partition.pairs) == 2
+    frames = [(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])]
+    first = {}
+    for frame, packet in frames:
+        pair = tuple(sorted((packet.src, packet.dst)))
+        owner = partition.owner(frame, packet)
+        assert first.setdefault(pair, owner) == owner  # by load or, past the table, by hash: never moves
+    assert len(partition.pairs) == 2
+
+
+def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):
+    partition = Partition(2, mixed[0])
+    tcp = capkit.ethernet(capkit.tcp_packet("10.9.9.1", 1000, "10.9.9.2", 13073, b"e\r\n"))
+    frame = next(iter(open_capture(mixed[0])))
+    assert partition.owner(frame, decode_frame(tcp, 1)) == 0
+    assert partition.owner(frame, None) == 0
+
+
+def test_output_cut_short_by_the_reader_is_quiet(mixed):
+    proc = subprocess.run(f"{sys.executable} -m dissect -j 2 -V {mixed[0]} | head -3", shell=True,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.count("\n") == 3 and proc.stderr == ""
+
+
+def test_jobs_usage():
+    code, _, err = run_cli("-j", "2", "-i", "lo")
+    assert code == 2 and "-j works on capture files" in err
+    code, _, err = run_cli("-j", "x", os.path.join(CAPTURES, "netquake-session.pcap"))
+    assert code == 2 and "expected a number of processes" in err
+    code, out, _ = run_cli("-j", "0", os.path.join(CAPTURES, "netquake-session.pcap"))
+    assert code == 0 and out == run_cli(os.path.join(CAPTURES, "netquake-session.pcap"))[1]
