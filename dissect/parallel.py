@@ -18,12 +18,15 @@ import itertools
 import multiprocessing
 import os
 import sys
+import time
 import zlib
 from operator import itemgetter
 
 from .capture.files import CaptureError, open_capture
 from .capture.layers import decode_frame
 from .cli import Output, UsageError, _one_frame, _setup, _use_color, finish_order
+from .pipeline import Pipeline
+from .registry import Registry, parse_decode_as
 from .render.stats import StatsCollector
 
 CHUNK = 2048  # frame numbers per message from a worker
@@ -32,33 +35,37 @@ CHUNK = 2048  # frame numbers per message from a worker
 class Partition:
     """Which worker dissects a frame: the same answer in every worker, for the whole capture.
 
-    UDP and other IP traffic is split by unordered IP address pair. Before the real pass, every worker
-    reads the first frames of the capture and deals the address pairs it met to the workers, heaviest
-    first, each to the least loaded one. A pair first met later goes to the least loaded worker at
-    that moment; once the table is full, to a hash of the pair. A pair's worker never changes.
-
-    Load is modelled as frame bytes plus a fixed cost per frame: on the sample captures a frame costs
-    about as much to dissect as 64 more bytes of it.
+    UDP and other IP traffic is split by unordered IP address pair. Before the workers start, the
+    parent dissects the capture's first frames once, timing each, and deals the address pairs it met
+    to the workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The
+    workers inherit the table. A pair first met later goes to the worker with the least load at that
+    moment, load being modelled the same way in every worker as frame bytes plus a fixed cost per
+    frame; once the table is full, a pair goes by a hash of its addresses. A pair's worker never
+    changes.
     """
 
-    PRESCAN = 16384      # frames read to weigh the first address pairs
+    PRESCAN = 4096       # frames dissected to weigh the first address pairs
     MAX_PAIRS = 16384    # pairs placed by load; later pairs by hash
-    FRAME_COST = 64
+    FRAME_COST = 64      # a frame costs about as much to dissect as 64 more bytes of it
 
-    def __init__(self, jobs, first_path):
+    def __init__(self, jobs, first_path, registry):
         self.jobs = jobs
         self.pairs = {}
         self.load = [0] * jobs
-        self._deal(first_path)
+        self._deal(first_path, registry)
         self.load = [0] * jobs
 
-    def _deal(self, path):
+    def _deal(self, path, registry):
+        scratch = Pipeline(registry)
+        clock = time.perf_counter
         weights = {}
         try:
             for frame in itertools.islice(open_capture(path), self.PRESCAN):
                 packet = decode_frame(frame.data, frame.linktype) if frame.data else None
+                started = clock()
+                scratch.frame(frame, packet)
+                cost = clock() - started
                 pair = _pair(packet)
-                cost = frame.wirelen + self.FRAME_COST
                 if pair is None:
                     self.load[0] += cost
                 else:
@@ -101,11 +108,12 @@ def _pair(packet):
 
 def run_parallel(args, out):
     args.color = "always" if _use_color(args.color, out) else "never"
+    partition = Partition(args.jobs, args.files[0], Registry(parse_decode_as(args.decode_as)))
     context = multiprocessing.get_context("fork")
     receivers, workers = [], []
     for index in range(args.jobs):
         receiver, sender = context.Pipe(duplex=False)
-        worker = context.Process(target=_worker, args=(index, args, sender), daemon=True)
+        worker = context.Process(target=_worker, args=(index, args, partition, sender), daemon=True)
         worker.start()
         sender.close()
         receivers.append(receiver)
@@ -201,9 +209,9 @@ class _Text:
         return False
 
 
-def _worker(index, args, conn):
+def _worker(index, args, partition, conn):
     try:
-        conn.send(("end", _work(index, args, conn)))
+        conn.send(("end", _work(index, args, partition, conn)))
     except (KeyboardInterrupt, BrokenPipeError):
         pass
     except Exception as exc:  # reported by the parent as one line, never as a traceback
@@ -216,12 +224,11 @@ def _worker(index, args, conn):
         os._exit(0)
 
 
-def _work(index, args, conn):
+def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
     sink = _Text()
     output, pipeline = _setup(args, sink)
-    partition = Partition(args.jobs, args.files[0])
     chunk, chunk_end = [], CHUNK
     clock = [None, None]
     errors = []

@@ -16,6 +16,7 @@ from conftest import CAPTURES, ROOT, run_cli
 from dissect.capture.files import open_capture
 from dissect.capture.layers import decode_frame
 from dissect.parallel import Partition
+from dissect.registry import Registry
 
 VIEWS = [[], ["-V"], ["-x"], ["-T", "json"], ["-T", "jsonl"], ["--stats"], ["--stats", "-T", "json"],
          ["-Y", "teeframe || soldat"], ["--fail-on", "note"], ["--color", "always"]]
@@ -51,7 +52,7 @@ def mixed(tmp_path_factory):
 
 
 def test_the_captures_spread_over_both_workers(mixed):
-    partition = Partition(2, mixed[0])
+    partition = Partition(2, mixed[0], Registry())
     assert set(partition.pairs.values()) == {0, 1}
     owners = {partition.owner(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])}
     assert owners == {0, 1}
@@ -88,7 +89,7 @@ def test_session_captures_read_as_one_capture():
 
 def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
     monkeypatch.setattr(Partition, "MAX_PAIRS", 2)
-    partition = Partition(3, mixed[1])
+    partition = Partition(3, mixed[1], Registry())
     assert len(partition.pairs) == 2
     frames = [(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])]
     first = {}
@@ -100,7 +101,7 @@ def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
 
 
 def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):
-    partition = Partition(2, mixed[0])
+    partition = Partition(2, mixed[0], Registry())
     tcp = capkit.ethernet(capkit.tcp_packet("10.9.9.1", 1000, "10.9.9.2", 13073, b"e\r\n"))
     frame = next(iter(open_capture(mixed[0])))
     assert partition.owner(frame, decode_frame(tcp, 1)) == 0
