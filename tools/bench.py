@@ -108,6 +108,8 @@ def main():
     parser.add_argument("--keep", help="write the capture here and keep it")
     parser.add_argument("--capture", help="use this capture instead of writing one")
     parser.add_argument("--runs", type=int, default=1, help="best of N runs")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="also run each view with -j JOBS (default: one per core; 1: skip)")
     parser.add_argument("--big-gb", type=float, default=0.0,
                         help="also write a capture of this many GB and measure dissect's peak memory on it")
     args = parser.parse_args()
@@ -119,8 +121,8 @@ def main():
         frames = args.frames if not args.capture else count_frames(path)
         size = os.path.getsize(path) / 1e6
         print(f"Capture: {frames:,} frames, {size:.1f} MB, all four protocols plus unrelated UDP/TCP. "
-              f"Machine: {os.cpu_count()} cores, {machine()}.\n")
-        speed_table(path, frames, args.runs)
+              f"Machine: {os.cpu_count()} cores, {machine()}. {build()}. {tshark_version()}.\n")
+        speed_table(path, frames, args.runs, args.jobs)
         if args.big_gb:
             big = os.path.join(workdir, "big.pcap")
             write_capture(big, int(frames * args.big_gb * 1e3 / size))
@@ -129,24 +131,26 @@ def main():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def speed_table(path, frames, runs):
+def speed_table(path, frames, runs, jobs):
+    """Each view once in one process and once with ``-j jobs``, beside its tshark peer (run once per view)."""
     dissect = [sys.executable, "-m", "dissect"]
     tshark = shutil.which("tshark")
-    cases = [("summary", dissect + [path], ["-r", path]),
-             ("tree -V", dissect + ["-V", path], ["-r", path, "-V"]),
-             ("json", dissect + ["-T", "jsonl", path], ["-r", path, "-T", "json"]),
-             ("stats", dissect + ["--stats", path], ["-r", path, "-q", "-z", "io,phs"])]
-    print("| view | dissect frames/s | tshark frames/s | ratio (target) | peak RSS dissect / tshark |")
-    print("|---|---|---|---|---|")
+    cases = [("summary", [path], ["-r", path]),
+             ("tree -V", ["-V", path], ["-r", path, "-V"]),
+             ("json", ["-T", "jsonl", path], ["-r", path, "-T", "json"]),
+             ("stats", ["--stats", path], ["-r", path, "-q", "-z", "io,phs"])]
+    print("| view | processes | dissect frames/s | tshark frames/s | ratio (target) | peak RSS dissect / tshark |")
+    print("|---|---|---|---|---|---|")
     for name, ours, theirs in cases:
-        ours_time, ours_mem = best(ours, runs)
-        if tshark:
-            their_time, their_mem = best([tshark] + theirs, runs)
-            print(f"| {name} | {frames / ours_time:,.0f} | {frames / their_time:,.0f} | "
+        their_time, their_mem = best([tshark] + theirs, runs) if tshark else (None, None)
+        for label, options in [("1", [])] + ([(f"-j {jobs}", ["-j", str(jobs)])] if jobs > 1 else []):
+            ours_time, ours_mem = best(dissect + options + ours, runs)
+            if their_time is None:
+                print(f"| {name} | {label} | {frames / ours_time:,.0f} | (tshark not installed) | | "
+                      f"{ours_mem:.0f} MB / |", flush=True)
+                continue
+            print(f"| {name} | {label} | {frames / ours_time:,.0f} | {frames / their_time:,.0f} | "
                   f"{their_time / ours_time:.2f}x ({TARGETS[name]}x) | {ours_mem:.0f} MB / {their_mem:.0f} MB |",
-                  flush=True)
-        else:
-            print(f"| {name} | {frames / ours_time:,.0f} | (tshark not installed) | | {ours_mem:.0f} MB / |",
                   flush=True)
 
 
@@ -167,6 +171,19 @@ def best(cmd, runs):
 def count_frames(path):
     from dissect.capture.files import open_capture
     return sum(1 for _ in open_capture(path))
+
+
+def build():
+    import dissect
+    return "dissect: Cython-compiled build" if dissect.compiled() else "dissect: pure-Python build"
+
+
+def tshark_version():
+    tshark = shutil.which("tshark")
+    if not tshark:
+        return "tshark: not installed"
+    first = subprocess.run([tshark, "--version"], capture_output=True, text=True).stdout.splitlines()
+    return first[0].strip().rstrip(".") if first else "tshark: unknown version"
 
 
 def machine():
