@@ -23,7 +23,7 @@ import zlib
 from operator import itemgetter
 
 from .capture.files import CaptureError, open_capture
-from .capture.layers import decode_frame
+from .capture.layers import decode_frame, ethernet_ipv4_addresses
 from .cli import Output, UsageError, _one_frame, _setup, _use_color, finish_order
 from .pipeline import Pipeline
 from .registry import Registry, parse_decode_as
@@ -61,11 +61,10 @@ class Partition:
         weights = {}
         try:
             for frame in itertools.islice(open_capture(path), self.PRESCAN):
-                packet = decode_frame(frame.data, frame.linktype) if frame.data else None
+                pair, packet = address_pair(frame)
                 started = clock()
                 scratch.frame(frame, packet)
                 cost = clock() - started
-                pair = _pair(packet)
                 if pair is None:
                     self.load[0] += cost
                 else:
@@ -81,8 +80,7 @@ class Partition:
     def _least_loaded(self):
         return min(range(self.jobs), key=self.load.__getitem__)
 
-    def owner(self, frame, packet):
-        pair = _pair(packet)
+    def owner(self, frame, pair):
         if pair is None:
             worker = 0
         else:
@@ -99,11 +97,19 @@ class Partition:
         return zlib.crc32(" ".join(pair).encode()) % self.jobs
 
 
-def _pair(packet):
-    """The unordered IP address pair of a frame, or None for worker 0 (no IP, or TCP: see above)."""
+def address_pair(frame):
+    """(the frame's unordered IP address pair, its Packet if decoding it was needed).
+
+    The pair is None for frames that go to worker 0: no IP header, or TCP (see Partition)."""
+    if frame.linktype == 1:
+        addresses = ethernet_ipv4_addresses(frame.data)
+        if addresses is not None:
+            src, dst, protocol = addresses
+            return (None if protocol == 6 else (src, dst) if src < dst else (dst, src)), None
+    packet = decode_frame(frame.data, frame.linktype) if frame.data else None
     if packet is None or packet.src is None or packet.transport in ("tcp", 6):
-        return None
-    return (packet.src, packet.dst) if packet.src < packet.dst else (packet.dst, packet.src)
+        return None, packet
+    return ((packet.src, packet.dst) if packet.src < packet.dst else (packet.dst, packet.src)), packet
 
 
 def run_parallel(args, out):
@@ -245,8 +251,8 @@ def _work(index, args, partition, conn):
                 if clock[0] is None:
                     clock[0] = frame.ts
                 clock[1] = frame.ts
-                packet = decode_frame(frame.data, frame.linktype) if frame.data else None
-                if partition.owner(frame, packet) != index:
+                pair, packet = address_pair(frame)
+                if partition.owner(frame, pair) != index:
                     pipeline.skip(frame)
                     continue
                 _one_frame(frame, pipeline, output, packet)

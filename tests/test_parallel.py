@@ -15,7 +15,8 @@ from conftest import CAPTURES, ROOT, run_cli
 
 from dissect.capture.files import open_capture
 from dissect.capture.layers import decode_frame
-from dissect.parallel import Partition
+from dissect.capture.files import Frame
+from dissect.parallel import Partition, address_pair
 from dissect.registry import Registry
 
 VIEWS = [[], ["-V"], ["-x"], ["-T", "json"], ["-T", "jsonl"], ["--stats"], ["--stats", "-T", "json"],
@@ -54,7 +55,7 @@ def mixed(tmp_path_factory):
 def test_the_captures_spread_over_both_workers(mixed):
     partition = Partition(2, mixed[0], Registry())
     assert set(partition.pairs.values()) == {0, 1}
-    owners = {partition.owner(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])}
+    owners = {partition.owner(frame, address_pair(frame)[0]) for frame in open_capture(mixed[1])}
     assert owners == {0, 1}
 
 
@@ -95,7 +96,8 @@ def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
     first = {}
     for frame, packet in frames:
         pair = tuple(sorted((packet.src, packet.dst)))
-        owner = partition.owner(frame, packet)
+        assert address_pair(frame) == (pair, None)  # Ethernet and IPv4: read at fixed offsets
+        owner = partition.owner(frame, pair)
         assert first.setdefault(pair, owner) == owner  # by load or, past the table, by hash: never moves
     assert len(partition.pairs) == 2
 
@@ -103,8 +105,13 @@ def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
 def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):
     partition = Partition(2, mixed[0], Registry())
     tcp = capkit.ethernet(capkit.tcp_packet("10.9.9.1", 1000, "10.9.9.2", 13073, b"e\r\n"))
+    assert address_pair(Frame(1, 0.0, len(tcp), len(tcp), 1, tcp))[0] is None
+    sll = capkit.sll(capkit.udp_packet("10.9.9.2", 5, "10.9.9.1", 6, b"x"))
+    pair, packet = address_pair(Frame(1, 0.0, len(sll), len(sll), 113, sll))
+    assert pair == ("10.9.9.1", "10.9.9.2") and packet.sport == 5  # decoded in full: no fixed offsets
+    arp = b"\xff" * 12 + b"\x08\x06" + b"\x00" * 28
+    assert address_pair(Frame(1, 0.0, len(arp), len(arp), 1, arp))[0] is None
     frame = next(iter(open_capture(mixed[0])))
-    assert partition.owner(frame, decode_frame(tcp, 1)) == 0
     assert partition.owner(frame, None) == 0
 
 
