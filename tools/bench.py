@@ -126,7 +126,7 @@ def main():
         if args.big_gb:
             big = os.path.join(workdir, "big.pcap")
             write_capture(big, int(frames * args.big_gb * 1e3 / size))
-            memory_rows(path, big)
+            memory_rows(path, big, args.jobs)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -154,13 +154,57 @@ def speed_table(path, frames, runs, jobs):
                   flush=True)
 
 
-def memory_rows(small, big):
-    print("\n| capture | dissect summary peak RSS | dissect --stats peak RSS |")
-    print("|---|---|---|")
+def memory_rows(small, big, jobs):
+    """Peak memory on both captures: RSS of the one process, and for -j the sum over its processes."""
+    dissect = [sys.executable, "-m", "dissect"]
+    head = "| capture | summary peak RSS | --stats peak RSS |"
+    if jobs > 1:
+        head += f" -j {jobs} summary, all processes | -j {jobs} --stats, all processes |"
+    print("\n" + head)
+    print("|---" * (head.count("|") - 1) + "|")
     for path in (small, big):
-        summary = run([sys.executable, "-m", "dissect", path])[1]
-        stats = run([sys.executable, "-m", "dissect", "--stats", path])[1]
-        print(f"| {os.path.getsize(path) / 1e6:,.0f} MB | {summary:.0f} MB | {stats:.0f} MB |", flush=True)
+        row = [f"{os.path.getsize(path) / 1e6:,.0f} MB"]
+        row += [f"{run(dissect + view + [path])[1]:.0f} MB" for view in ([], ["--stats"])]
+        if jobs > 1:
+            row += [f"{tree_peak_pss(dissect + ['-j', str(jobs)] + view + [path]):.0f} MB (PSS)"
+                    for view in ([], ["--stats"])]
+        print("| " + " | ".join(row) + " |", flush=True)
+
+
+def tree_peak_pss(cmd):
+    """Peak of the summed proportional set size (PSS: shared pages split between the processes sharing
+    them) over a process and its descendants, sampled every 50 ms."""
+    with open(os.devnull, "wb") as devnull:
+        proc = subprocess.Popen(cmd, stdout=devnull, stderr=subprocess.DEVNULL)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, sum(_pss_kb(pid) for pid in _process_tree(proc.pid)))
+            time.sleep(0.05)
+    return peak / 1024
+
+
+def _process_tree(pid):
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        try:
+            with open(f"/proc/{current}/task/{current}/children") as handle:
+                todo += [int(child) for child in handle.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def _pss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def best(cmd, runs):
