@@ -302,12 +302,13 @@ class _Progress:
         except OSError:
             self.size = 0
 
-    def show(self, frames):
+    def show(self, frames, position=None):
+        """``position``: how far into the file reading is, where another process reads it (-j)."""
         if self.handle is None or self.clock() - self.last < 0.5:
             return
         self.last = self.clock()
         try:
-            percent = 100.0 * self.handle.tell() / self.size
+            percent = 100.0 * (self.handle.tell() if position is None else position) / self.size
         except (OSError, ValueError):
             return
         sys.stderr.write(f"\r{frames:,} frames, {percent:5.1f}%")

@@ -22,9 +22,10 @@ import time
 import zlib
 from operator import itemgetter
 
-from .capture.files import CaptureError, open_capture
+from .capture.files import CaptureError, open_capture, open_file, read_capture
 from .capture.layers import decode_frame, ethernet_ipv4_addresses
 from .cli import Output, UsageError, _one_frame, _setup, _use_color, finish_order
+from .cli import _Progress
 from .pipeline import Pipeline
 from .registry import Registry, parse_decode_as
 from .render.stats import StatsCollector
@@ -137,13 +138,20 @@ def run_parallel(args, out):
 def _merge(args, out, receivers):
     output = Output(args, out)
     json = output.json
+    progress = _FilesProgress(args.files) if sys.stderr.isatty() else None
+    rounds = 0
     while True:
         messages = [_receive(conn, index) for index, conn in enumerate(receivers)]
         if messages[0][0] == "end":
             break
-        texts = sorted((item for _, chunk in messages for item in chunk), key=itemgetter(0))
+        texts = sorted((item for message in messages for item in message[1]), key=itemgetter(0))
         _write(out, json, (text for _, text in texts))
         out.flush()  # a chunk is a batch already: keep no more than one in memory
+        rounds += 1
+        if progress is not None:
+            progress.show(rounds * CHUNK, *messages[0][2])
+    if progress is not None:
+        progress.done()
     ends = [message[1] for message in messages]
     finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
     _write(out, json, (text for _, text in finished))
@@ -156,6 +164,26 @@ def _merge(args, out, receivers):
     if ends[0]["errors"]:
         return 2
     return 1 if output.failed else 0
+
+
+class _FilesProgress:
+    """The one-process progress line, fed with worker 0's place in the files."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        self.index = None
+        self.line = None
+
+    def show(self, frames, index, position):
+        if index != self.index:
+            self.done()
+            self.index, self.line = index, _Progress(self.paths[index])
+        self.line.show(frames, position)
+
+    def done(self):
+        if self.line is not None:
+            self.line.done()
+            self.line = None
 
 
 def _receive(conn, index):
@@ -230,6 +258,13 @@ def _worker(index, args, partition, conn):
         os._exit(0)
 
 
+def _tell(handle):
+    try:
+        return handle.tell()
+    except (OSError, ValueError):  # closed at the end of the file
+        return 0
+
+
 def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
@@ -239,14 +274,15 @@ def _work(index, args, partition, conn):
     clock = [None, None]
     errors = []
     base = 0
-    for path in args.files:
+    for file_index, path in enumerate(args.files):
         last = 0
         try:
-            for frame in open_capture(path):
+            handle = open_file(path)
+            for frame in read_capture(handle, path):
                 last = frame.number
                 frame.number = number = frame.number + base
                 while number > chunk_end:
-                    conn.send(("chunk", chunk))
+                    conn.send(("chunk", chunk, (file_index, _tell(handle))))
                     chunk, chunk_end = [], chunk_end + CHUNK
                 if clock[0] is None:
                     clock[0] = frame.ts
@@ -262,7 +298,7 @@ def _work(index, args, partition, conn):
         except CaptureError as exc:
             errors.append(str(exc))
         base += last
-    conn.send(("chunk", chunk))
+    conn.send(("chunk", chunk, (len(args.files) - 1, 0)))
     finished = []
     for rec in sorted(pipeline.finish(), key=finish_order):
         output.analysis(rec)

@@ -128,3 +128,34 @@ def test_jobs_usage():
     assert code == 2 and "expected a number of processes" in err
     code, out, _ = run_cli("-j", "0", os.path.join(CAPTURES, "netquake-session.pcap"))
     assert code == 0 and out == run_cli(os.path.join(CAPTURES, "netquake-session.pcap"))[1]
+
+
+def test_progress_on_a_terminal_with_and_without_jobs(tmp_path):
+    """A large file shows frames read and percent on stderr when it is a terminal, then clears the line."""
+    import pty
+    import struct
+    path = tmp_path / "large.pcap"
+    frame = capkit.ethernet(capkit.udp_packet("10.5.0.1", 5353, "10.5.0.2", 5353, b"\x00" * 60))
+    record = struct.pack("<IIII", 1700000000, 0, len(frame), len(frame)) + frame
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        handle.write(record * (48 * 1024 * 1024 // len(record)))  # >20 MB shows progress; >0.5 s to read
+    for jobs in ("1", "2"):
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "--stats", str(path)], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+        os.close(master)
+        assert proc.wait(timeout=120) == 0
+        lines = shown.decode().split("\r")
+        assert any(line.endswith("%") and " frames, " in line for line in lines), (jobs, shown[:200])
+        assert lines[-2].strip() == "" and lines[-1] == ""  # the progress line is cleared at the end

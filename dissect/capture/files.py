@@ -43,11 +43,15 @@ PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 
 def open_capture(path):
     """Yield the Frames of a pcap or pcapng file; raise CaptureError where it cannot go on."""
+    return read_capture(open_file(path), path)
+
+
+def open_file(path):
+    """The file opened for ``read_capture``, or CaptureError saying why not."""
     try:
-        handle = open(path, "rb")
+        return open(path, "rb")
     except OSError as exc:
         raise CaptureError(f"{path}: cannot open: {exc.strerror}") from None
-    return read_capture(handle, path)
 
 
 def read_capture(handle, name="input"):
