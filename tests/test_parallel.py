@@ -2,6 +2,7 @@
 
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -130,16 +131,23 @@ def test_jobs_usage():
     assert code == 0 and out == run_cli(os.path.join(CAPTURES, "netquake-session.pcap"))[1]
 
 
-def test_progress_on_a_terminal_with_and_without_jobs(tmp_path):
-    """A large file shows frames read and percent on stderr when it is a terminal, then clears the line."""
-    import pty
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """48 MB of one small UDP frame: over the progress line's 20 MB, and over half a second to read."""
     import struct
-    path = tmp_path / "large.pcap"
+    path = tmp_path_factory.mktemp("large") / "large.pcap"
     frame = capkit.ethernet(capkit.udp_packet("10.5.0.1", 5353, "10.5.0.2", 5353, b"\x00" * 60))
     record = struct.pack("<IIII", 1700000000, 0, len(frame), len(frame)) + frame
     with open(path, "wb") as handle:
         handle.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        handle.write(record * (48 * 1024 * 1024 // len(record)))  # >20 MB shows progress; >0.5 s to read
+        handle.write(record * (48 * 1024 * 1024 // len(record)))
+    return path
+
+
+def test_progress_on_a_terminal_with_and_without_jobs(large):
+    """A large file shows frames read and percent on stderr when it is a terminal, then clears the line."""
+    import pty
+    path = large
     for jobs in ("1", "2"):
         master, slave = pty.openpty()
         proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "--stats", str(path)], cwd=ROOT,
@@ -159,3 +167,35 @@ def test_progress_on_a_terminal_with_and_without_jobs(tmp_path):
         lines = shown.decode().split("\r")
         assert any(line.endswith("%") and " frames, " in line for line in lines), (jobs, shown[:200])
         assert lines[-2].strip() == "" and lines[-1] == ""  # the progress line is cleared at the end
+
+
+def test_a_worker_that_dies_or_fails_is_one_clear_error():
+    import multiprocessing
+
+    from dissect.parallel import _receive
+    from dissect.registry import UsageError
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    sender.send(("error", "ValueError: broken analyzer"))
+    with pytest.raises(UsageError, match="worker 1 of -j failed: ValueError: broken analyzer"):
+        _receive(receiver, 1)
+    sender.close()  # a worker killed before it could say anything
+    with pytest.raises(UsageError, match="worker 1 of -j failed: it stopped without a word"):
+        _receive(receiver, 1)
+
+
+def test_a_killed_worker_ends_the_run_with_one_line(large):
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", "2", "-V", str(large)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    children = []
+    deadline = time.monotonic() + 30
+    while len(children) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as handle:
+            children = handle.read().split()
+    time.sleep(0.3)
+    os.kill(int(children[1]), signal.SIGKILL)  # as the OOM killer would
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert re.fullmatch(r"dissect: worker [01] of -j failed: it stopped without a word\n", err)
