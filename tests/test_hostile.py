@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import capkit
 import hostile
 from conftest import ROOT, jsonl, run_cli
 
@@ -71,3 +72,23 @@ def test_overlapping_fragment_flood(tmp_path):
     counts = {f["code"]: f["count"] for f in stats["findings"]}
     assert counts["ip.fragment_overlap"] == 6000   # every piece after the first of each datagram overlaps
     assert counts["ip.fragments_evicted"] == 2000 - 1024
+
+
+def test_more_address_pairs_than_jobs_can_place(tmp_path):
+    """-j places 16,384 address pairs by load and the rest by hash: what one process concludes, -j concludes."""
+    from dissect.parallel import Partition
+    import netquake_peer as nq
+    path = tmp_path / "pairs.pcap"
+    frames = []
+    for n in range(Partition.MAX_PAIRS + 4000):
+        client = f"10.{64 + n // 65536}.{n // 256 % 256}.{n % 256}"
+        frames.append((1700000000 + n * 1e-4, capkit.ethernet(capkit.udp_packet(
+            client, 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))))
+    frames.append((1700000010.0, capkit.ethernet(capkit.udp_packet(  # to the last client: its pair went by hash
+        "10.0.0.1", 26000, client, 40000, nq.ccrep_server_info("10.0.0.1:26000", "h", "e1m1", 1, 8)))))
+    capkit.write_pcap(path, frames)
+    single = run_cli("--stats", "-T", "json", path)
+    assert run_cli("-j", "2", "--stats", "-T", "json", path) == single
+    stats = json.loads(single[1])[-1]
+    assert stats["transactions"]["netquake"]["answered"] == 1  # the reply met its request in the same worker
+    assert stats["protocols"] == {"netquake": Partition.MAX_PAIRS + 4001}

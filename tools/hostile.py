@@ -114,11 +114,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full sizes")
     parser.add_argument("--keep", help="write the captures here and keep them")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="also run with -j JOBS and report the summed PSS of all its processes")
     parser.add_argument("cases", nargs="*", default=list(WRITERS))
     args = parser.parse_args()
     workdir = args.keep or tempfile.mkdtemp(prefix="dissect-hostile-")
     os.makedirs(workdir, exist_ok=True)
-    print(f"{'capture':<10} {'frames':>10} {'MB file':>8} {'peak RSS MB':>12} {'seconds':>8} {'exit':>5}")
+    jobs_head = f" {f'-j {args.jobs} PSS MB':>14}" if args.jobs > 1 else ""
+    print(f"{'capture':<10} {'frames':>10} {'MB file':>8} {'peak RSS MB':>12} {'seconds':>8} {'exit':>5}{jobs_head}")
     try:
         for name in args.cases:
             count = max(1, int(FULL_SIZES[name] * args.scale))
@@ -126,8 +129,13 @@ def main():
             WRITERS[name](path, count)
             code, rss, seconds, err = measure(path, ["--stats"])
             frames = count * 2 if name == "streams" else count + (3 if name == "window" else 0)
+            jobs = ""
+            if args.jobs > 1:
+                import bench
+                pss = bench.tree_peak_pss([sys.executable, "-m", "dissect", "-j", str(args.jobs), "--stats", path])
+                jobs = f" {pss:>14.1f}"
             print(f"{name:<10} {frames:>10,} {os.path.getsize(path) / 1e6:>8.1f} {rss:>12.1f} {seconds:>8.1f} "
-                  f"{code:>5}", flush=True)
+                  f"{code:>5}{jobs}", flush=True)
             if code not in (0, 1):
                 print(err.strip()[:500])
     finally:
