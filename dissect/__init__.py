@@ -5,40 +5,45 @@ import os
 __version__ = "0.1.0"
 
 
-def _source_over_stale_builds():
-    """Import a module's .py file instead of its compiled twin when the twin is out of date.
+def _build_is_stale(folder):
+    """True when a module's source was edited after its compiled twin was built.
 
-    The install compiles the modules with Cython when it can (see setup.py). A source file edited
-    after that build is newer than its compiled module, which would silently run the old code.
-    DISSECT_PURE_PYTHON=1 selects the source for every module: coverage-guided fuzzing and
-    profilers need the interpreted code.
+    The install compiles the modules with Cython when it can (see setup.py). A compiled module would
+    silently run the old code; and compiled modules share declared types (the .pxd files), so one
+    stale module means the whole build is set aside, not just that module.
     """
     import importlib.machinery
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    for root, _, names in os.walk(folder):
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            stem = os.path.join(root, name[:-3])
+            built = [stem + suffix for suffix in suffixes if os.path.exists(stem + suffix)]
+            # Slack: an install writes a module's two files within moments of each other, in either order.
+            if built and os.path.getmtime(stem + ".py") > max(map(os.path.getmtime, built)) + 2.0:
+                return True
+    return False
+
+
+def _import_sources():
+    """Import dissect's .py files even where compiled twins sit beside them."""
     import importlib.util
     import sys
 
-    every_module = bool(os.environ.get("DISSECT_PURE_PYTHON"))
-    suffixes = importlib.machinery.EXTENSION_SUFFIXES
-
-    def newer_than_builds(source, stem):
-        built = [stem + suffix for suffix in suffixes if os.path.exists(stem + suffix)]
-        # Slack: an install writes the two files within moments of each other, in either order.
-        return bool(built) and os.path.getmtime(source) > max(os.path.getmtime(path) for path in built) + 2.0
-
-    class SourceWhereBuildIsStale:
+    class SourceFirst:
         @staticmethod
         def find_spec(name, path=None, target=None):
             if not name.startswith(__name__ + ".") or not path:
                 return None
             leaf = name.rpartition(".")[2]
             for folder in path:
-                stem = os.path.join(folder, leaf)
-                source = stem + ".py"
-                if os.path.isfile(source) and (every_module or newer_than_builds(source, stem)):
+                source = os.path.join(folder, leaf + ".py")
+                if os.path.isfile(source):
                     return importlib.util.spec_from_file_location(name, source)
             return None
 
-    sys.meta_path.insert(0, SourceWhereBuildIsStale)
+    sys.meta_path.insert(0, SourceFirst)
 
 
 def compiled():
@@ -47,4 +52,6 @@ def compiled():
     return not cursor.__file__.endswith(".py")
 
 
-_source_over_stale_builds()
+# DISSECT_PURE_PYTHON=1 selects the source too: coverage-guided fuzzing and profilers need it.
+if os.environ.get("DISSECT_PURE_PYTHON") or _build_is_stale(os.path.dirname(os.path.abspath(__file__))):
+    _import_sources()

@@ -1,6 +1,7 @@
 """The ``dissect`` command: argument parsing and wiring, no protocol knowledge."""
 
 import argparse
+import gc
 import os
 import sys
 
@@ -225,6 +226,7 @@ def _analysis_values(rec):
 
 def _run(args, out):
     load_protocols()
+    _tune_garbage_collector()
     args.payload_mode = args.payload is not None or args.payload_file is not None
     if args.list_interfaces:
         from .capture.live import list_interfaces
@@ -258,6 +260,14 @@ def _run(args, out):
     if errors:
         return 2
     return 1 if output.failed else 0
+
+
+def _tune_garbage_collector():
+    """Per-frame objects die by reference counting, in cycles almost never: the cyclic collector
+    mostly walks live objects for nothing. Freezing what the imports made takes those out of its
+    walks, and a larger first generation runs it less often (about 6% of the time on JSON)."""
+    gc.freeze()
+    gc.set_threshold(20000, 50, 50)
 
 
 def _read_files(paths, pipeline, output):

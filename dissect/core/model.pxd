@@ -1,0 +1,12 @@
+# Compile-time declarations for the Cython build (see setup.py); model.py is the source and runs
+# as it is without them. The classes become extension types: their attributes, the same as each
+# class's __slots__ (tests/test_build.py checks), are read and written as C struct members.
+
+cdef class Field:
+    cdef public object key, name, offset, length, value, fmt, _display, children, generated
+
+cdef class Finding:
+    cdef public object code, severity, message, offset, length
+
+cdef class Message:
+    cdef public object protocol, name, offset, length, fields, findings, info, data, frames, payload
