@@ -4,3 +4,6 @@
 cdef class FrameRecord:
     cdef public object number, ts, caplen, wirelen, linktype, data, packet, protocol, info, messages, findings
     cdef public object first_ts
+
+cdef class Pipeline:
+    cdef public object registry, tree, analyzers, tcp, defrag, first_ts, last_ts

@@ -58,6 +58,8 @@ class FrameRecord:
 class Pipeline:
     """Runs one capture: call ``frame`` for each frame, then ``finish``."""
 
+    __slots__ = ("registry", "tree", "analyzers", "tcp", "defrag", "first_ts", "last_ts")
+
     def __init__(self, registry, tree=False):
         self.registry = registry
         self.tree = tree

@@ -90,6 +90,8 @@ def parse_decode_as(specs):
 class Registry:
     """One per run: holds the dissector instances and their per-run state."""
 
+    __slots__ = ("dissectors", "forced", "by_port", "order")
+
     def __init__(self, decode_as=None):
         load_protocols()
         self.dissectors = {key: cls() for key, cls in DISSECTORS.items()}
