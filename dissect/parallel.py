@@ -1,7 +1,7 @@
 """``-j N``: a capture's conversations spread over N worker processes, output merged in frame order.
 
-Every worker reads the whole capture and decodes each frame's lower layers, then dissects only the
-frames it owns. A frame's owner is a hash of its IP address pair, so all the packets of a
+Every worker reads the whole capture and finds each frame's IP address pair, then dissects only the
+frames it owns. A frame's owner is decided by its address pair, so all the packets of a
 conversation meet in one worker with the cross-packet state they need: request and reply, the
 packets of a multi-packet response, IP fragments, the port a NetQuake server hands out. TCP goes to
 worker 0, which keeps the stream numbering of a single process. Frames without an IP pair go to
@@ -142,6 +142,8 @@ def _merge(args, out, receivers):
     rounds = 0
     while True:
         messages = [_receive(conn, index) for index, conn in enumerate(receivers)]
+        if len({message[0] for message in messages}) > 1:  # they read the same frames: never expected
+            raise UsageError("the workers of -j fell out of step; run without -j")
         if messages[0][0] == "end":
             break
         texts = sorted((item for message in messages for item in message[1]), key=itemgetter(0))
