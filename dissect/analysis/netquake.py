@@ -20,6 +20,8 @@ REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYE
 class _Walk:
     """A rule walk or a player walk between one client and one server."""
 
+    __slots__ = ("kind", "client", "server", "frames", "items", "requested", "ended")
+
     def __init__(self, kind, client, server):
         self.kind = kind
         self.client = endpoint(*client)
@@ -47,6 +49,8 @@ class _Conversation:
 
 
 class NetQuakeAnalyzer:
+    __slots__ = ("conversations", "timings", "requests", "answered", "servers")
+
     def __init__(self):
         self.conversations = BoundedDict(MAX_CONVERSATIONS)
         self.timings = {}

@@ -14,6 +14,8 @@ MAX_MASTERS = 8                # masters remembered per listed server
 
 
 class OdamexAnalyzer:
+    __slots__ = ("pending", "servers", "listed", "timings", "requests", "answered")
+
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
         self.servers = BoundedDict(MAX_SERVERS)     # server info per server

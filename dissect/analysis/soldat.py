@@ -30,6 +30,8 @@ class _Exchange:
 
 
 class SoldatAnalyzer:
+    __slots__ = ("exchanges", "servers", "timing", "requests", "answered")
+
     def __init__(self):
         self.exchanges = BoundedDict(MAX_EXCHANGES)
         self.servers = BoundedDict(MAX_SERVERS)

@@ -49,6 +49,8 @@ class _Response:
 
 
 class TeeFrameAnalyzer:
+    __slots__ = ("pending", "requests", "latest_token", "done", "servers", "timing", "request_count", "answered")
+
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)
         self.requests = BoundedDict(MAX_REQUESTS)

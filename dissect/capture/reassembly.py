@@ -105,6 +105,8 @@ class Delivery:
 
 
 class TcpReassembler:
+    __slots__ = ("streams", "max_pending", "max_total", "total_pending", "next_index", "recently_closed")
+
     def __init__(self, max_streams=MAX_STREAMS, max_pending=MAX_PENDING_PER_STREAM, max_total=MAX_PENDING_TOTAL):
         self.streams = BoundedDict(max_streams)
         self.max_pending = max_pending
@@ -287,6 +289,8 @@ def _key(packet):
 
 class IPv4Defragmenter:
     """Collects IPv4 fragments by (src, dst, protocol, id) until the datagram is whole."""
+
+    __slots__ = ("pending", "max_bytes", "total")
 
     def __init__(self, max_datagrams=1024, max_bytes=16 * 1024 * 1024):
         self.pending = BoundedDict(max_datagrams)

@@ -6,6 +6,9 @@ from .text import protocol_title, safe
 
 
 class StatsCollector:
+    __slots__ = ("frames", "bytes", "first_ts", "last_ts", "protocols", "messages", "findings", "severity_of",
+                 "analyses")
+
     def __init__(self):
         self.frames = 0
         self.bytes = 0

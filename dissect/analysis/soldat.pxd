@@ -1,0 +1,9 @@
+# Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
+# file is the source and runs as it is without them.
+
+cdef class SoldatAnalyzer:
+    cdef public object exchanges, servers, timing, requests, answered
+
+cdef class _Exchange:
+    cdef public object client, lobby, filters, announced, servers, received, frames, start_ts, elapsed
+    cdef public object ended

@@ -1,0 +1,6 @@
+# Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
+# file is the source and runs as it is without them.
+
+cdef class StatsCollector:
+    cdef public object frames, bytes, first_ts, last_ts, protocols, messages, findings, severity_of
+    cdef public object analyses
