@@ -199,3 +199,10 @@ def test_a_killed_worker_ends_the_run_with_one_line(large):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert re.fullmatch(r"dissect: worker [01] of -j failed: it stopped without a word\n", err)
+
+
+def test_an_unreadable_file_among_several_is_reported_once():
+    paths = ["/nonexistent.pcap", os.path.join(CAPTURES, "netquake-session.pcap")]
+    single = run_cli(*paths)
+    assert single[0] == 2 and single[2] == "dissect: /nonexistent.pcap: cannot open: No such file or directory\n"
+    assert run_cli("-j", "2", *paths) == single
