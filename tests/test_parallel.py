@@ -150,7 +150,7 @@ def test_progress_on_a_terminal_with_and_without_jobs(large):
     path = large
     for jobs in ("1", "2"):
         master, slave = pty.openpty()
-        proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "--stats", str(path)], cwd=ROOT,
+        proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "-V", str(path)], cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=slave)
         os.close(slave)
         shown = b""
