@@ -206,3 +206,35 @@ def test_an_unreadable_file_among_several_is_reported_once():
     single = run_cli(*paths)
     assert single[0] == 2 and single[2] == "dissect: /nonexistent.pcap: cannot open: No such file or directory\n"
     assert run_cli("-j", "2", *paths) == single
+
+
+def test_servers_seen_in_several_workers_merge_as_in_one_process(tmp_path):
+    """Two masters list one server and two launchers ask it; one worker saw each launcher's traffic.
+    Merged, the two workers' analyzers say what one process says."""
+    import odamex_peer as od
+    from dissect.capture.files import open_capture as frames_of
+    from dissect.pipeline import Pipeline
+    server = ("198.51.100.1", 10666)
+    exchanges = [(("10.7.0.1", 40000), ("10.7.0.100", 15000), od.master_list([server, ("198.51.100.2", 10666)])),
+                 (("10.7.0.2", 40000), ("10.7.0.200", 15000), od.master_list([server])),
+                 (("10.7.0.1", 40001), server, od.server_info(players=od.PLAYERS)),
+                 (("10.7.0.2", 40001), server, od.server_info(players=od.PLAYERS[:1]))]
+    frames = []
+    for launcher, peer, reply in exchanges * 2:
+        frames.append(capkit.ethernet(capkit.udp_packet(*launcher, *peer, od.request())))
+        frames.append(capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply)))
+    path = tmp_path / "servers.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, frame) for n, frame in enumerate(frames)])
+    one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
+    for frame in frames_of(path):
+        one.frame(frame)
+        owner = 0 if "10.7.0.1" in address_pair(frame)[0] else 1
+        workers[owner].frame(frame)
+        workers[1 - owner].skip(frame)
+    merged = workers[0].analyzers["odamex"]
+    merged.merge(workers[1].analyzers["odamex"])
+    assert merged.stats() == one.analyzers["odamex"].stats()
+    assert [(s["server"], s["responses"], s["listed_by"]) for s in merged.stats()["servers"]] == [
+        ("198.51.100.1:10666", 4, ["10.7.0.100:15000", "10.7.0.200:15000"]),
+        ("198.51.100.2:10666", 0, ["10.7.0.100:15000"])]
+    assert merged.stats()["response_times"]["server_info"]["count"] == 4

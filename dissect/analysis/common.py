@@ -36,29 +36,6 @@ class Timing:
         return {"count": self.count, "min": self.low, "mean": self.total_ns / self.count / 1e9, "max": self.high}
 
 
-def merge_counts(mine, theirs, names=("requests", "answered")):
-    """Add another worker's request and answer counts into this analyzer's."""
-    for name in names:
-        setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
-
-
-def merge_servers(mine, theirs):
-    """Fold another worker's servers-seen table into this one (``-j``).
-
-    Each entry says when it was last updated (``last_frame``): the newer entry's values win, the
-    responses add up, and the table keeps the order of last update, as one process would."""
-    combined = dict(mine)
-    for key, entry in theirs.items():
-        old = combined.get(key)
-        if old is not None:
-            newer, older = (entry, old) if entry["last_frame"] > old["last_frame"] else (old, entry)
-            entry = {**older, **newer, "responses": old["responses"] + entry["responses"]}
-        combined[key] = entry
-    mine.clear()
-    for key, entry in sorted(combined.items(), key=lambda item: item[1]["last_frame"])[-mine.limit:]:
-        mine[key] = entry
-
-
 def annotate_response(record, msg, tree, request_frame, request_ts, key_prefix):
     """Wireshark-style generated fields on a reply: which frame asked, and how long it took."""
     elapsed = max(0.0, record.ts - request_ts)
@@ -70,3 +47,38 @@ def annotate_response(record, msg, tree, request_frame, request_ts, key_prefix):
         msg.fields.append(Field(f"{key_prefix}.response_time", "Response time", 0, 0, elapsed,
                                 display=f"{elapsed * 1000:.3f} ms", generated=True))
     return elapsed
+
+
+def merge_counts(mine, theirs, names=("requests", "answered")):
+    """Add another worker's request and answer counts into this analyzer's."""
+    for name in names:
+        setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
+
+
+def merge_timings(mine, theirs):
+    """Add another worker's response times, by request name, into this analyzer's."""
+    for name, timing in theirs.items():
+        mine.setdefault(name, Timing()).merge(timing)
+
+
+def merge_servers(mine, theirs):
+    """Fold another worker's servers-seen table into this one (``-j``): the newer entry's values win
+    and the responses add up."""
+    merge_latest(mine, theirs, lambda older, newer: {**older, **newer,
+                                                     "responses": older["responses"] + newer["responses"]})
+
+
+def merge_latest(mine, theirs, combine):
+    """Fold another worker's table of entries that say when they were last updated (``last_frame``)
+    into this one (``-j``). An entry in both becomes ``combine(older, newer)``; the table keeps the
+    order of last update and its size limit, as one process would."""
+    combined = dict(mine)
+    for key, entry in theirs.items():
+        old = combined.get(key)
+        if old is not None:
+            newer, older = (entry, old) if entry["last_frame"] > old["last_frame"] else (old, entry)
+            entry = combine(older, newer)
+        combined[key] = entry
+    mine.clear()
+    for key, entry in sorted(combined.items(), key=lambda item: item[1]["last_frame"])[-mine.limit:]:
+        mine[key] = entry

@@ -6,7 +6,7 @@ from ..protocols.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
                                   CCREQ_SERVER_INFO, COMMANDS)
 from ..core.fmt import endpoint
-from .common import Timing, annotate_response, merge_counts, merge_servers
+from .common import Timing, annotate_response, merge_counts, merge_servers, merge_timings
 
 MAX_CONVERSATIONS = 4096
 MAX_SERVERS = 10000
@@ -227,8 +227,7 @@ class NetQuakeAnalyzer:
     def merge(self, other):
         """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
         merge_counts(self, other)
-        for name, timing in other.timings.items():
-            self.timings.setdefault(name, Timing()).merge(timing)
+        merge_timings(self.timings, other.timings)
         merge_servers(self.servers, other.servers)
 
     def stats(self):

@@ -4,7 +4,7 @@ from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..protocols.odamex import GAME_TYPES
 from ..core.fmt import endpoint
-from .common import Timing, annotate_response, merge_counts, merge_servers
+from .common import Timing, annotate_response, merge_counts, merge_latest, merge_servers, merge_timings
 
 MAX_PENDING = 16384
 MAX_SERVERS = 10000
@@ -88,18 +88,9 @@ class OdamexAnalyzer:
     def merge(self, other):
         """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
         merge_counts(self, other)
-        for name, timing in other.timings.items():
-            self.timings[name].merge(timing)
+        merge_timings(self.timings, other.timings)
         merge_servers(self.servers, other.servers)
-        listed = {}
-        for address, listing in sorted(list(self.listed.items()) + list(other.listed.items()),
-                                       key=lambda item: item[1]["last_frame"]):
-            masters = listed.pop(address, {"masters": []})["masters"]  # re-inserted last: the order of last listing
-            masters = [m for m in masters if m not in listing["masters"]] + listing["masters"]
-            listed[address] = {"masters": masters[-MAX_MASTERS:], "last_frame": listing["last_frame"]}
-        self.listed.clear()
-        for address, listing in list(listed.items())[-self.listed.limit:]:
-            self.listed[address] = listing
+        merge_latest(self.listed, other.listed, _merge_listings)
 
     def stats(self):
         servers = []
@@ -112,3 +103,9 @@ class OdamexAnalyzer:
                                 "last_frame": listing["last_frame"]})
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
+
+
+def _merge_listings(older, newer):
+    """One server listed in two workers: the masters of both, the newer listing's last."""
+    masters = [m for m in older["masters"] if m not in newer["masters"]] + newer["masters"]
+    return {"masters": masters[-MAX_MASTERS:], "last_frame": newer["last_frame"]}
