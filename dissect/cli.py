@@ -6,7 +6,7 @@ import os
 import sys
 
 from . import __version__
-from .capture.files import CaptureError, Frame, open_capture, read_capture
+from .capture.files import CaptureFiles, Frame
 from .capture.layers import Packet
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
@@ -272,56 +272,36 @@ def _tune_garbage_collector():
 
 def _read_files(paths, pipeline, output):
     """Read the files in turn as one capture (frame numbers go on); return the reasons any stopped early."""
-    errors = []
-    base = 0
-    for path in paths:
-        last = 0
-        progress = _Progress(path) if sys.stderr.isatty() else None
-        try:
-            frames = read_capture(progress.handle, path) if progress and progress.handle else open_capture(path)
-            for frame in frames:
-                last = frame.number
-                frame.number += base
-                _one_frame(frame, pipeline, output)
-                if progress is not None and not last & 0x3FFF:
-                    progress.show(last)
-        except CaptureError as exc:
-            errors.append(str(exc))
-        finally:
-            if progress is not None:
-                progress.done()
-        base += last
-    return errors
+    files = CaptureFiles(paths)
+    progress = _Progress(paths) if sys.stderr.isatty() else None
+    for frame in files:
+        _one_frame(frame, pipeline, output)
+        if progress is not None and not frame.number & 0x3FFF:
+            progress.show(frame.number, *files.position())
+    if progress is not None:
+        progress.done()
+    return files.errors
 
 
 class _Progress:
-    """Frames read and percent of the file, on stderr when it is a terminal and the file is large."""
+    """Frames read and percent of the file being read, on stderr when it is a terminal and the file is large."""
 
     MIN_SIZE = 20 * 1024 * 1024
 
-    def __init__(self, path):
+    def __init__(self, paths):
         import time
         self.clock = time.monotonic
-        self.handle = None
+        self.sizes = [_size(path) for path in paths]
         self.shown = False
         self.last = self.clock()
-        try:
-            self.size = os.path.getsize(path)
-            if self.size >= self.MIN_SIZE:
-                self.handle = open(path, "rb")
-        except OSError:
-            self.size = 0
 
-    def show(self, frames, position=None):
-        """``position``: how far into the file reading is, where another process reads it (-j)."""
-        if self.handle is None or self.clock() - self.last < 0.5:
+    def show(self, frames, index, position):
+        """``position``: how many bytes of file ``index`` have been read."""
+        size = self.sizes[index]
+        if size < self.MIN_SIZE or self.clock() - self.last < 0.5:
             return
         self.last = self.clock()
-        try:
-            percent = 100.0 * (self.handle.tell() if position is None else position) / self.size
-        except (OSError, ValueError):
-            return
-        sys.stderr.write(f"\r{frames:,} frames, {percent:5.1f}%")
+        sys.stderr.write(f"\r{frames:,} frames, {100.0 * position / size:5.1f}%")
         sys.stderr.flush()
         self.shown = True
 
@@ -329,6 +309,13 @@ class _Progress:
         if self.shown:
             sys.stderr.write("\r" + " " * 40 + "\r")
             sys.stderr.flush()
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _setup(args, out):

@@ -22,7 +22,7 @@ import time
 import zlib
 from operator import itemgetter
 
-from .capture.files import CaptureError, open_capture, open_file, read_capture
+from .capture.files import CaptureError, CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ipv4_addresses
 from .cli import Output, UsageError, _one_frame, _setup, _use_color, finish_order
 from .cli import _Progress
@@ -138,7 +138,7 @@ def run_parallel(args, out):
 def _merge(args, out, receivers):
     output = Output(args, out)
     json = output.json
-    progress = _FilesProgress(args.files) if sys.stderr.isatty() else None
+    progress = _Progress(args.files) if sys.stderr.isatty() else None
     rounds = 0
     while True:
         messages = [_receive(conn, index) for index, conn in enumerate(receivers)]
@@ -166,26 +166,6 @@ def _merge(args, out, receivers):
     if ends[0]["errors"]:
         return 2
     return 1 if output.failed else 0
-
-
-class _FilesProgress:
-    """The one-process progress line, fed with worker 0's place in the files."""
-
-    def __init__(self, paths):
-        self.paths = paths
-        self.index = None
-        self.line = None
-
-    def show(self, frames, index, position):
-        if index != self.index:
-            self.done()
-            self.index, self.line = index, _Progress(self.paths[index])
-        self.line.show(frames, position)
-
-    def done(self):
-        if self.line is not None:
-            self.line.done()
-            self.line = None
 
 
 def _receive(conn, index):
@@ -260,13 +240,6 @@ def _worker(index, args, partition, conn):
         os._exit(0)
 
 
-def _tell(handle):
-    try:
-        return handle.tell()
-    except (OSError, ValueError):  # closed at the end of the file
-        return 0
-
-
 def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
@@ -274,38 +247,29 @@ def _work(index, args, partition, conn):
     output, pipeline = _setup(args, sink)
     chunk, chunk_end = [], CHUNK
     clock = [None, None]
-    errors = []
-    base = 0
-    for file_index, path in enumerate(args.files):
-        last = 0
-        try:
-            handle = open_file(path)
-            for frame in read_capture(handle, path):
-                last = frame.number
-                frame.number = number = frame.number + base
-                while number > chunk_end:
-                    conn.send(("chunk", chunk, (file_index, _tell(handle))))
-                    chunk, chunk_end = [], chunk_end + CHUNK
-                if clock[0] is None:
-                    clock[0] = frame.ts
-                clock[1] = frame.ts
-                pair, packet = address_pair(frame)
-                if partition.owner(frame, pair) != index:
-                    pipeline.skip(frame)
-                    continue
-                _one_frame(frame, pipeline, output, packet)
-                text = sink.take()
-                if text:
-                    chunk.append((number, text))
-        except CaptureError as exc:
-            errors.append(str(exc))
-        base += last
-    conn.send(("chunk", chunk, (len(args.files) - 1, 0)))
+    files = CaptureFiles(args.files)
+    for frame in files:
+        number = frame.number
+        while number > chunk_end:
+            conn.send(("chunk", chunk, files.position()))
+            chunk, chunk_end = [], chunk_end + CHUNK
+        if clock[0] is None:
+            clock[0] = frame.ts
+        clock[1] = frame.ts
+        pair, packet = address_pair(frame)
+        if partition.owner(frame, pair) != index:
+            pipeline.skip(frame)
+            continue
+        _one_frame(frame, pipeline, output, packet)
+        text = sink.take()
+        if text:
+            chunk.append((number, text))
+    conn.send(("chunk", chunk, files.position()))
     finished = []
     for rec in sorted(pipeline.finish(), key=finish_order):
         output.analysis(rec)
         text = sink.take()
         if text:
             finished.append((finish_order(rec), text))
-    return {"finished": finished, "errors": errors, "failed": output.failed, "stats": output.stats,
+    return {"finished": finished, "errors": files.errors, "failed": output.failed, "stats": output.stats,
             "analyzers": pipeline.analyzers if output.stats is not None else {}, "clock": clock}

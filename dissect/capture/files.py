@@ -46,6 +46,40 @@ def open_capture(path):
     return read_capture(open_file(path), path)
 
 
+class CaptureFiles:
+    """Several files read in turn as one capture: frame numbers go on from file to file.
+
+    A file that cannot be read to its end adds its reason to ``errors``, and reading goes on with
+    the next one."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        self.errors = []
+        self.index = 0
+        self.handle = None
+
+    def __iter__(self):
+        base = 0
+        for self.index, path in enumerate(self.paths):
+            last = 0
+            try:
+                self.handle = open_file(path)
+                for frame in read_capture(self.handle, path):
+                    last = frame.number
+                    frame.number += base
+                    yield frame
+            except CaptureError as exc:
+                self.errors.append(str(exc))
+            base += last
+
+    def position(self):
+        """(index of the file being read, bytes read of it), for a progress line."""
+        try:
+            return self.index, self.handle.tell()
+        except (AttributeError, OSError, ValueError):  # not opened, or closed at its end
+            return self.index, 0
+
+
 def open_file(path):
     """The file opened for ``read_capture``, or CaptureError saying why not."""
     try:
