@@ -212,3 +212,11 @@ def test_control_characters_are_escaped(tmp_path):
         _, out, _ = run_cli(*flags, path)
         assert "\x1b" not in out and "\x07" not in out
         assert "\\x1b[2J" in out or flags == ["-x"]
+
+
+def test_arrival_time_formats():
+    from dissect.render.text import _utc
+    assert _utc(1700000000.123456) == "2023-11-14 22:13:20.123456 UTC"
+    assert _utc(1700000000.5) == "2023-11-14 22:13:20.500000 UTC"  # the same second again: from the cache
+    assert _utc(-5.25) == "1969-12-31 23:59:54.750000 UTC"  # before 1970: the fraction stays positive
+    assert _utc(float("nan")) == _utc(1e30) == "invalid time"

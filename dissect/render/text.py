@@ -1,5 +1,6 @@
 """Summary lines and field trees, as text."""
 
+import functools
 import math
 import time
 
@@ -138,14 +139,14 @@ def _field_lines(fields, depth, append):
             _field_lines(field.children, depth + 1, append)
 
 
-_SECOND = [None, ""]  # the last whole second formatted: frames come many to a second
-
-
 def _utc(ts):
     try:
         whole = math.floor(ts)  # not int(): a time before 1970 has a negative whole part and a positive fraction
-        if whole != _SECOND[0]:
-            _SECOND[:] = [whole, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole))]
-        return f"{_SECOND[1]}.{min(999999, int(round((ts - whole) * 1e6))):06d} UTC"
+        return f"{_utc_second(whole)}.{min(999999, int(round((ts - whole) * 1e6))):06d} UTC"
     except (OverflowError, ValueError, OSError):
         return "invalid time"
+
+
+@functools.lru_cache(maxsize=1)  # frames come many to a second
+def _utc_second(whole):
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole))
