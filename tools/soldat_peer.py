@@ -9,9 +9,14 @@ finish several lines. Either separator encoding: Latin-1 A9 or UTF-8 C2 A9.
 """
 
 import argparse
+import os
 import socket
-import threading
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from udp_responder import ServerThread, bound_socket  # noqa: E402
 
 LATIN1, UTF8 = "latin-1", "utf-8"
 CHUNKS = (7, 31, 3, 64, 1, 90, 17, 45)
@@ -62,26 +67,13 @@ def send_chunked(sock, data, chunks=CHUNKS, pause=0.01):
         time.sleep(pause)
 
 
-class Lobby:
+class Lobby(ServerThread):
     def __init__(self, host="127.0.0.1", port=13073, encoding=LATIN1, servers=SERVERS):
+        super().__init__(bound_socket(socket.SOCK_STREAM, host, port))
         self.encoding = encoding
         self.servers = servers
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
         self.sock.listen(8)
         self.sock.settimeout(0.1)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self.thread.join(timeout=2)
-        self.sock.close()
 
     def _loop(self):
         while not self._stop.is_set():
@@ -142,12 +134,7 @@ def main():
     args = parser.parse_args()
     encoding = UTF8 if args.utf8 else LATIN1
     if args.command == "lobby":
-        lobby = Lobby(args.host, args.port, encoding).start()
-        try:
-            while True:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            lobby.stop()
+        Lobby(args.host, args.port, encoding).start().serve_forever()
     else:
         print(query(args.host, args.port, encoding).decode(encoding, "replace"))
 

@@ -1,17 +1,22 @@
-"""A UDP server on a thread that answers each datagram: the base of the test peers in tools/."""
+"""Servers on a thread, the base of the test peers in tools/: UDP responders, and the Soldat lobby's TCP."""
 
 import socket
 import threading
 
 
-class UdpResponder:
-    """Subclasses define ``replies(packet)``: the datagrams to send back (none, one or several)."""
+def bound_socket(kind, host, port):
+    sock = socket.socket(socket.AF_INET, kind)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
 
-    def __init__(self, host="127.0.0.1", port=0):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.address = self.sock.getsockname()
+
+class ServerThread:
+    """A bound socket served on a daemon thread by ``_loop``, which returns once ``_stop`` is set."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.address = sock.getsockname()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -21,6 +26,7 @@ class UdpResponder:
 
     def stop(self):
         self._stop.set()
+        self.thread.join(timeout=2)
         self.sock.close()
 
     def serve_forever(self):
@@ -28,6 +34,16 @@ class UdpResponder:
             self.thread.join()
         except KeyboardInterrupt:
             self.stop()
+
+    def _loop(self):
+        raise NotImplementedError
+
+
+class UdpResponder(ServerThread):
+    """Subclasses define ``replies(packet)``: the datagrams to send back (none, one or several)."""
+
+    def __init__(self, host="127.0.0.1", port=0):
+        super().__init__(bound_socket(socket.SOCK_DGRAM, host, port))
 
     def replies(self, packet):
         raise NotImplementedError
