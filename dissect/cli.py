@@ -11,7 +11,7 @@ from .capture.layers import Packet
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import FrameRecord, Pipeline
-from .registry import DISSECTORS, Registry, UsageError, load_protocols, parse_decode_as
+from .registry import Registry, UsageError, load_protocols, parse_decode_as
 from .render.hexdump import HexRenderer
 from .render.jsonout import JsonRenderer
 from .render.stats import StatsCollector
@@ -372,9 +372,9 @@ def _run_payload(args, out):
     if args.payload is not None and args.payload_file is not None:
         raise UsageError("give --payload or --payload-file, not both")
     if not args.protocol:
-        raise UsageError(f"--payload needs --protocol (one of: {', '.join(sorted(DISSECTORS))})")
-    if args.protocol not in DISSECTORS:
-        raise UsageError(f"unknown protocol {args.protocol!r} (known: {', '.join(sorted(DISSECTORS))})")
+        raise UsageError(f"--payload needs --protocol (one of: {', '.join(sorted(load_protocols()))})")
+    if args.protocol not in load_protocols():
+        raise UsageError(f"unknown protocol {args.protocol!r} (known: {', '.join(sorted(load_protocols()))})")
     if args.files:
         raise UsageError("--payload takes no capture files")
     payload = _read_payload(args)

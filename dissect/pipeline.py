@@ -2,10 +2,10 @@
 
 import struct
 
-from .analysis import make_analyzers
 from .capture.layers import Packet, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
-from .core import AnalysisRecord, Finding
+from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS
+from .core import AnalysisRecord
 from .core.fmt import endpoint
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
@@ -63,7 +63,7 @@ class Pipeline:
     def __init__(self, registry, tree=False):
         self.registry = registry
         self.tree = tree
-        self.analyzers = make_analyzers()
+        self.analyzers = registry.make_analyzers()
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
         self.first_ts = None
@@ -80,8 +80,8 @@ class Pipeline:
         except Exception as exc:  # a bug must cost one frame, not the capture
             record = FrameRecord(frame, Packet(), self.first_ts)
             record.info = "[internal error]"
-            record.findings.append(Finding("dissect.internal_error", "error",
-                                           f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
+            record.findings.append(DISSECT_FINDINGS.internal_error.at(
+                f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
             return record, []
 
     def skip(self, frame):
@@ -98,17 +98,15 @@ class Pipeline:
             packet = decode_frame(frame.data, frame.linktype)
         record = FrameRecord(frame, packet, self.first_ts)
         if frame.error is not None:
-            record.findings.append(Finding("capture.corrupt", "warning", frame.error))
+            record.findings.append(FRAME_FINDINGS.corrupt.at(frame.error, severity="warning"))
         if self.last_ts is not None and frame.ts < self.last_ts:
-            record.findings.append(Finding("capture.time_backwards", "note",
-                                           f"timestamp is {self.last_ts - frame.ts:.6f} s earlier than the "
-                                           f"previous frame's"))
+            record.findings.append(FRAME_FINDINGS.time_backwards.at(
+                f"timestamp is {self.last_ts - frame.ts:.6f} s earlier than the previous frame's"))
         self.last_ts = frame.ts
         if frame.caplen < frame.wirelen:
-            record.findings.append(Finding(
-                "capture.truncated_frame", "warning",
-                f"frame captured {frame.caplen} of {frame.wirelen} bytes (snap length): decoded as far as "
-                f"the bytes go", frame.caplen, 0))
+            record.findings.append(FRAME_FINDINGS.truncated_frame.at(
+                f"frame captured {frame.caplen} of {frame.wirelen} bytes: decoded as far as the bytes go",
+                frame.caplen, 0))
         if packet.fragment is not None:
             return record, self._fragment(record, packet)
         if packet.payload is None or packet.transport not in ("udp", "tcp"):
@@ -193,7 +191,7 @@ class Pipeline:
             if isinstance(piece, Gap):
                 continue
             dissector = self.registry.select(packet, piece.data)
-            if dissector is not None and hasattr(dissector, "stream_parser"):
+            if dissector is not None and dissector.stream_parser is not None:
                 stream.dissector = dissector
                 stream.parsers = (dissector.stream_parser(), dissector.stream_parser())
                 return
@@ -218,7 +216,7 @@ class Pipeline:
                 else:
                     out += self._orphan(stream, direction, msg)
         analyzer = self.analyzers.get(stream.dissector.key)
-        if analyzer is not None and hasattr(analyzer, "stream_closed"):
+        if analyzer is not None:
             out += analyzer.stream_closed(stream.index)
         stream.dissector = None
         return out
@@ -251,7 +249,7 @@ class Pipeline:
     def _corrupt(self, frame):
         record = FrameRecord(frame, Packet(), self.first_ts)
         record.info = "[corrupt record]"
-        record.findings.append(Finding("capture.corrupt", "error", frame.error))
+        record.findings.append(FRAME_FINDINGS.corrupt.at(frame.error))
         return record
 
 
@@ -265,7 +263,7 @@ class _NoFrame:
 def _tag(stream, direction, msg):
     """Stream messages carry their stream and direction: the packet at hand may be the other side's."""
     client, server = stream.client, _other(stream.key, stream.client)
-    msg.data.update(stream=stream.index, from_client=direction == 0,
+    msg.values.update(stream=stream.index, from_client=direction == 0,
                     client=endpoint(*client), server=endpoint(*server))
 
 

@@ -1,30 +1,51 @@
-"""Dissector registration, port tables, heuristics and decode-as.
+"""Protocols: how they declare themselves, how they are found, and which one a payload belongs to.
 
-Each protocol module defines a Dissector subclass and decorates it with
-``@register``. Heuristics run on any port; default ports only decide which
-heuristics are tried first. ``-d udp.port==N,PROTO`` forces a dissector.
+A protocol is a ``Dissector`` subclass that declares, in its own module: key, title, transports,
+default ports, the heuristic (``claims``), the decoder (``decode``), for TCP a stream parser, its
+analyzer class, a field table and a finding table. Protocols are found through the entry-point group
+``dissect.protocols`` (the built-ins are registered there too, in pyproject.toml), so a fifth
+protocol is a package of its own with one entry point.
+
+Heuristics run on any port; default ports only decide which heuristics are tried first.
+``-d udp.port==N,PROTO`` forces a dissector.
 """
 
+import importlib
 import re
+import sys
+from importlib import metadata
 
+from .analysis.base import Analyzer
+from .capture.tables import FRAME_FIELDS, SHARED_FINDINGS
 from .core import Cursor, Message, Truncated, Unterminated
+from .core.tables import FieldTable, FindingTable
 
-DISSECTORS = {}
+ENTRY_POINT_GROUP = "dissect.protocols"
+BUILTINS = {
+    "netquake": "dissect.protocols.netquake:NetQuake",
+    "odamex": "dissect.protocols.odamex:Odamex",
+    "soldat": "dissect.protocols.soldat:Soldat",
+    "teeframe": "dissect.protocols.teeframe:TeeFrame",
+}
 
 
-def register(cls):
-    DISSECTORS[cls.key] = cls
-    return cls
+class UsageError(Exception):
+    pass
 
 
 class Dissector:
+    """Base of every protocol. Subclasses set the class attributes and implement ``claims`` and ``decode``."""
+
     key = ""
     title = ""
     transports = ("udp",)
     ports = ()
-    truncated_code = ""      # finding for a field that runs off the end
-    unterminated_code = ""   # finding for a string without terminator (defaults to truncated_code)
-    truncated_rule = "every field of the message must be present"
+    fields = None        # FieldTable: every key the protocol emits
+    findings = None      # FindingTable: every finding it raises
+    analyzer = Analyzer  # cross-packet tracker class (or "module:Class", imported when loaded): one per run
+    truncated = None     # FindingSpec for a field that runs off the end of the message
+    unterminated = None  # FindingSpec for a string without its terminator (default: truncated)
+    stream_parser = None  # TCP protocols: a method returning a parser with feed, gap and close
 
     def claims(self, payload, packet, on_port):
         """Cheap test: is this payload ours? ``on_port`` is true on a default or forced port."""
@@ -44,18 +65,15 @@ class Dissector:
         try:
             self.decode(cur, msg, packet)
         except Unterminated as exc:
-            code = self.unterminated_code or self.truncated_code
-            msg.add_finding(code, "error", f"{exc.name} is not null-terminated: the string runs off the end "
-                                           f"of the message at offset {exc.offset} ({self.truncated_rule})",
-                            exc.offset, exc.available)
+            msg.report(self.unterminated or self.truncated,
+                       f"{exc.name} is not null-terminated: the string runs off the end of the message at offset "
+                       f"{exc.offset}", exc.offset, exc.available)
         except Truncated as exc:
-            msg.add_finding(self.truncated_code, "error",
-                            f"{exc.name} runs off the end of the message: {exc.needed} bytes needed at offset "
-                            f"{exc.offset}, {exc.available} left ({self.truncated_rule})",
-                            exc.offset, exc.available)
+            msg.report(self.truncated, f"{exc.name} runs off the end of the message: {exc.needed} bytes needed at "
+                                       f"offset {exc.offset}, {exc.available} left", exc.offset, exc.available)
         except Exception as exc:  # a dissector bug must not take the frame down with it
-            msg.add_finding(f"{self.key}.dissector_error", "error",
-                            f"internal dissector error: {type(exc).__name__}: {exc}", cur.pos, 0)
+            msg.report(self.findings.dissector_error, f"internal dissector error: {type(exc).__name__}: {exc}",
+                       cur.pos, 0)
         if not msg.name:
             msg.name = "unknown"
         if not msg.info:
@@ -63,15 +81,114 @@ class Dissector:
         return msg
 
 
+# -- discovery ---------------------------------------------------------------------------------------
+_PROTOCOLS = {}   # key -> Dissector subclass, filled once per process by load_protocols
+_PROBLEMS = []    # one line for each plugin that could not be loaded
+
+
+def load_protocols():
+    """The registered protocols, key -> Dissector subclass: the built-ins, then every entry point of the
+    group ``dissect.protocols``. A plugin that fails to import or to validate is reported in one line on
+    stderr and skipped; the others keep working."""
+    if _PROTOCOLS:
+        return _PROTOCOLS
+    found = dict(BUILTINS)
+    for entry in _entry_points():
+        if entry.name in BUILTINS:
+            if entry.value != BUILTINS[entry.name]:
+                _problem(f"plugin {entry.name} ({entry.value}) skipped: the key {entry.name!r} is a built-in protocol")
+            continue
+        found[entry.name] = entry
+    for name, target in found.items():
+        try:
+            cls = _resolve(target)
+            if isinstance(getattr(cls, "analyzer", None), str):
+                cls.analyzer = _resolve(cls.analyzer)
+            check_protocol(cls, name)
+        except Exception as exc:  # a plugin's bug: one line, never a traceback
+            _problem(f"protocol {name} skipped: {type(exc).__name__}: {exc}")
+            continue
+        clash = _field_clash(cls)
+        if clash:
+            _problem(f"protocol {name} skipped: {clash}")
+            continue
+        _PROTOCOLS[cls.key] = cls
+    return _PROTOCOLS
+
+
+def register(cls):
+    """Add a protocol in this process without an entry point (tests, notebooks); returns the class."""
+    load_protocols()
+    if isinstance(cls.analyzer, str):
+        cls.analyzer = _resolve(cls.analyzer)
+    check_protocol(cls, cls.key)
+    if cls.key in _PROTOCOLS and _PROTOCOLS[cls.key] is not cls:
+        raise ValueError(f"a protocol with the key {cls.key!r} is registered already")
+    _PROTOCOLS[cls.key] = cls
+    return cls
+
+
+def plugin_problems():
+    """What went wrong loading plugins, one line each (already written to stderr)."""
+    load_protocols()
+    return list(_PROBLEMS)
+
+
+def _entry_points():
+    try:
+        return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+    except Exception as exc:  # a broken distribution on sys.path
+        _problem(f"plugins not loaded: {type(exc).__name__}: {exc}")
+        return []
+
+
+def _resolve(target):
+    """An entry point, or a "module:name" string, to the object it names."""
+    if isinstance(target, str):
+        module, _, name = target.partition(":")
+        return getattr(importlib.import_module(module), name)
+    return target.load()
+
+
+def _problem(line):
+    _PROBLEMS.append(line)
+    print(f"dissect: {line}", file=sys.stderr)
+
+
+def check_protocol(cls, name):
+    """Raise ValueError where a protocol class does not declare what the registry needs."""
+    if not (isinstance(cls, type) and issubclass(cls, Dissector)):
+        raise ValueError(f"{cls!r} is not a dissect.Dissector subclass")
+    if cls.key != name or not re.fullmatch(r"[a-z][a-z0-9_]*", cls.key or ""):
+        raise ValueError(f"key {cls.key!r} must be the entry point's name {name!r}, in lower case")
+    if not isinstance(cls.fields, FieldTable) or cls.fields.protocol != cls.key:
+        raise ValueError(f"{cls.key}: fields must be a FieldTable of protocol {cls.key!r}")
+    if not isinstance(cls.findings, FindingTable) or cls.findings.protocol != cls.key:
+        raise ValueError(f"{cls.key}: findings must be a FindingTable of protocol {cls.key!r}")
+    if cls.truncated is None or cls.truncated.code not in cls.findings:
+        raise ValueError(f"{cls.key}: truncated must be an entry of its finding table")
+    if not (isinstance(cls.analyzer, type) and issubclass(cls.analyzer, Analyzer)):
+        raise ValueError(f"{cls.key}: analyzer must be a dissect.Analyzer subclass")
+    if not cls.transports or not set(cls.transports) <= {"udp", "tcp"}:
+        raise ValueError(f"{cls.key}: transports must be udp and/or tcp")
+    if "tcp" in cls.transports and cls.stream_parser is None:
+        raise ValueError(f"{cls.key}: a TCP protocol needs a stream_parser")
+
+
+def _field_clash(cls):
+    taken = {table.protocol for table in FRAME_FIELDS} | {table.protocol for table in SHARED_FINDINGS}
+    if cls.key in taken:
+        return f"the key {cls.key!r} is taken by dissect's own fields"
+    return ""
+
+
+# -- decode-as -------------------------------------------------------------------------------------
 DECODE_AS = re.compile(r"^(udp|tcp)\.port\s*==\s*(\d{1,5})\s*,\s*([a-z0-9_]+)$")
-
-
-class UsageError(Exception):
-    pass
 
 
 def parse_decode_as(specs):
     """``['udp.port==27000,netquake']`` -> ``{('udp', 27000): 'netquake'}``."""
+    protocols = load_protocols()
     table = {}
     for spec in specs or ():
         match = DECODE_AS.match(spec.strip())
@@ -80,9 +197,9 @@ def parse_decode_as(specs):
         transport, port, proto = match.group(1), int(match.group(2)), match.group(3)
         if port > 65535:
             raise UsageError(f"bad --decode-as {spec!r}: port {port} is out of range")
-        if proto not in DISSECTORS:
+        if proto not in protocols:
             raise UsageError(f"bad --decode-as {spec!r}: unknown protocol {proto!r} "
-                             f"(known: {', '.join(sorted(DISSECTORS))})")
+                             f"(known: {', '.join(sorted(protocols))})")
         table[(transport, port)] = proto
     return table
 
@@ -93,8 +210,7 @@ class Registry:
     __slots__ = ("dissectors", "forced", "by_port", "order")
 
     def __init__(self, decode_as=None):
-        load_protocols()
-        self.dissectors = {key: cls() for key, cls in DISSECTORS.items()}
+        self.dissectors = {key: cls() for key, cls in load_protocols().items()}
         self.forced = {k: self.dissectors[v] for k, v in (decode_as or {}).items()}
         self.by_port = {}
         for dissector in self.dissectors.values():
@@ -105,6 +221,10 @@ class Registry:
 
     def get(self, key):
         return self.dissectors[key]
+
+    def make_analyzers(self):
+        """A fresh analyzer for each protocol, key -> analyzer."""
+        return {key: dissector.analyzer() for key, dissector in self.dissectors.items()}
 
     def select(self, packet, payload):
         """The dissector for this payload, or None."""
@@ -122,5 +242,10 @@ class Registry:
         return None
 
 
-def load_protocols():
-    from .protocols import netquake, odamex, soldat, teeframe  # noqa: F401  (each registers itself)
+def all_field_tables():
+    """Every FieldTable: the frame and transport layers', then each protocol's."""
+    return [*FRAME_FIELDS, *(cls.fields for _, cls in sorted(load_protocols().items()))]
+
+
+def all_finding_tables():
+    return [*SHARED_FINDINGS, *(cls.findings for _, cls in sorted(load_protocols().items()))]

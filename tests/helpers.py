@@ -8,7 +8,7 @@ def dissect(protocol, payload, tree=True, packet=None):
 
 
 def field(msg, key):
-    found = msg.field(key)
+    found = msg.get(key)
     assert found is not None, f"no field {key} in {[f.key for f in msg.walk()]}"
     return found
 

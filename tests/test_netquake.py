@@ -82,7 +82,7 @@ def test_ccrep_server_info_fields():
     assert span(msg, "netquake.control.max_players") == (36, 1, 8)
     assert span(msg, "netquake.control.net_protocol_version") == (37, 1, 3)
     assert msg.findings == []
-    assert msg.data["current_players"] == 3
+    assert msg.values["current_players"] == 3
 
 
 def test_ccrep_player_info_fields_and_colors():
@@ -120,7 +120,7 @@ def test_ccrep_rule_info_and_end_of_rules():
     assert span(msg, "netquake.control.value") == (15, 3, "20")
     end = dissect("netquake", nq.ccrep_rule_info())
     assert end.length == 5
-    assert end.data["end_of_rules"] is True
+    assert end.values["end_of_rules"] is True
     assert field(end, "netquake.control.end_of_rules").value is True
     assert end.findings == []
     assert end.info == "CCREP_RULE_INFO end of rules"
@@ -198,7 +198,7 @@ def test_summary_path_builds_no_tree_but_same_findings():
     assert light.fields == []
     assert codes(light) == codes(full)
     assert light.info == full.info
-    assert light.data == full.data
+    assert light.values == full.values
 
 
 def test_heuristic_claims_only_netquake():

@@ -47,7 +47,7 @@ def test_master_list_count_mismatch_and_partial_entry():
 
 def test_server_info_spec_layout_teamplay_on():
     msg = dissect("odamex", spec_team_reply())
-    assert msg.name == "server_info" and msg.data["layout"] == "spec"
+    assert msg.name == "server_info" and msg.values["layout"] == "spec"
     assert msg.findings == []
     assert span(msg, "odamex.tag") == (0, 4, 5560020)
     assert span(msg, "odamex.token") == (4, 4, 7)
@@ -78,36 +78,36 @@ def test_server_info_spec_layout_teamplay_on():
     assert span(msg, "odamex.red_team") == (165, 1, 1)
     assert span(msg, "odamex.red_score") == (166, 4, 1)
     assert span(msg, "odamex.gold_team") == (170, 1, 0)
-    assert msg.field("odamex.gold_score") is None
+    assert msg.get("odamex.gold_score") is None
     assert field(msg, "odamex.layout").value == "spec"
 
 
 def test_server_info_teamplay_off_has_no_teams_or_team_block():
     msg = dissect("odamex", od.server_info(players=[("A", 1, 2, 0)]))
-    assert msg.findings == [] and msg.data["layout"] == "spec"
-    assert msg.field("odamex.player.team") is None and msg.field("odamex.score_limit") is None
-    assert msg.data["player_list"] == [{"name": "A", "frags": 1, "ping": 2}]
+    assert msg.findings == [] and msg.values["layout"] == "spec"
+    assert msg.get("odamex.player.team") is None and msg.get("odamex.score_limit") is None
+    assert msg.values["player_list"] == [{"name": "A", "frags": 1, "ping": 2}]
 
 
 def test_server_info_real_layout_ctf():
     msg = dissect("odamex", od.server_info(players=od.PLAYERS, ctf=True, layout="real", team_scores=TEAM_SCORES))
-    assert msg.data["layout"] == "real"
+    assert msg.values["layout"] == "real"
     assert codes(msg) == ["odamex.real_layout"] and msg.findings[0].severity == "note"
     assert span(msg, "odamex.teamplay") == (50, 1, 0)
     assert span(msg, "odamex.ctf") == (51, 1, 1)
     assert span(msg, "odamex.player.name") == (52, 8, "Doomguy")
     assert span(msg, "odamex.player.team") == (66, 1, 1)
     assert span(msg, "odamex.website") == (133, 23, "https://odamex.example")
-    assert msg.data["team_scores"] == TEAM_SCORES
+    assert msg.values["team_scores"] == TEAM_SCORES
 
 
 def test_both_layouts_of_the_same_state_decode_to_the_same_values():
     spec = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, ctf=True, team_scores=TEAM_SCORES))
     real = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, ctf=True, team_scores=TEAM_SCORES,
                                             layout="real"))
-    assert (spec.data["layout"], real.data["layout"]) == ("spec", "real")
+    assert (spec.values["layout"], real.values["layout"]) == ("spec", "real")
     for key in ("name", "players", "player_list", "hashes", "ctf", "teamplay", "website", "team_scores"):
-        assert spec.data[key] == real.data[key], key
+        assert spec.values[key] == real.values[key], key
 
 
 def test_extension():
@@ -119,7 +119,7 @@ def test_extension():
     assert span(msg, "odamex.ext.version") == (163, 2, 5)
     assert span(msg, "odamex.ext.email") == (165, 12, "ops@example")
     assert [f.value for f in msg.fields_with("odamex.ext.marker")] == [0x01020304, 0x01020305]
-    data = msg.data["ext"]
+    data = msg.values["ext"]
     assert data["spectators"] == [False, True, False] and data["password"] == 1
     assert data["patches"] == ["fix.deh"] and data["flags"]["allowjump"] is True
     assert data["player_stats"][2] == {"kills": 12, "deaths": 2, "minutes": 5}
@@ -157,7 +157,7 @@ def test_bad_hash_and_too_many_players():
 def test_truncated_and_count_mismatch():
     msg = dissect("odamex", spec_team_reply()[:75])
     assert codes(msg) == ["odamex.bad_layout", "odamex.count_mismatch", "odamex.truncated"]
-    assert len(msg.data["player_list"]) == 1
+    assert len(msg.values["player_list"]) == 1
     assert field(msg, "odamex.player.name").value == "Doomguy"
 
 

@@ -122,11 +122,11 @@ def test_every_cut_keeps_the_fields_before_it_and_says_where_it_broke(protocol):
             elif protocol == "odamex":
                 continue  # the cut bytes are a whole, different message (a launcher request)
             before = [leaf for leaf in _leaves(whole) if leaf[1] + leaf[2] <= cut]
-            if protocol == "odamex" and not part.data.get("extension"):
+            if protocol == "odamex" and not part.values.get("extension"):
                 # too little of the extension to tell it from trailing bytes (docs/odamex.md)
                 before = [leaf for leaf in before if not leaf[0].startswith("odamex.ext.")]
             got = set(_leaves(part))
-            if protocol == "odamex" and part.data.get("layout") != whole.data.get("layout"):
+            if protocol == "odamex" and part.values.get("layout") != whole.values.get("layout"):
                 continue
             missing = [leaf for leaf in before if leaf not in got]
             assert not missing, (protocol, cut, missing[:3])
@@ -143,13 +143,13 @@ def test_valid_messages_round_trip(protocol):
 
 def test_round_trip_values():
     msg = dissect("netquake", nq.ccrep_player_info(1, "Ranger", 77, -3, 60, "1.2.3.4:5"))
-    assert {k: msg.data[k] for k in ("player_number", "name", "colors", "frags", "connect_time", "address")} == \
+    assert {k: msg.values[k] for k in ("player_number", "name", "colors", "frags", "connect_time", "address")} == \
         {"player_number": 1, "name": "Ranger", "colors": 77, "frags": -3, "connect_time": 60, "address": "1.2.3.4:5"}
     clients = tf.sample_clients(5)
     tee = dissect("teeframe", tf.iext(77, clients))
-    assert [tuple(c.values()) for c in tee.data["clients"]] == [tuple(c) for c in clients]
+    assert [tuple(c.values()) for c in tee.values["clients"]] == [tuple(c) for c in clients]
     oda = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 3}))
-    assert [tuple(p.values()) for p in oda.data["player_list"]] == od.PLAYERS
+    assert [tuple(p.values()) for p in oda.values["player_list"]] == od.PLAYERS
     sol = dissect("soldat", sp.server_entry(sp.SERVERS[2], sp.UTF8))
-    assert tuple(sol.data[k] for k in ("version", "ip", "port", "name", "country")) == \
+    assert tuple(sol.values[k] for k in ("version", "ip", "port", "name", "country")) == \
         (41, "198.51.100.7", 23073, "Hold the flag", "A1")

@@ -25,7 +25,7 @@ def test_request_line_fields_latin1():
 
 def test_request_line_fields_utf8():
     msg = dissect("soldat", sp.request(encoding=UTF8))
-    assert msg.data["encoding"] == "utf-8" and msg.findings == []
+    assert msg.values["encoding"] == "utf-8" and msg.findings == []
     assert span(msg, "soldat.filter.version") == (3, 2, 42)
     assert span(msg, "soldat.filter.dedicated") == (7, 1, "1")
     assert span(msg, "soldat.filter.be") == (41, 1, "0")

@@ -60,7 +60,7 @@ def test_vanilla_request():
     msg = dissect("teeframe", tf.vanilla_gie3(0x33))
     assert span(msg, "teeframe.header") == (0, 6, b"\xff" * 6)
     assert span(msg, "teeframe.token") == (14, 1, 0x33)
-    assert msg.data["response_token"] == 0x33 and msg.findings == []
+    assert msg.values["response_token"] == 0x33 and msg.findings == []
 
 
 def test_iext_fields():
@@ -117,7 +117,7 @@ def test_iex_plus_fields():
     assert (client.offset, client.length) == (25, 11)
     assert field(msg, "teeframe.client.is_player").display == "0 (spectator)"
     assert msg.findings == []
-    assert msg.data["clients"] == [{"name": "a", "clan": "", "country": -1, "score": 5, "is_player": 0}]
+    assert msg.values["clients"] == [{"name": "a", "clan": "", "country": -1, "score": 5, "is_player": 0}]
 
 
 def test_inf3_vanilla_reply():
@@ -125,7 +125,7 @@ def test_inf3_vanilla_reply():
     assert msg.name == "inf3"
     assert span(msg, "teeframe.token") == (14, 3, 51)
     assert span(msg, "teeframe.version") == (17, 6, "0.6.4")
-    assert msg.field("teeframe.map_crc") is None and msg.field("teeframe.reserved") is None
+    assert msg.get("teeframe.map_crc") is None and msg.get("teeframe.reserved") is None
     client = field(msg, "teeframe.client")
     assert [c.key for c in client.children][-1] == "teeframe.client.is_player"
     assert msg.findings == []
@@ -151,7 +151,7 @@ def test_unrequested_iext_token_minus_one():
 def test_rate_limited_reply_without_records():
     msg = dissect("teeframe", tf.iext(77, [], map_crc=1, num_clients=5, players=3))
     assert codes(msg) == ["teeframe.no_client_records"]
-    assert msg.data["clients_omitted"] is True
+    assert msg.values["clients_omitted"] is True
 
 
 def test_bad_header():
@@ -203,7 +203,7 @@ def test_split_record_keeps_the_fields_that_are_there():
     client = field(msg, "teeframe.client")
     assert client.name == "Client [split]"
     assert [c.value for c in client.children][:3] == ["Tëe", "Clan", 276]
-    assert msg.data["clients"] == []
+    assert msg.values["clients"] == []
 
 
 def test_packet_too_large():
@@ -247,7 +247,7 @@ def test_game_packets_are_left_alone():
 def test_summary_path_matches_tree_path():
     payload = tf.response_packets(5, tf.sample_clients(64))[0]
     light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
-    assert light.fields == [] and light.data == full.data and codes(light) == codes(full)
+    assert light.fields == [] and light.values == full.values and codes(light) == codes(full)
 
 
 def test_invalid_utf8_name():

@@ -36,16 +36,18 @@ class Timing:
         return {"count": self.count, "min": self.low, "mean": self.total_ns / self.count / 1e9, "max": self.high}
 
 
-def annotate_response(record, msg, tree, request_frame, request_ts, key_prefix):
-    """Wireshark-style generated fields on a reply: which frame asked, and how long it took."""
+def annotate_response(record, msg, tree, request_frame, request_ts, fields):
+    """Wireshark-style generated fields on a reply: which frame asked, and how long it took.
+    ``fields``: the protocol's FieldTable, which declares ``request_in`` and ``response_time``."""
     elapsed = max(0.0, record.ts - request_ts)
-    msg.data["request_frame"] = request_frame
-    msg.data["response_time"] = elapsed
+    msg.values["request_frame"] = request_frame
+    msg.values["response_time"] = elapsed
     if tree:
-        msg.fields.append(Field(f"{key_prefix}.request_in", "Request in frame", 0, 0, request_frame,
+        spec = fields.request_in
+        msg.fields.append(Field(spec.key, spec.name, 0, 0, request_frame, generated=True))
+        spec = fields.response_time
+        msg.fields.append(Field(spec.key, spec.name, 0, 0, elapsed, display=f"{elapsed * 1000:.3f} ms",
                                 generated=True))
-        msg.fields.append(Field(f"{key_prefix}.response_time", "Response time", 0, 0, elapsed,
-                                display=f"{elapsed * 1000:.3f} ms", generated=True))
     return elapsed
 
 

@@ -1,7 +1,9 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them.
 
-cdef class NetQuakeAnalyzer:
+from dissect.analysis.base cimport Analyzer
+
+cdef class NetQuakeAnalyzer(Analyzer):
     cdef public object conversations, timings, requests, answered, servers
 
 cdef class _Conversation:

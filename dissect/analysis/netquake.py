@@ -1,11 +1,12 @@
 """NetQuake across packets: request/reply pairing, rule walks, player walks, servers seen."""
 
-from ..core import AnalysisRecord, Finding
+from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..protocols.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
-                                  CCREQ_SERVER_INFO, COMMANDS)
+                                  CCREQ_SERVER_INFO, COMMANDS, F, W)
 from ..core.fmt import endpoint
+from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_servers, merge_timings
 
 MAX_CONVERSATIONS = 4096
@@ -48,7 +49,7 @@ class _Conversation:
         self.current_players = None
 
 
-class NetQuakeAnalyzer:
+class NetQuakeAnalyzer(Analyzer):
     __slots__ = ("conversations", "timings", "requests", "answered", "servers")
 
     def __init__(self):
@@ -59,7 +60,7 @@ class NetQuakeAnalyzer:
         self.servers = BoundedDict(MAX_SERVERS)
 
     def feed(self, record, msg, tree):
-        command = msg.data.get("command")
+        command = msg.values.get("command")
         if command is None or record.src is None:
             return []
         if command in REPLY_TO:
@@ -75,7 +76,7 @@ class NetQuakeAnalyzer:
         conv = self._conversation((client, server), out)
         self.requests += 1
         if command == CCREQ_PLAYER_INFO:
-            number = msg.data.get("player_number")
+            number = msg.values.get("player_number")
             conv.players_pending[number] = (record.number, record.ts)
             walk = conv.player_walk
             if walk is None or (number == 0 and walk.requested):
@@ -86,13 +87,13 @@ class NetQuakeAnalyzer:
                 walk.requested.append(number)
             walk.add_frame(record.number)
         else:
-            conv.pending[command] = (record.number, record.ts, msg.data.get("rule"))
+            conv.pending[command] = (record.number, record.ts, msg.values.get("rule"))
         if command == CCREQ_RULE_INFO:
             self._rule_request(record, msg, conv, client, server, out)
         return out
 
     def _rule_request(self, record, msg, conv, client, server, out):
-        rule = msg.data.get("rule")
+        rule = msg.values.get("rule")
         if rule is None:
             return
         if rule == "":
@@ -100,10 +101,8 @@ class NetQuakeAnalyzer:
                 out.append(self._conclude(conv.rule_walk))
             conv.rule_walk = _Walk("rule_walk", client, server)
         elif conv.last_rule is not None and rule != conv.last_rule:
-            msg.add_finding("netquake.walk_out_of_order", "note",
-                            f'rule request names "{rule}" but the last reply named "{conv.last_rule}" (spec: '
-                            f'"thereafter you send the name of the rule from the last response")', 5,
-                            len(rule) + 1)
+            msg.report(W.walk_out_of_order,
+                       f'rule request names "{rule}" but the last reply named "{conv.last_rule}"', 5, len(rule) + 1)
         if conv.rule_walk is not None:
             conv.rule_walk.add_frame(record.number)
 
@@ -114,11 +113,11 @@ class NetQuakeAnalyzer:
         conv = self._conversation((client, server), out)
         request = self._match(conv, msg, command)
         if request is not None:
-            elapsed = annotate_response(record, msg, tree, request[0], request[1], "netquake")
+            elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.answered += 1
             self.timings.setdefault(COMMANDS[REPLY_TO[command]], Timing()).add(elapsed)
         if command == CCREP_SERVER_INFO:
-            conv.current_players = msg.data.get("current_players")
+            conv.current_players = msg.values.get("current_players")
             self._server_seen(server, record, msg)
         elif command == CCREP_RULE_INFO:
             self._rule_reply(record, msg, conv, out)
@@ -128,12 +127,12 @@ class NetQuakeAnalyzer:
 
     def _match(self, conv, msg, command):
         if command == CCREP_PLAYER_INFO:
-            return conv.players_pending.pop(msg.data.get("player_number"), None)
+            return conv.players_pending.pop(msg.values.get("player_number"), None)
         return conv.pending.pop(REPLY_TO[command], None)
 
     def _rule_reply(self, record, msg, conv, out):
         walk = conv.rule_walk
-        if msg.data.get("end_of_rules"):
+        if msg.values.get("end_of_rules"):
             conv.last_rule = None
             if walk is not None:
                 walk.add_frame(record.number)
@@ -141,20 +140,20 @@ class NetQuakeAnalyzer:
                 out.append(self._conclude(walk))
                 conv.rule_walk = None
             return
-        rule = msg.data.get("rule")
+        rule = msg.values.get("rule")
         conv.last_rule = rule
         if walk is not None and rule is not None:
             walk.add_frame(record.number)
             if len(walk.items) < MAX_WALK_ITEMS:
-                walk.items.append({"rule": rule, "value": msg.data.get("value")})
+                walk.items.append({"rule": rule, "value": msg.values.get("value")})
 
     def _player_reply(self, record, msg, conv, out):
         walk = conv.player_walk
-        if walk is None or "address" not in msg.data:
+        if walk is None or "address" not in msg.values:
             return
         walk.add_frame(record.number)
         if len(walk.items) < MAX_WALK_ITEMS:
-            walk.items.append({key: msg.data.get(key) for key in
+            walk.items.append({key: msg.values.get(key) for key in
                                ("player_number", "name", "colors", "frags", "connect_time", "address")})
         expected = conv.current_players
         if expected is not None and len({p["player_number"] for p in walk.items}) >= expected:
@@ -163,7 +162,7 @@ class NetQuakeAnalyzer:
             conv.player_walk = None
 
     def _server_seen(self, server, record, msg):
-        data = msg.data
+        data = msg.values
         server = endpoint(*server)
         entry = self.servers.get(server) or {"server": server, "responses": 0}
         entry["responses"] += 1
@@ -196,16 +195,12 @@ class NetQuakeAnalyzer:
     def _conclude(self, walk, expected=None, evicted=False):
         findings = []
         if evicted:
-            findings.append(Finding("netquake.state_evicted", "note",
-                                    f"more than {MAX_CONVERSATIONS} conversations in flight: the oldest was "
-                                    f"concluded early to keep memory bounded"))
+            findings.append(W.state_evicted.at(f"more than {MAX_CONVERSATIONS} conversations in flight: the "
+                                               f"oldest was concluded early"))
         if walk.kind == "rule_walk":
             result = {"client": walk.client, "server": walk.server, "rules": walk.items, "complete": walk.ended}
             if not walk.ended:
-                findings.append(Finding("netquake.incomplete_walk", "note",
-                                        "rule walk ended without the 5-byte end-of-rules reply (spec: 'when you "
-                                        "reach the end of the list you'll get a response that doesn't have a rule "
-                                        "or value')"))
+                findings.append(W.incomplete_walk.at("rule walk ended without the 5-byte end-of-rules reply"))
             summary = f"rule walk {walk.client} → {walk.server}: {len(walk.items)} rules" + \
                 ("" if walk.ended else " (incomplete)")
         else:

@@ -1,5 +1,7 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them.
 
-cdef class OdamexAnalyzer:
+from dissect.analysis.base cimport Analyzer
+
+cdef class OdamexAnalyzer(Analyzer):
     cdef public object pending, servers, listed, timings, requests, answered

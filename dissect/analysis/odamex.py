@@ -4,6 +4,7 @@ from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..protocols.odamex import GAME_TYPES
 from ..core.fmt import endpoint
+from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_latest, merge_servers, merge_timings
 
 MAX_PENDING = 16384
@@ -13,7 +14,7 @@ MAX_MASTERS = 8                # masters remembered per listed server
 
 
 
-class OdamexAnalyzer:
+class OdamexAnalyzer(Analyzer):
     __slots__ = ("pending", "servers", "listed", "timings", "requests", "answered")
 
     def __init__(self):
@@ -48,20 +49,20 @@ class OdamexAnalyzer:
         return [self._server_info(peer, msg, result, frames)]
 
     def _master_list(self, master, msg, result, frames):
-        servers = msg.data.get("servers") or []
+        servers = msg.values.get("servers") or []
         for server in servers:
             listing = self.listed.get(server) or {"masters": [], "last_frame": 0}
             if master not in listing["masters"]:
                 listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
             listing["last_frame"] = frames[-1]
             self.listed.put(server, listing)
-        result.update(request_was="master list request", server_count=msg.data.get("server_count"),
+        result.update(request_was="master list request", server_count=msg.values.get("server_count"),
                       servers=servers)
         summary = f"master list from {master}: {len(servers)} servers"
         return AnalysisRecord("odamex", "master_list", frames, result, [], summary)
 
     def _server_info(self, server, msg, result, frames):
-        data = msg.data
+        data = msg.values
 
         def full_result():
             info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "game_type", "skill",

@@ -1,7 +1,9 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them.
 
-cdef class SoldatAnalyzer:
+from dissect.analysis.base cimport Analyzer
+
+cdef class SoldatAnalyzer(Analyzer):
     cdef public object exchanges, servers, timing, requests, answered
 
 cdef class _Exchange:

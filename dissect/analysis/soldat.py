@@ -3,6 +3,7 @@
 from ..core import AnalysisRecord, Finding
 from ..core.bounded import BoundedDict
 from ..protocols.soldat import GAME_STYLES, REQUEST_FIELDS, SERVER_FIELDS
+from .base import Analyzer
 from .common import Timing, merge_counts, merge_servers
 
 MAX_EXCHANGES = 4096
@@ -29,7 +30,7 @@ class _Exchange:
         self.ended = False
 
 
-class SoldatAnalyzer:
+class SoldatAnalyzer(Analyzer):
     __slots__ = ("exchanges", "servers", "timing", "requests", "answered")
 
     def __init__(self):
@@ -40,7 +41,7 @@ class SoldatAnalyzer:
         self.answered = 0
 
     def feed(self, record, msg, tree):
-        stream = msg.data.get("stream")
+        stream = msg.values.get("stream")
         if stream is None:
             return []
         out = []
@@ -49,7 +50,7 @@ class SoldatAnalyzer:
         if name == "request_list" or exchange is None:
             if exchange is not None:
                 out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))
-            exchange = _Exchange(msg.data.get("client"), msg.data.get("server"))
+            exchange = _Exchange(msg.values.get("client"), msg.values.get("server"))
             evicted = self.exchanges.put(stream, exchange)
             if evicted is not None:
                 out.append(self._conclude(*evicted, "too many list exchanges were open at once (evicted)"))
@@ -57,10 +58,10 @@ class SoldatAnalyzer:
             exchange.frames.extend(f for f in msg.frames if f not in exchange.frames)
         if name == "request_list":
             self.requests += 1
-            exchange.filters = {key: msg.data.get(key) for key in FILTER_KEYS}
+            exchange.filters = {key: msg.values.get(key) for key in FILTER_KEYS}
             exchange.start_ts = record.ts
         elif name == "list_begin":
-            exchange.announced = msg.data.get("servercount")
+            exchange.announced = msg.values.get("servercount")
         elif name == "server":
             self._server(exchange, msg)
         elif name == "list_end":
@@ -75,7 +76,7 @@ class SoldatAnalyzer:
 
     def _server(self, exchange, msg):
         exchange.received += 1
-        entry = {key: msg.data.get(key) for key in SERVER_KEYS}
+        entry = {key: msg.values.get(key) for key in SERVER_KEYS}
         if len(exchange.servers) < MAX_SERVERS_PER_LIST:
             exchange.servers.append(entry)
         address = f"{entry['ip']}:{entry['port']}"

@@ -1,7 +1,9 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them.
 
-cdef class TeeFrameAnalyzer:
+from dissect.analysis.base cimport Analyzer
+
+cdef class TeeFrameAnalyzer(Analyzer):
     cdef public object pending, requests, latest_token, done, servers, timing, request_count, answered
 
 cdef class _Response:

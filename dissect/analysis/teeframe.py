@@ -9,6 +9,7 @@ collected equal Num Clients.
 from ..core import AnalysisRecord, Finding
 from ..core.bounded import BoundedDict
 from ..core.fmt import endpoint
+from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_servers
 
 MAX_PENDING = 4096          # responses being assembled at once
@@ -48,7 +49,7 @@ class _Response:
         return expected is not None and (self.collected() >= expected or self.clients_omitted)
 
 
-class TeeFrameAnalyzer:
+class TeeFrameAnalyzer(Analyzer):
     __slots__ = ("pending", "requests", "latest_token", "done", "servers", "timing", "request_count", "answered")
 
     def __init__(self):
@@ -62,19 +63,19 @@ class TeeFrameAnalyzer:
         self.answered = 0
 
     def feed(self, record, msg, tree):
-        ident = msg.data.get("identifier")
+        ident = msg.values.get("identifier")
         if record.src is None:
             return []
-        if ident == "gie3" and "response_token" in msg.data:
+        if ident == "gie3" and "response_token" in msg.values:
             return self._request(record, msg)
-        if ident in ("iext", "iex+", "inf3") and msg.data.get("token") is not None:
+        if ident in ("iext", "iex+", "inf3") and msg.values.get("token") is not None:
             return self._response(record, msg, tree)
         return []
 
     # -- requests ----------------------------------------------------------------------------------
     def _request(self, record, msg):
         client, server = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
-        token = msg.data["response_token"]
+        token = msg.values["response_token"]
         self.request_count += 1
         self.requests.put((client, server, token), (record.number, record.ts))
         self.done.pop((server, client, token), None)  # a new request may reuse a token
@@ -90,9 +91,9 @@ class TeeFrameAnalyzer:
     # -- responses ---------------------------------------------------------------------------------
     def _response(self, record, msg, tree):
         server, client = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
-        token = msg.data["token"]
+        token = msg.values["token"]
         key = (server, client, token)
-        number = 0 if msg.data["identifier"] != "iex+" else msg.data.get("packet_number")
+        number = 0 if msg.values["identifier"] != "iex+" else msg.values.get("packet_number")
         if number is None:
             return []
         done = self.done.get(key)
@@ -135,7 +136,7 @@ class TeeFrameAnalyzer:
                 f"uses it to match replies to its request'); the request may predate the capture"))
 
     def _add_packet(self, response, record, msg, number):
-        records = msg.data.get("clients") or []
+        records = msg.values.get("clients") or []
         room = MAX_RECORDS - response.collected()
         if len(records) > room:
             response.dropped_records += len(records) - max(room, 0)
@@ -144,11 +145,11 @@ class TeeFrameAnalyzer:
         if len(response.frames) < 128:
             response.frames.append(record.number)
         if number == 0:
-            response.info = {k: msg.data.get(k) for k in (
+            response.info = {k: msg.values.get(k) for k in (
                 "version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players",
                 "max_players", "num_clients", "max_clients")}
-            response.info["identifier"] = msg.data["identifier"]
-            response.clients_omitted = bool(msg.data.get("clients_omitted"))
+            response.info["identifier"] = msg.values["identifier"]
+            response.clients_omitted = bool(msg.values.get("clients_omitted"))
 
     # -- conclusions -----------------------------------------------------------------------------
     def _conclude(self, response, superseded_by=None, evicted=False):

@@ -114,23 +114,22 @@ class Cursor:
     def at_end(self):
         return self.pos >= self.end
 
-    def peek(self, n):
-        return self.data[self.pos:self.pos + n]
-
     # -- adding nodes --------------------------------------------------------
-    def add(self, key, name, offset, length, value, fmt=None, display=None, generated=False):
+    # ``spec`` is the field's entry in its protocol's FieldTable; ``name`` overrides the entry's name
+    # where one entry serves several nodes (the players of a list).
+    def add(self, spec, offset, length, value, display=None, generated=False, name=None):
         """Add a field for bytes already read (or a computed field over them)."""
         if not self.tree:
             return None
-        node = Field(key, name, offset, length, value, fmt, display, generated)
+        node = Field(spec.key, name or spec.name, offset, length, value, spec.fmt, display, generated)
         self._stack[-1].append(node)
         return node
 
-    def add_child(self, key, name, offset, length, value, fmt=None, display=None):
+    def add_child(self, spec, offset, length, value, display=None):
         """Add a field under the last field added (bit fields, parts of a value)."""
         if not self.tree:
             return None
-        node = Field(key, name, offset, length, value, fmt, display, True)
+        node = Field(spec.key, spec.name, offset, length, value, spec.fmt, display, True)
         parent = self._stack[-1][-1]
         if not parent.children:
             parent.children = []
@@ -145,58 +144,59 @@ class Cursor:
             if display is not None:
                 node.display = display
 
-    def subtree(self, key, name, value=None, fmt=None):
+    def subtree(self, spec, value=None, name=None):
         """``with cursor.subtree(...) as node:`` nests the fields read inside it."""
         if not self.tree:
             return _NO_SUBTREE
-        node = Field(key, name, self.pos, 0, value, fmt)
+        node = Field(spec.key, name or spec.name, self.pos, 0, value, spec.fmt)
         self._stack[-1].append(node)
         node.children = []
         self._stack.append(node.children)
         return _Subtree(self, node)
 
-    def finding(self, code, severity, message, offset=None, length=None):
-        self.msg.add_finding(code, severity, message, offset, length)
+    def finding(self, spec, detail, offset=None, length=None):
+        """A finding from the protocol's FindingTable: ``detail`` says what was seen, the entry the rule."""
+        self.msg.report(spec, detail, offset, length)
 
-    def flag_last(self, code, severity, message):
+    def flag_last(self, spec, detail):
         """A finding over the last item read."""
-        self.msg.add_finding(code, severity, message, self.last_offset, self.last_length)
+        self.msg.report(spec, detail, self.last_offset, self.last_length)
 
     # -- reading ---------------------------------------------------------------
-    def _need(self, n, key, name):
+    def _need(self, n, spec):
         if self.pos + n > self.end:
             available = self.end - self.pos
             if available > 0:
-                self.add(key, name + " [truncated]", self.pos, available, self.data[self.pos:self.end])
-            raise Truncated(key, name, self.pos, n, available)
+                self.add(spec, self.pos, available, self.data[self.pos:self.end], name=spec.name + " [truncated]")
+            raise Truncated(spec.key, spec.name, self.pos, n, available)
 
-    def number(self, st, key, name, fmt=None):
+    def number(self, st, spec):
         pos = self.pos
         size = st.size
         if pos + size > self.end:
-            self._need(size, key, name)
+            self._need(size, spec)
         value = st.unpack_from(self.data, pos)[0]
         self.pos = pos + size
         self.last_offset = pos
         self.last_length = size
         if self.tree:
-            self._stack[-1].append(Field(key, name, pos, size, value, fmt))
+            self._stack[-1].append(Field(spec.key, spec.name, pos, size, value, spec.fmt))
         return value
 
-    def u8(self, key, name, fmt=None):
-        return self.number(U8, key, name, fmt)
+    def u8(self, spec):
+        return self.number(U8, spec)
 
-    def raw(self, key, name, n, fmt=None):
+    def raw(self, spec, n):
         pos = self.pos
-        self._need(n, key, name)
+        self._need(n, spec)
         value = bytes(self.data[pos:pos + n])
         self.pos = pos + n
         self.last_offset = pos
         self.last_length = n
-        self.add(key, name, pos, n, value, fmt)
+        self.add(spec, pos, n, value)
         return value
 
-    def cstring(self, key, name, encoding="utf-8", fmt=None):
+    def cstring(self, spec, encoding="utf-8"):
         """A null-terminated string; the field covers the terminator too.
 
         ``last_raw`` keeps the bytes before the terminator, for byte-limit checks.
@@ -208,8 +208,9 @@ class Cursor:
             self.last_raw = bytes(self.data[pos:self.end])
             self.last_offset = pos
             self.last_length = available
-            self.add(key, name + " [unterminated]", pos, available, self.last_raw.decode(encoding, "replace"))
-            raise Unterminated(key, name, pos, available)
+            self.add(spec, pos, available, self.last_raw.decode(encoding, "replace"),
+                     name=spec.name + " [unterminated]")
+            raise Unterminated(spec.key, spec.name, pos, available)
         raw = bytes(self.data[pos:nul])
         value = raw.decode(encoding, "replace")
         self.pos = nul + 1
@@ -217,16 +218,16 @@ class Cursor:
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
-            self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt))
+            self._stack[-1].append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt))
         return value
 
-    def cdecimal(self, key, name, fmt=None):
+    def cdecimal(self, spec):
         """A null-terminated decimal number: the int, or None where the text is not one (the field then shows
         the text). ``last_raw`` keeps the bytes before the terminator."""
         pos = self.pos
         nul = self.data.find(b"\0", pos, self.end)
         if nul < 0:
-            self.cstring(key, name, "latin-1")  # records the cut text and raises Unterminated
+            self.cstring(spec, "latin-1")  # records the cut text and raises Unterminated
         raw = self.data[pos:nul]
         digits = raw[1:] if raw[:1] == b"-" else raw
         value = int(raw) if digits.isdigit() else None
@@ -236,11 +237,11 @@ class Cursor:
         self.last_length = nul + 1 - pos
         if self.tree:
             display = None if value is not None else f'"{raw.decode("latin-1")}" (not a decimal number)'
-            self._stack[-1].append(Field(key, name, pos, nul + 1 - pos, value, fmt, display))
+            self._stack[-1].append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
         return value
 
     def cstrings(self, specs):
-        """Consecutive null-terminated fields in one call: ``specs`` holds (key, name, kind, fmt) with kind
+        """Consecutive null-terminated fields in one call: ``specs`` holds (field spec, kind) with kind
         "text" (UTF-8) or "decimal" (the int, or None where the text is not one). Returns the values;
         ``spans`` keeps (offset, length, raw bytes) of each, for checks and findings."""
         data, pos, end = self.data, self.pos, self.end
@@ -248,11 +249,11 @@ class Cursor:
         parent = self._stack[-1] if self.tree else None
         values = []
         spans = self.spans = []
-        for key, name, kind, fmt in specs:
+        for spec, kind in specs:
             nul = find(b"\0", pos, end)
             if nul < 0:
                 self.pos = pos
-                self.cstring(key, name)  # records the cut field and raises Unterminated
+                self.cstring(spec)  # records the cut field and raises Unterminated
             raw = data[pos:nul]
             if kind == "text":
                 value = raw.decode("utf-8", "replace")
@@ -262,7 +263,7 @@ class Cursor:
                 value = None
             if parent is not None:
                 display = f'"{raw.decode("latin-1")}" (not a decimal number)' if value is None else None
-                parent.append(Field(key, name, pos, nul + 1 - pos, value, fmt, display))
+                parent.append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
             spans.append((pos, nul + 1 - pos, raw))
             values.append(value)
             pos = nul + 1
@@ -287,5 +288,5 @@ class Cursor:
         self.pos = end
         return fields
 
-    def rest(self, key, name, fmt=None):
-        return self.raw(key, name, self.end - self.pos, fmt)
+    def rest(self, spec):
+        return self.raw(spec, self.end - self.pos)

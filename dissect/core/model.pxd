@@ -9,4 +9,4 @@ cdef class Finding:
     cdef public object code, severity, message, offset, length
 
 cdef class Message:
-    cdef public object protocol, name, offset, length, fields, findings, info, data, frames, payload
+    cdef public object protocol, name, offset, length, fields, findings, info, values, frames, payload

@@ -81,11 +81,15 @@ class Message:
     """One decoded protocol message.
 
     ``offset`` is where the message starts in its frame (None when reassembled from
-    several frames); ``frames`` lists the frame numbers it came from. ``data`` holds
-    the decoded values that analysis needs, filled whether or not a tree is built.
+    several frames); ``frames`` lists the frame numbers it came from. ``values`` holds
+    the decoded values that analysis needs, filled whether or not a tree is built; ``fields``
+    holds the field tree, built only when a view asks for it (the API does by default).
+
+    ``msg["netquake.control.host_name"]`` is the first field with that key (KeyError when there is
+    none); ``msg.get(key)`` gives None instead.
     """
 
-    __slots__ = ("protocol", "name", "offset", "length", "fields", "findings", "info", "data", "frames",
+    __slots__ = ("protocol", "name", "offset", "length", "fields", "findings", "info", "values", "frames",
                  "payload")
 
     def __init__(self, protocol, name=None, payload=b"", offset=0, frames=None):
@@ -97,22 +101,36 @@ class Message:
         self.fields = []
         self.findings = []
         self.info = ""
-        self.data = {}
+        self.values = {}
         self.frames = frames if frames is not None else []
 
     def add_finding(self, code, severity, message, offset=None, length=None):
         self.findings.append(Finding(code, severity, message, offset, length))
 
+    def report(self, spec, detail, offset=None, length=None):
+        """A finding declared in a FindingTable: its code and severity, ``detail`` then the rule."""
+        self.findings.append(Finding(spec.code, spec.severity, spec.message(detail), offset, length))
+
     def walk(self):
         for field in self.fields:
             yield from field.walk()
 
-    def field(self, key):
-        """The first field with this key, or None."""
+    def get(self, key, default=None):
+        """The first field with this key, or ``default``."""
         for field in self.walk():
             if field.key == key:
                 return field
-        return None
+        return default
+
+    def __getitem__(self, key):
+        field = self.get(key)
+        if field is None:
+            hint = "" if self.fields else " (the message has no field tree: it was decoded with tree=False)"
+            raise KeyError(f"{self.protocol} {self.name} has no field {key!r}{hint}")
+        return field
+
+    def __contains__(self, key):
+        return self.get(key) is not None
 
     def fields_with(self, key):
         return [f for f in self.walk() if f.key == key]

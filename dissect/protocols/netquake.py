@@ -21,7 +21,8 @@ import struct
 
 from ..core import I32LE, U16BE, U32BE
 from ..core.fmt import hex16
-from ..registry import Dissector, register
+from ..core.tables import FieldTable, FindingTable
+from ..registry import Dissector
 
 NETFLAG_CTL = 0x8000
 NETFLAG_DATA = 0x0001
@@ -62,8 +63,6 @@ COLOR_MAX = 13
 MAX_CONVERSATIONS = 4096
 I32BE = struct.Struct(">i")
 
-RULE_HEADER = "the header's two bytes of length are 'the length of the packet inclusive of this header'"
-
 
 def _flags_text(flags):
     if flags == NETFLAG_CTL:
@@ -78,14 +77,80 @@ def _command_text(command):
     return f"{COMMANDS.get(command, 'unknown')} (0x{command:02x})"
 
 
-@register
+def colors_text(colors):
+    return f"{colors} (shirt {(colors >> 4) & 0x0F}, pants {colors & 0x0F})"
+
+
+def seconds(value):
+    minutes, secs = divmod(value, 60)
+    return f"{value} s ({minutes}:{secs:02d})" if value >= 0 else f"{value} s"
+
+
+F = FieldTable("netquake", messages=True, title="NetQuake", entries=[
+    ("flags", "Flags", "uint16", "header flags: 0x8000 for control packets, DATA/ACK/NAK/EOM/UNRELIABLE bits "
+                                 "otherwise", _flags_text),
+    ("length", "Length", "uint16", "the packet's length, header included"),
+    ("sequence", "Sequence", "uint32", "sequence number of a data, ack or unreliable packet"),
+    ("data", "Game data", "bytes", "a data packet's game messages (not decoded)", lambda v: f"{len(v)} bytes"),
+    ("trailing", "Trailing bytes", "bytes", "bytes after the last field of a control packet"),
+    ("control.command", "Command", "uint8", "control command: 0x01-0x04 requests, 0x81-0x85 replies",
+     _command_text),
+    ("control.body", "Body", "bytes", "the body of a control packet with an unknown command"),
+    ("control.game_name", "game_name", "string", 'CCREQ_CONNECT / CCREQ_SERVER_INFO: "QUAKE"'),
+    ("control.net_protocol_version", "net_protocol_version", "uint8", "NET_PROTOCOL_VERSION, 3"),
+    ("control.player_number", "player_number", "uint8", "CCREQ_PLAYER_INFO / CCREP_PLAYER_INFO: the player slot"),
+    ("control.rule", "rule", "string", "CCREQ_RULE_INFO: the previous rule (empty: the first); "
+                                       "CCREP_RULE_INFO: the rule's name"),
+    ("control.value", "value", "string", "CCREP_RULE_INFO: the rule's value"),
+    ("control.end_of_rules", "End of rules", "bool", "generated: a 5-byte CCREP_RULE_INFO ends the rule list"),
+    ("control.port", "port", "int32", "CCREP_ACCEPT: the port the game continues on"),
+    ("control.reason", "reason", "string", "CCREP_REJECT: why the connection was refused"),
+    ("control.server_address", "server_address", "string", "CCREP_SERVER_INFO: the server's address and port"),
+    ("control.host_name", "host_name", "string", "CCREP_SERVER_INFO: the server's name"),
+    ("control.level_name", "level_name", "string", "CCREP_SERVER_INFO: the map"),
+    ("control.current_players", "current_players", "uint8", "CCREP_SERVER_INFO: players on the server"),
+    ("control.max_players", "max_players", "uint8", "CCREP_SERVER_INFO: player slots"),
+    ("control.name", "name", "string", "CCREP_PLAYER_INFO: the player's name"),
+    ("control.colors", "colors", "int32", "CCREP_PLAYER_INFO: shirt * 16 + pants", colors_text),
+    ("control.colors.shirt", "shirt", "uint8", "shirt colour, 0-13 (high nibble of colors)"),
+    ("control.colors.pants", "pants", "uint8", "pants colour, 0-13 (low nibble of colors)"),
+    ("control.frags", "frags", "int32", "CCREP_PLAYER_INFO: the player's frags"),
+    ("control.connect_time", "connect_time", "int32", "CCREP_PLAYER_INFO: seconds connected", seconds),
+    ("control.address", "address", "string", "CCREP_PLAYER_INFO: the player's address"),
+    ("request_in", "Request in frame", "uint32", "generated: the frame of the request this reply answers"),
+    ("response_time", "Response time", "float", "generated: seconds from the request to this reply"),
+])
+
+W = FindingTable("netquake", messages=True, entries=[
+    ("length_mismatch", "error",
+     "the header's two bytes of length are 'the length of the packet inclusive of this header'"),
+    ("bad_flags", "warning", "spec: 'for these control packets they will always be 0x80 0x00'"),
+    ("unknown_command", "warning", "spec: four requests 0x01-0x04 and five responses 0x81-0x85"),
+    ("bad_game_name", "warning", 'spec: string game_name "QUAKE"'),
+    ("bad_version", "warning", "spec: NET_PROTOCOL_VERSION is currently 3"),
+    ("truncated", "error", "spec: each command's fields follow the command byte in the order listed"),
+    ("trailing_bytes", "warning", "spec lists no more fields"),
+    ("bad_colors", "warning", "spec: colors is shirt*16 + pants, each one in the range 0-13"),
+    ("little_endian_long", "note", "real Quake peers write payload longs little-endian; the spec says big-endian "
+                                   "('Quake passes all multi-byte numbers over the wire in big endian format')"),
+    ("big_endian_long", "note", "spec: 'Quake passes all multi-byte numbers over the wire in big endian format'; "
+                                "real Quake peers write them little-endian"),
+    ("walk_out_of_order", "note", 'spec: "thereafter you send the name of the rule from the last response"'),
+    ("state_evicted", "note", "conversations tracked at once are limited to keep memory bounded"),
+    ("incomplete_walk", "note", "spec: 'when you reach the end of the list you'll get a response that doesn't "
+                                "have a rule or value'"),
+])
+
+
 class NetQuake(Dissector):
     key = "netquake"
     title = "NetQuake"
     transports = ("udp",)
     ports = (26000,)
-    truncated_code = "netquake.truncated"
-    truncated_rule = "spec: each command's fields follow the command byte in the order listed"
+    fields = F
+    findings = W
+    analyzer = "dissect.analysis.netquake:NetQuakeAnalyzer"
+    truncated = W.truncated
 
     def __init__(self):
         # Conversations where NetQuake was seen, so data packets on other ports are recognized.
@@ -111,12 +176,12 @@ class NetQuake(Dissector):
             in self.conversations
 
     def observe(self, packet, msg):
-        if packet is None or msg.data.get("command") is None:
+        if packet is None or msg.values.get("command") is None:
             return
         self._remember(_conversation(packet.src, packet.sport, packet.dst, packet.dport))
-        if msg.data["command"] == CCREP_ACCEPT and isinstance(msg.data.get("port"), int):
+        if msg.values["command"] == CCREP_ACCEPT and isinstance(msg.values.get("port"), int):
             # The game runs between the client and the port the server accepted it on.
-            self._remember(_conversation(packet.src, msg.data["port"], packet.dst, packet.dport))
+            self._remember(_conversation(packet.src, msg.values["port"], packet.dst, packet.dport))
 
     def _remember(self, conversation):
         self.conversations[conversation] = True
@@ -126,12 +191,11 @@ class NetQuake(Dissector):
 
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        flags = cur.number(U16BE, "netquake.flags", "Flags", _flags_text)
-        length = cur.number(U16BE, "netquake.length", "Length")
-        msg.data["flags"] = flags
+        flags = cur.number(U16BE, F.flags)
+        length = cur.number(U16BE, F.length)
+        msg.values["flags"] = flags
         if length != cur.end:
-            cur.flag_last("netquake.length_mismatch", "error",
-                          f"header length {length} differs from the payload length {cur.end} ({RULE_HEADER})")
+            cur.flag_last(W.length_mismatch, f"header length {length} differs from the payload length {cur.end}")
         if flags & NETFLAG_CTL:
             self._control(cur, msg, flags)
         else:
@@ -141,121 +205,112 @@ class NetQuake(Dissector):
         names = [name for bit, name in DATA_FLAG_NAMES if flags & bit]
         msg.name = "data" if flags & NETFLAG_DATA else ("ack" if flags & NETFLAG_ACK else
                                                          "unreliable" if flags & NETFLAG_UNRELIABLE else "nak")
-        sequence = cur.number(U32BE, "netquake.sequence", "Sequence")
-        msg.data["sequence"] = sequence
+        sequence = cur.number(U32BE, F.sequence)
+        msg.values["sequence"] = sequence
         size = cur.remaining()
         if size:
-            cur.rest("netquake.data", "Game data", lambda v: f"{len(v)} bytes")
+            cur.rest(F.data)
         msg.info = f"{'|'.join(names)} seq={sequence}" + (f" len={size}" if size else "")
 
     def _control(self, cur, msg, flags):
         if flags != NETFLAG_CTL:
-            cur.finding("netquake.bad_flags", "warning",
-                        f"control packet flags are {hex16(flags)}, not 0x8000 "
-                        f"(spec: 'for these control packets they will always be 0x80 0x00')", 0, 2)
-        command = cur.u8("netquake.control.command", "Command", _command_text)
-        msg.data["command"] = command
+            cur.finding(W.bad_flags, f"control packet flags are {hex16(flags)}, not 0x8000", 0, 2)
+        command = cur.u8(F.control.command)
+        msg.values["command"] = command
         name = COMMANDS.get(command)
         if name is None:
             msg.name = f"unknown_0x{command:02x}"
-            cur.flag_last("netquake.unknown_command", "warning",
-                          f"command byte 0x{command:02x} is not one of the nine defined "
-                          f"(spec: four requests 0x01-0x04 and five responses 0x81-0x85)")
+            cur.flag_last(W.unknown_command, f"command byte 0x{command:02x} is not one of the nine defined")
             if cur.remaining():
-                cur.rest("netquake.control.body", "Body")
+                cur.rest(F.control.body)
             msg.info = f"Unknown command 0x{command:02x}"
             return
         msg.name = name
         BODIES[command](self, cur, msg)
         if cur.remaining():
             count = cur.remaining()
-            cur.rest("netquake.trailing", "Trailing bytes")
-            cur.flag_last("netquake.trailing_bytes", "warning",
-                          f"{count} bytes after the last field of {name} (spec lists no more fields)")
+            cur.rest(F.trailing)
+            cur.flag_last(W.trailing_bytes, f"{count} bytes after the last field of {name}")
 
     # -- bodies, in the spec's order ---------------------------------------------------------------
     def _game_request(self, cur, msg):
-        game = cur.cstring("netquake.control.game_name", "game_name", "latin-1")
-        msg.data["game_name"] = game
+        game = cur.cstring(F.control.game_name, "latin-1")
+        msg.values["game_name"] = game
         if game != GAME_NAME:
-            cur.flag_last("netquake.bad_game_name", "warning",
-                          f'game_name is "{game}", not "QUAKE" (spec: string game_name "QUAKE")')
-        version = cur.u8("netquake.control.net_protocol_version", "net_protocol_version")
-        msg.data["version"] = version
+            cur.flag_last(W.bad_game_name, f'game_name is "{game}", not "QUAKE"')
+        version = cur.u8(F.control.net_protocol_version)
+        msg.values["version"] = version
         self._check_version(cur, version)
         msg.info = f'{msg.name} game="{game}" version={version}'
 
     def _check_version(self, cur, version):
         if version != NET_PROTOCOL_VERSION:
-            cur.flag_last("netquake.bad_version", "warning",
-                          f"net_protocol_version is {version}, not 3 (spec: NET_PROTOCOL_VERSION is currently 3)")
+            cur.flag_last(W.bad_version, f"net_protocol_version is {version}, not 3")
 
     def _player_request(self, cur, msg):
-        number = cur.u8("netquake.control.player_number", "player_number")
-        msg.data["player_number"] = number
+        number = cur.u8(F.control.player_number)
+        msg.values["player_number"] = number
         msg.info = f"CCREQ_PLAYER_INFO player={number}"
 
     def _rule_request(self, cur, msg):
-        rule = cur.cstring("netquake.control.rule", "rule", "latin-1")
-        msg.data["rule"] = rule
+        rule = cur.cstring(F.control.rule, "latin-1")
+        msg.values["rule"] = rule
         msg.info = f'CCREQ_RULE_INFO rule="{rule}"' if rule else 'CCREQ_RULE_INFO rule="" (first rule)'
 
     def _accept(self, cur, msg):
         order = _long_order(cur, _plausible_port)
-        port = cur.number(order, "netquake.control.port", "port")
-        msg.data["port"] = port
+        port = cur.number(order, F.control.port)
+        msg.values["port"] = port
         msg.info = f"CCREP_ACCEPT port={port}"
 
     def _reject(self, cur, msg):
-        reason = cur.cstring("netquake.control.reason", "reason", "latin-1")
-        msg.data["reason"] = reason
+        reason = cur.cstring(F.control.reason, "latin-1")
+        msg.values["reason"] = reason
         msg.info = f'CCREP_REJECT "{reason.rstrip()}"'
 
     def _server_info(self, cur, msg):
-        address = cur.cstring("netquake.control.server_address", "server_address", "latin-1")
-        host = cur.cstring("netquake.control.host_name", "host_name", "latin-1")
-        level = cur.cstring("netquake.control.level_name", "level_name", "latin-1")
-        msg.data.update(server_address=address, host_name=host, level_name=level)
-        current = cur.u8("netquake.control.current_players", "current_players")
-        maximum = cur.u8("netquake.control.max_players", "max_players")
-        msg.data.update(current_players=current, max_players=maximum)
-        version = cur.u8("netquake.control.net_protocol_version", "net_protocol_version")
-        msg.data["version"] = version
+        address = cur.cstring(F.control.server_address, "latin-1")
+        host = cur.cstring(F.control.host_name, "latin-1")
+        level = cur.cstring(F.control.level_name, "latin-1")
+        msg.values.update(server_address=address, host_name=host, level_name=level)
+        current = cur.u8(F.control.current_players)
+        maximum = cur.u8(F.control.max_players)
+        msg.values.update(current_players=current, max_players=maximum)
+        version = cur.u8(F.control.net_protocol_version)
+        msg.values["version"] = version
         self._check_version(cur, version)
         msg.info = f'CCREP_SERVER_INFO "{host}" map={level} players {current}/{maximum}'
 
     def _player_info(self, cur, msg):
-        number = cur.u8("netquake.control.player_number", "player_number")
-        name = cur.cstring("netquake.control.name", "name", "latin-1")
-        msg.data.update(player_number=number, name=name)
+        number = cur.u8(F.control.player_number)
+        name = cur.cstring(F.control.name, "latin-1")
+        msg.values.update(player_number=number, name=name)
         order = _long_order(cur, lambda colors: 0 <= colors <= 0xFF)
-        colors = cur.number(order, "netquake.control.colors", "colors", colors_text)
+        colors = cur.number(order, F.control.colors)
         shirt, pants = (colors >> 4) & 0x0F, colors & 0x0F
         color_byte = cur.last_offset + (3 if order is I32BE else 0)
-        cur.add_child("netquake.control.colors.shirt", "shirt", color_byte, 1, shirt)
-        cur.add_child("netquake.control.colors.pants", "pants", color_byte, 1, pants)
-        msg.data.update(colors=colors, shirt=shirt, pants=pants)
+        cur.add_child(F.control.colors.shirt, color_byte, 1, shirt)
+        cur.add_child(F.control.colors.pants, color_byte, 1, pants)
+        msg.values.update(colors=colors, shirt=shirt, pants=pants)
         if colors < 0 or colors > 0xFF or shirt > COLOR_MAX or pants > COLOR_MAX:
-            cur.flag_last("netquake.bad_colors", "warning",
-                          f"colors {colors} gives shirt {shirt} and pants {pants} (spec: colors is shirt*16 + "
-                          f"pants, each one in the range 0-13)")
-        frags = cur.number(order, "netquake.control.frags", "frags")
-        connect_time = cur.number(order, "netquake.control.connect_time", "connect_time", seconds)
-        address = cur.cstring("netquake.control.address", "address", "latin-1")
-        msg.data.update(frags=frags, connect_time=connect_time, address=address)
+            cur.flag_last(W.bad_colors, f"colors {colors} gives shirt {shirt} and pants {pants}")
+        frags = cur.number(order, F.control.frags)
+        connect_time = cur.number(order, F.control.connect_time)
+        address = cur.cstring(F.control.address, "latin-1")
+        msg.values.update(frags=frags, connect_time=connect_time, address=address)
         msg.info = f'CCREP_PLAYER_INFO player={number} "{name}" frags={frags}'
 
     def _rule_info(self, cur, msg):
         if cur.at_end():
-            msg.data["end_of_rules"] = True
-            cur.add("netquake.control.end_of_rules", "End of rules", 4, 1, True,
+            msg.values["end_of_rules"] = True
+            cur.add(F.control.end_of_rules, 4, 1, True,
                     display="no rule or value: the list has ended (spec: 'the length of the packet will be 5')",
                     generated=True)
             msg.info = "CCREP_RULE_INFO end of rules"
             return
-        rule = cur.cstring("netquake.control.rule", "rule", "latin-1")
-        value = cur.cstring("netquake.control.value", "value", "latin-1")
-        msg.data.update(rule=rule, value=value, end_of_rules=False)
+        rule = cur.cstring(F.control.rule, "latin-1")
+        value = cur.cstring(F.control.value, "latin-1")
+        msg.values.update(rule=rule, value=value, end_of_rules=False)
         msg.info = f'CCREP_RULE_INFO {rule}="{value}"'
 
 
@@ -267,28 +322,14 @@ def _long_order(cur, plausible):
     little = I32LE.unpack_from(cur.data, pos)[0]
     big = I32BE.unpack_from(cur.data, pos)[0]
     if not plausible(little) and plausible(big):
-        cur.finding("netquake.big_endian_long", "note",
-                    "payload longs decoded big-endian as the spec says ('Quake passes all multi-byte "
-                    "numbers over the wire in big endian format'); real Quake peers write them little-endian",
-                    pos, 4)
+        cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
         return I32BE
-    cur.finding("netquake.little_endian_long", "note",
-                "payload longs decoded little-endian as real Quake peers write them; the spec says big-endian "
-                "('Quake passes all multi-byte numbers over the wire in big endian format')", pos, 4)
+    cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
     return I32LE
 
 
 def _plausible_port(port):
     return 0 < port <= 0xFFFF
-
-
-def colors_text(colors):
-    return f"{colors} (shirt {(colors >> 4) & 0x0F}, pants {colors & 0x0F})"
-
-
-def seconds(value):
-    minutes, secs = divmod(value, 60)
-    return f"{value} s ({minutes}:{secs:02d})" if value >= 0 else f"{value} s"
 
 
 def _conversation(src, sport, dst, dport):

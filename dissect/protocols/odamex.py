@@ -79,12 +79,12 @@ class Odamex(Dissector):
 
     def observe(self, packet, msg):
         if packet is not None and msg.name == "launcher_request":
-            self.keyed.put((packet.src, packet.sport, packet.dst, packet.dport), msg.data.get("key") is not None)
+            self.keyed.put((packet.src, packet.sport, packet.dst, packet.dport), msg.values.get("key") is not None)
 
     # -- decoding --------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
         tag = cur.number(I32LE, "odamex.tag", "Tag", _tag_text)
-        msg.data["tag"] = tag
+        msg.values["tag"] = tag
         if tag == LAUNCHER_TAG:
             if cur.end in (4, 8):
                 self._request(cur, msg, packet)
@@ -100,20 +100,20 @@ class Odamex(Dissector):
         msg.name = "launcher_request"
         if cur.remaining() == 4:
             key = cur.raw("odamex.key", "Key", 4, lambda v: f"{v.hex(' ')} (echoed by the server after its token)")
-            msg.data["key"] = key
+            msg.values["key"] = key
         port = packet.dport if packet is not None else None
         role = {SERVER_PORT: "server info", MASTER_PORT: "master list"}.get(port)
-        msg.data["role_by_port"] = role
+        msg.values["role_by_port"] = role
         msg.info = f"Launcher request ({role} by port)" if role else "Launcher request"
-        if "key" in msg.data:
-            msg.info += f" key={msg.data['key'].hex()}"
+        if "key" in msg.values:
+            msg.info += f" key={msg.values['key'].hex()}"
 
     # master list ---------------------------------------------------------------------------------
     def _master_list(self, cur, msg):
         msg.name = "master_list"
         count = cur.number(I16LE, "odamex.server_count", "Server count")
         servers = []
-        msg.data.update(server_count=count, servers=servers)
+        msg.values.update(server_count=count, servers=servers)
         try:
             while cur.remaining():
                 servers.append(self._master_entry(cur))
@@ -145,7 +145,7 @@ class Odamex(Dissector):
         try:
             if fitted is not None and not cur.tree:
                 # The trial that fitted was this very decode without a tree: keep its result.
-                msg.data.update(fitted.data)
+                msg.values.update(fitted.values)
                 msg.findings.extend(fitted.findings)
                 cur.pos = cur.end
             else:
@@ -159,7 +159,7 @@ class Odamex(Dissector):
             pass  # the finding is already at the byte that broke
         except Truncated as exc:
             self._truncated(cur, msg, exc)
-        msg.data.update(layout=layout, echoed_key=echo, extension=extension)
+        msg.values.update(layout=layout, echoed_key=echo, extension=extension)
         cur.add("odamex.layout", "Layout", start, cur.end - start, layout, display=LAYOUT_NAMES[layout],
                 generated=True)
         if broken:
@@ -175,8 +175,8 @@ class Odamex(Dissector):
             msg.add_finding("odamex.extension", "note",
                             "newer-server extension after the team block (version, e-mail, limits, flags, per-player "
                             "stats, markers 0x01020304 and 0x01020305): beyond the spec, decoded, not trailing "
-                            "garbage", msg.data.get("extension_offset"), 0)
-        data = msg.data
+                            "garbage", msg.values.get("extension_offset"), 0)
+        data = msg.values
         msg.info = (f'Server info "{data.get("name")}" map={data.get("map")} players {data.get("players")}/'
                     f'{data.get("max_players")} {GAME_TYPES.get(data.get("game_type"), "?")}')
 
@@ -184,7 +184,7 @@ class Odamex(Dissector):
         cur.finding("odamex.truncated", "error",
                     f"{exc.name} runs off the end of the reply at offset {exc.offset} ({self.truncated_rule})",
                     exc.offset, exc.available)
-        announced, decoded = msg.data.get("players"), msg.data.get("player_list")
+        announced, decoded = msg.values.get("players"), msg.values.get("player_list")
         if decoded is not None and announced is not None and len(decoded) < announced:
             cur.finding("odamex.count_mismatch", "warning",
                         f"'Players in server' says {announced} but {len(decoded)} players could be decoded "
@@ -220,8 +220,8 @@ def _trial(data, layout, echo, extension):
     try:
         _ServerInfo(cur, msg, layout, echo, extension).read()
     except (_Broken, Truncated) as exc:
-        return exc.offset, False, bool(msg.data.get("ext_recognized")), msg
-    return cur.pos, cur.at_end(), bool(msg.data.get("ext_recognized")), msg
+        return exc.offset, False, bool(msg.values.get("ext_recognized")), msg
+    return cur.pos, cur.at_end(), bool(msg.values.get("ext_recognized")), msg
 
 
 class _ServerInfo:
@@ -230,7 +230,7 @@ class _ServerInfo:
     def __init__(self, cur, msg, layout, echo, extension):
         self.cur = cur
         self.msg = msg
-        self.data = msg.data
+        self.data = msg.values
         self.layout = layout
         self.echo = echo
         self.extension = extension

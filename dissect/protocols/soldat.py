@@ -220,12 +220,12 @@ class Soldat(Dissector):
         type_byte = cur.u8("soldat.type", "Type", _type_text)
         name, title = TYPES.get(type_byte, (f"unknown_0x{type_byte:02x}", "unknown"))
         msg.name = name
-        msg.data["type"] = chr(type_byte)
+        msg.values["type"] = chr(type_byte)
         terminated = len(line) >= 2 and line.endswith(EOL)
         if terminated:
             cur.end -= 1
         separator, encoding = separator_of(line)
-        msg.data["encoding"] = encoding
+        msg.values["encoding"] = encoding
         if not terminated and separator == SEP_UTF8 and line.endswith(SEP_UTF8[:1]):
             cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
         if type_byte not in TYPES:
@@ -269,7 +269,7 @@ class Soldat(Dissector):
 
     def _check_count(self, cur, msg, type_byte, texts, rules):
         expected = 5 if type_byte == 0x68 else len(rules)
-        msg.data["field_count"] = len(texts)
+        msg.values["field_count"] = len(texts)
         if len(texts) != expected:
             what = "separators" if type_byte == 0x68 else "fields"
             cur.finding("soldat.bad_field_count" if type_byte != 0x68 else "soldat.bad_end_line",
@@ -282,7 +282,7 @@ class Soldat(Dissector):
         stripped = text.strip(" ") if numeric else text
         value, display, problem, level = rule(stripped)
         cur.add(key, name, start, length, value, rule.fmt, display)
-        msg.data[short] = value
+        msg.values[short] = value
         if stripped != text:
             cur.finding("soldat.whitespace", "note",
                         f"{name} has spaces around its value ({text!r}); accepted and trimmed (the spec's own "
@@ -292,7 +292,7 @@ class Soldat(Dissector):
                         start, length)
 
     def _cross_checks(self, cur, msg):
-        data = msg.data
+        data = msg.values
         players, maximum = data.get("players"), data.get("maxplayers")
         if isinstance(players, int) and isinstance(maximum, int) and players > maximum:
             cur.finding("soldat.bad_value", "warning",
@@ -300,7 +300,7 @@ class Soldat(Dissector):
 
     @staticmethod
     def _info(msg, texts):
-        data = msg.data
+        data = msg.values
         if msg.name == "request_list":
             return f"Request List version={data.get('version')} gametype={data.get('gametype')}"
         if msg.name == "list_begin":
@@ -379,7 +379,7 @@ class LineParser:
         self.spans.clear()
         msg = self.dissector.dissect(line, tree, packet, offset)
         msg.frames.extend(frames)
-        encoding = msg.data.get("encoding")
+        encoding = msg.values.get("encoding")
         if encoding and self.encoding is None:
             self.encoding = encoding
             msg.add_finding("soldat.separator", "note",

@@ -95,7 +95,7 @@ class TeeFrame(Dissector):
         data = cur.data
         ident = bytes(data[10:14])
         msg.name = ident.decode("latin-1")
-        msg.data["identifier"] = msg.name
+        msg.values["identifier"] = msg.name
         if len(data) > PACKET_LIMIT:
             cur.finding("teeframe.packet_too_large", "warning",
                         f"packet is {len(data)} bytes (spec: 'the 1400-byte packet size limit includes the six-byte "
@@ -119,7 +119,7 @@ class TeeFrame(Dissector):
     # gie3 ----------------------------------------------------------------------------------------
     def _request(self, cur, msg, ident):
         extended = cur.data[0:2] == XE
-        msg.data["extended"] = extended
+        msg.values["extended"] = extended
         if extended:
             cur.raw("teeframe.marker", "Marker", 2, lambda v: '"xe" (extended request)')
             extra = cur.number(U16BE, "teeframe.extra_token", "Extra Token", dec_hex)
@@ -141,7 +141,7 @@ class TeeFrame(Dissector):
                         f"request is {cur.end} bytes (spec: 'the complete request is 15 bytes')", 0, cur.end)
         token = cur.u8("teeframe.token", "Token", dec_hex)
         response_token = (extra << 8) | token
-        msg.data.update(token=token, extra_token=extra, response_token=response_token)
+        msg.values.update(token=token, extra_token=extra, response_token=response_token)
         cur.add("teeframe.response_token", "Response Token", 2 if extended else 14, 13 if extended else 1,
                 response_token, dec_hex, generated=True)
         self._check_request_length(cur, extended)
@@ -196,7 +196,7 @@ class TeeFrame(Dissector):
         self._check_reserved(cur, reserved)
         records = self._client_records(cur, msg, with_reserved=True)
         self._check_counts(cur, msg, records, token)
-        info = msg.data
+        info = msg.values
         msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
                     f'clients {info.get("num_clients")}/{info.get("max_clients")}'
                     f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
@@ -204,7 +204,7 @@ class TeeFrame(Dissector):
     def _iex_plus(self, cur, msg):
         token = self._token(cur, msg)
         number = self._decimal(cur, "teeframe.packet_number", "Packet Number")
-        msg.data["packet_number"] = number
+        msg.values["packet_number"] = number
         if number is not None and not 1 <= number <= 63:
             cur.flag_last("teeframe.bad_packet_number", "error",
                           f"packet number {number} (spec: 'a number from 1 to 63, increasing for each additional "
@@ -222,13 +222,13 @@ class TeeFrame(Dissector):
             cur.finding("teeframe.too_many_records", "warning",
                         f"{records} client records in an inf3 reply, which holds at most {INF3_MAX_RECORDS}")
         self._check_counts(cur, msg, records, token)
-        info = msg.data
+        info = msg.values
         msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
                     f'clients {info.get("num_clients")}/{info.get("max_clients")}')
 
     def _token(self, cur, msg):
         token = self._decimal(cur, "teeframe.token", "Token", allow_negative=True, fmt=_token_text)
-        msg.data["token"] = token
+        msg.values["token"] = token
         if token is not None and token < 0:
             if token == -1:
                 cur.flag_last("teeframe.unrequested_info", "note",
@@ -241,31 +241,31 @@ class TeeFrame(Dissector):
 
     def _server_fields(self, cur, msg, extended):
         version = self._string(cur, "teeframe.version", "Version")
-        msg.data["version"] = version
+        msg.values["version"] = version
         if not version.startswith("0.6"):
             cur.flag_last("teeframe.bad_version", "warning",
                           f'version "{version}" does not begin with 0.6 (spec: \'it must begin with 0.6 for '
                           f'protocol compatibility\')')
-        msg.data["name"] = self._string(cur, "teeframe.name", "Name")
-        msg.data["map"] = self._string(cur, "teeframe.map", "Map")
+        msg.values["name"] = self._string(cur, "teeframe.name", "Name")
+        msg.values["map"] = self._string(cur, "teeframe.map", "Map")
         if extended:
             crc = self._decimal(cur, "teeframe.map_crc", "Map CRC", allow_negative=True, fmt=_crc_text)
-            msg.data["map_crc"] = crc
+            msg.values["map_crc"] = crc
             if crc is not None and crc < 0:
                 cur.flag_last("teeframe.signed_map_crc", "note",
                               f"map CRC printed as a signed number ({crc} = 0x{crc & 0xFFFFFFFF:08x}), as real "
                               f"servers do; the spec's Decimal String holds the CRC itself")
-            msg.data["map_size"] = self._decimal(cur, "teeframe.map_size", "Map Size")
-        msg.data["game_type"] = self._string(cur, "teeframe.game_type", "Game Type")
+            msg.values["map_size"] = self._decimal(cur, "teeframe.map_size", "Map Size")
+        msg.values["game_type"] = self._string(cur, "teeframe.game_type", "Game Type")
         flags = self._decimal(cur, "teeframe.flags", "Flags", fmt=_flags_text)
-        msg.data["flags"] = flags
+        msg.values["flags"] = flags
         if flags is not None and flags not in (0, 1):
             cur.flag_last("teeframe.bad_flags", "warning",
                           f"server flags {flags} (spec: 'flag value 1 means a password is required; 0 means no "
                           f"password is required')")
         for key, name in (("num_players", "Num Players"), ("max_players", "Max Players"),
                           ("num_clients", "Num Clients"), ("max_clients", "Max Clients")):
-            msg.data[key] = self._decimal(cur, f"teeframe.{key}", name)
+            msg.values[key] = self._decimal(cur, f"teeframe.{key}", name)
 
     def _check_reserved(self, cur, value):
         if value:
@@ -278,7 +278,7 @@ class TeeFrame(Dissector):
                     offset, length)
 
     def _check_counts(self, cur, msg, records, token):
-        data = msg.data
+        data = msg.values
         players, max_players = data.get("num_players"), data.get("max_players")
         clients, max_clients = data.get("num_clients"), data.get("max_clients")
         problems = []
@@ -301,7 +301,7 @@ class TeeFrame(Dissector):
     # client records ----------------------------------------------------------------------------
     def _client_records(self, cur, msg, with_reserved):
         records = []
-        msg.data["clients"] = records
+        msg.values["clients"] = records
         while not cur.at_end():
             start = cur.pos
             with cur.subtree("teeframe.client", "Client") as node:
@@ -314,7 +314,7 @@ class TeeFrame(Dissector):
                                 f"(spec: 'a client record must never be split across packets')",
                                 start, cur.end - start)
                     cur.pos = cur.end
-                    msg.data["split_record"] = True
+                    msg.values["split_record"] = True
                     break
                 if cur.tree:
                     node.name = f'Client "{record["name"]}"'

@@ -7,6 +7,7 @@ import time
 from ..capture.layers import LINKTYPE_NAMES
 from ..core import worst_severity
 from ..core.fmt import endpoint
+from ..registry import load_protocols
 
 # Control characters and terminal escapes from packets are shown escaped, never sent to the terminal.
 _ESCAPES = {c: f"\\x{c:02x}" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
@@ -21,13 +22,12 @@ INDENT = ["    " * depth for depth in range(16)]
 SEVERITY_COLOR = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "note": "\x1b[36m", "chat": "\x1b[2m"}
 RESET = "\x1b[0m"
 
-TITLES = {"netquake": "NetQuake", "teeframe": "TeeFrame", "odamex": "Odamex", "soldat": "Soldat"}
 
 
 def protocol_title(key):
-    return TITLES.get(key, key.upper())
-
-
+    """A protocol's declared title; the lower layers' keys in capitals (UDP, TCP, IPV4...)."""
+    cls = load_protocols().get(key)
+    return cls.title if cls is not None and cls.title else key.upper()
 
 
 class SummaryRenderer:

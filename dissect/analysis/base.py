@@ -1,0 +1,29 @@
+"""The base of every protocol's cross-packet tracker: what a tracker that has nothing to say does."""
+
+
+class Analyzer:
+    """One per protocol and run. The pipeline calls ``feed`` with each decoded message, ``stream_closed``
+    when a TCP stream of the protocol ends, and ``finish`` at the end of the capture; ``-j`` calls
+    ``merge`` to fold another worker's tracker into this one; ``stats`` feeds ``--stats``.
+    Subclasses override what they track; these defaults track nothing."""
+
+    __slots__ = ()
+
+    def feed(self, record, msg, tree):
+        """Learn from one message of ``record`` (a frame); return the analysis records it concludes."""
+        return []
+
+    def stream_closed(self, stream):
+        """TCP stream number ``stream`` ended: return what that concludes."""
+        return []
+
+    def finish(self):
+        """The capture ended: return what is still pending, concluded."""
+        return []
+
+    def merge(self, other):
+        """Fold ``other`` (the same class, from another -j worker) into this tracker."""
+
+    def stats(self):
+        """What --stats shows of this protocol: a dict; its ``servers`` list feeds the servers-seen table."""
+        return {}

@@ -1,0 +1,74 @@
+"""The fields and findings below the protocols: frames, link and IP layers, transports, expert info.
+
+A display filter may name any of these keys beside the protocols' own (``-G fields`` lists them all).
+"""
+
+from ..core.tables import FieldTable, FindingTable
+
+FRAME_FIELDS = (
+    FieldTable("frame", [
+        ("number", "Frame number", "uint32", "the frame's number in the capture, from 1"),
+        ("len", "Frame length", "uint32", "the frame's length on the wire"),
+        ("cap_len", "Captured length", "uint32", "the bytes of the frame that were captured"),
+        ("time", "Arrival time", "time", "seconds since 1970-01-01 UTC"),
+        ("protocol", "Protocol", "string", "the highest protocol decoded (a protocol key, or udp, tcp, ip ...)"),
+    ], title="Frame"),
+    FieldTable("eth", [], title="Ethernet II"),
+    FieldTable("vlan", [], title="802.1Q Virtual LAN"),
+    FieldTable("null", [], title="Null/Loopback"),
+    FieldTable("sll", [], title="Linux cooked capture v1"),
+    FieldTable("sll2", [], title="Linux cooked capture v2"),
+    FieldTable("ip", [
+        ("src", "Source address", "address", "IPv4 source address"),
+        ("dst", "Destination address", "address", "IPv4 destination address"),
+        ("addr", "Source or destination address", "address", "either IPv4 address"),
+    ], title="Internet Protocol version 4"),
+    FieldTable("ipv6", [
+        ("src", "Source address", "address", "IPv6 source address"),
+        ("dst", "Destination address", "address", "IPv6 destination address"),
+        ("addr", "Source or destination address", "address", "either IPv6 address"),
+    ], title="Internet Protocol version 6"),
+    FieldTable("udp", [
+        ("srcport", "Source port", "uint16", "UDP source port"),
+        ("dstport", "Destination port", "uint16", "UDP destination port"),
+        ("port", "Source or destination port", "uint16", "either UDP port"),
+    ], title="User Datagram Protocol"),
+    FieldTable("tcp", [
+        ("srcport", "Source port", "uint16", "TCP source port"),
+        ("dstport", "Destination port", "uint16", "TCP destination port"),
+        ("port", "Source or destination port", "uint16", "either TCP port"),
+        ("stream", "Stream index", "uint32", "the TCP connection's number in the capture, from 0"),
+    ], title="Transmission Control Protocol"),
+    FieldTable("expert", [
+        ("code", "Finding code", "string", "the code of a finding on the frame (e.g. netquake.bad_flags)"),
+        ("severity", "Severity", "string", "a finding's severity: error, warning, note or chat"),
+    ], title="Expert info"),
+    FieldTable("analysis", [], title="Analysis record (its name: analysis == \"server_info\")"),
+)
+
+FRAME_FINDINGS = FindingTable("capture", [
+    ("corrupt", "error", "every record of a capture file must be readable; reading resumes where it can"),
+    ("truncated_frame", "warning", "a frame captured shorter than its wire length (snap length)"),
+    ("time_backwards", "note", "frames of a capture are written in the order they arrived"),
+])
+
+TCP_FINDINGS = FindingTable("tcp", [
+    ("stream_evicted", "warning", "TCP streams open at once are limited to keep memory bounded"),
+    ("retransmission", "note", "bytes of a stream already delivered are not delivered again"),
+    ("out_of_order", "note", "a segment ahead of the next expected byte waits for the gap to fill"),
+    ("buffer_limit", "warning", "bytes held behind a gap are limited per stream and in all"),
+    ("overlap_conflict", "warning", "bytes sent twice in a stream must be the same bytes"),
+    ("lost_segment", "warning", "a stream's bytes arrive without gaps"),
+])
+
+IP_FINDINGS = FindingTable("ip", [
+    ("fragments_evicted", "warning", "IPv4 datagrams in reassembly are limited to keep memory bounded"),
+    ("bad_fragment", "warning", "an IPv4 datagram is at most 65535 bytes"),
+    ("fragment_overlap", "warning", "the fragments of an IPv4 datagram do not overlap"),
+])
+
+DISSECT_FINDINGS = FindingTable("dissect", [
+    ("internal_error", "error", "a bug in dissect: the frame is reported and the capture goes on"),
+])
+
+SHARED_FINDINGS = (FRAME_FINDINGS, TCP_FINDINGS, IP_FINDINGS, DISSECT_FINDINGS)
