@@ -1,4 +1,16 @@
-"""dissect: a Wireshark-style dissector for classic game-server query protocols."""
+"""dissect: a Wireshark-style dissector for classic game-server query protocols.
+
+The Python API (see README, "Python API")::
+
+    import dissect
+    with dissect.open("capture.pcapng", filter="netquake") as capture:
+        for record in capture:
+            print(record.number, record.info)
+
+``open``, ``dissect_payload`` and ``protocols`` run captures; ``Dissector``, ``Analyzer``,
+``FieldTable`` and ``FindingTable`` are what a protocol plugin is made of (entry-point group
+``dissect.protocols``).
+"""
 
 import os
 
@@ -55,3 +67,25 @@ def compiled():
 # DISSECT_PURE_PYTHON=1 selects the source too: coverage-guided fuzzing and profilers need it.
 if os.environ.get("DISSECT_PURE_PYTHON") or _build_is_stale(os.path.dirname(os.path.abspath(__file__))):
     _import_sources()
+
+
+_EXPORTS = {
+    "open": "api", "dissect_payload": "api", "protocols": "api", "Capture": "api",
+    "CaptureError": "capture.files", "UsageError": "registry",
+    "Dissector": "registry", "register": "registry", "Analyzer": "analysis.base",
+    "FieldTable": "core.tables", "FindingTable": "core.tables", "FieldSpec": "core.tables",
+    "FindingSpec": "core.tables", "AnalysisRecord": "core.model", "Message": "core.model", "Field": "core.model",
+    "Finding": "core.model",
+}
+__all__ = sorted(_EXPORTS) + ["compiled", "__version__"]
+
+
+def __getattr__(name):
+    """The API's names, imported when first used: ``import dissect`` itself stays cheap."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dissect' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

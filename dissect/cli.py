@@ -1,4 +1,4 @@
-"""The ``dissect`` command: argument parsing and wiring, no protocol knowledge."""
+"""The ``dissect`` command: argument parsing and printing, on top of the engine (``session.py``)."""
 
 import argparse
 import gc
@@ -6,16 +6,11 @@ import os
 import sys
 
 from . import __version__
-from .capture.files import CaptureFiles, Frame
-from .capture.layers import Packet
-from .core import SEVERITY_RANK
-from .filter import compile_filter, evaluate, frame_values
-from .pipeline import FrameRecord, Pipeline
-from .registry import Registry, UsageError, load_protocols, parse_decode_as
-from .render.hexdump import HexRenderer
-from .render.jsonout import JsonRenderer
-from .render.stats import StatsCollector
-from .render.text import SummaryRenderer, TreeRenderer
+from .capture.files import CaptureFiles
+from .progress import Progress
+from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols
+from .render.printer import Printer
+from .session import Session
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -45,6 +40,9 @@ def build_parser():
     parser.add_argument("--payload", metavar="HEX", help="dissect one message given in hex (needs --protocol)")
     parser.add_argument("--payload-file", metavar="FILE", help="dissect one message from a file of raw bytes")
     parser.add_argument("--protocol", metavar="PROTO", help="protocol of --payload / --payload-file")
+    parser.add_argument("-G", dest="list_fields", choices=("fields", "findings"),
+                        help="list every field key (key, protocol, type, name, description) or every finding code "
+                             "(code, severity, rule), tab-separated, and exit")
     live = parser.add_argument_group("live capture")
     live.add_argument("-i", "--interface", metavar="IFACE", help="capture live on this interface (needs root)")
     live.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter, e.g. 'udp port 26000'")
@@ -147,87 +145,27 @@ class _Batched:
         return self.stream.fileno()
 
 
-def _use_color(choice, stream):
+def use_color(choice, stream):
     if choice != "auto":
         return choice == "always"
     return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
-class Output:
-    """Sends every record to the chosen views and keeps what exit codes and --stats need."""
-
-    def __init__(self, args, out):
-        self.out = out
-        color = _use_color(args.color, out)
-        self.filter = compile_filter(args.filter) if args.filter else None
-        self.stats = StatsCollector() if args.stats else None
-        self.fail_rank = SEVERITY_RANK[args.fail_on] if args.fail_on else None
-        self.failed = False
-        self.json = None
-        self.views = []
-        if args.format != "text":
-            self.json = JsonRenderer(out, lines=args.format == "jsonl")
-            if not args.stats:
-                self.views.append(self.json)
-        elif not args.stats:
-            if args.verbose or args.payload_mode:
-                self.views.append(TreeRenderer(out, color))
-            if args.hex:
-                self.views.append(HexRenderer(out, color))
-            if not self.views:
-                self.views.append(SummaryRenderer(out, color))
-
-    def _check_fail(self, findings):
-        if self.fail_rank is not None and not self.failed:
-            for finding in findings:
-                if SEVERITY_RANK[finding.severity] >= self.fail_rank:
-                    self.failed = True
-                    return
-
-    def frame(self, record):
-        self._check_fail(record.all_findings())
-        if self.stats:
-            self.stats.frame(record)
-        if self.filter is not None and not evaluate(self.filter, frame_values(record)):
-            return
-        for view in self.views:
-            view.frame(record)
-
-    def analysis(self, rec):
-        self._check_fail(rec.findings)
-        if self.stats:
-            self.stats.analysis(rec)
-        if self.filter is not None and not evaluate(self.filter, _analysis_values(rec)):
-            return
-        for view in self.views:
-            view.analysis(rec)
-
-    def close(self, analyzers):
-        if self.stats:
-            if self.json is not None:
-                for key, analyzer in sorted(analyzers.items()):
-                    for server in analyzer.stats().get("servers", ()):
-                        self.json.extra({"kind": "server", "protocol": key, **server})
-                self.json.extra(self.stats.as_dict(analyzers))
-            else:
-                self.stats.render_text(self.out, analyzers)
-        if self.json is not None:
-            self.json.close()
-        self.out.flush()
+def _printer(args, out):
+    return Printer(out, format=args.format, verbose=args.verbose or args.payload_mode, hexdump=args.hex,
+                   color=use_color(args.color, out), stats=args.stats)
 
 
-def _analysis_values(rec):
-    values = {rec.protocol: [True], "analysis": [rec.name], f"{rec.protocol}.analysis": [rec.name]}
-    for finding in rec.findings:
-        values.setdefault("expert.code", []).append(finding.code)
-        values.setdefault("expert.severity", []).append(finding.severity)
-    return values
+def _session(args, printer):
+    return Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
+                   stats=args.stats, fail_on=args.fail_on)
 
 
 def _run(args, out):
-    load_protocols()
-    _tune_garbage_collector()
     args.payload_mode = args.payload is not None or args.payload_file is not None
+    if args.list_fields:
+        return _list_fields(args.list_fields, out)
+    _tune_garbage_collector()
     if args.list_interfaces:
         from .capture.live import list_interfaces
         for index, name in list_interfaces():
@@ -249,17 +187,32 @@ def _run(args, out):
         raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")
     if not args.files:
         raise UsageError("no input: give a capture FILE, -i IFACE, or --payload HEX --protocol PROTO (see --help)")
+    if args.jobs > 1 and not all(map(_rereadable, args.files)):
+        print("dissect: -j reads its files twice (once to share the work out): input that cannot be read "
+              "twice runs in one process", file=sys.stderr)
+        args.jobs = 1
     if args.jobs > 1:
         from .parallel import run_parallel
+        args.color = "always" if use_color(args.color, out) else "never"
         return run_parallel(args, out)
-    output, pipeline = _setup(args, out)
-    errors = _read_files(args.files, pipeline, output)
-    _conclude(pipeline, output)
+    printer = _printer(args, out)
+    session = _session(args, printer)
+    errors = _read_files(args.files, session)
+    session.finish()
+    printer.close(session.stats, session.analyzers)
     for error in errors:
         print(f"dissect: {error}", file=sys.stderr)
     if errors:
         return 2
-    return 1 if output.failed else 0
+    return 1 if session.failed else 0
+
+
+def _rereadable(path):
+    """A regular file can be read again from the start; a FIFO, a pipe or a terminal cannot."""
+    try:
+        return os.path.isfile(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _tune_garbage_collector():
@@ -270,12 +223,12 @@ def _tune_garbage_collector():
     gc.set_threshold(20000, 50, 50)
 
 
-def _read_files(paths, pipeline, output):
+def _read_files(paths, session):
     """Read the files in turn as one capture (frame numbers go on); return the reasons any stopped early."""
     files = CaptureFiles(paths)
-    progress = _Progress(paths) if sys.stderr.isatty() else None
+    progress = Progress(paths) if sys.stderr.isatty() else None
     for frame in files:
-        _one_frame(frame, pipeline, output)
+        session.frame(frame)
         if progress is not None and not frame.number & 0x3FFF:
             progress.show(frame.number, *files.position())
     if progress is not None:
@@ -283,70 +236,11 @@ def _read_files(paths, pipeline, output):
     return files.errors
 
 
-class _Progress:
-    """Frames read and percent of the file being read, on stderr when it is a terminal and the file is large."""
-
-    MIN_SIZE = 20 * 1024 * 1024
-
-    def __init__(self, paths):
-        import time
-        self.clock = time.monotonic
-        self.sizes = [_size(path) for path in paths]
-        self.shown = False
-        self.last = self.clock()
-
-    def show(self, frames, index, position):
-        """``position``: how many bytes of file ``index`` have been read."""
-        size = self.sizes[index]
-        if size < self.MIN_SIZE or self.clock() - self.last < 0.5:
-            return
-        self.last = self.clock()
-        sys.stderr.write(f"\r{frames:,} frames, {100.0 * position / size:5.1f}%")
-        sys.stderr.flush()
-        self.shown = True
-
-    def done(self):
-        if self.shown:
-            sys.stderr.write("\r" + " " * 40 + "\r")
-            sys.stderr.flush()
-
-
-def _size(path):
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def _setup(args, out):
-    registry = Registry(parse_decode_as(args.decode_as))
-    output = Output(args, out)
-    tree = args.verbose or args.hex or args.format != "text" or output.filter is not None
-    return output, Pipeline(registry, tree=tree)
-
-
-def _one_frame(frame, pipeline, output, packet=None):
-    record, analyses = pipeline.frame(frame, packet)
-    output.frame(record)
-    for rec in analyses:
-        output.analysis(rec)
-
-
-def _conclude(pipeline, output):
-    for rec in sorted(pipeline.finish(), key=finish_order):
-        output.analysis(rec)
-    output.close(pipeline.analyzers)
-
-
-def finish_order(rec):
-    """What the capture's end concludes is shown in the order its first frames arrived."""
-    return next((number for number in rec.frames if number is not None), 0)
-
-
 def _run_live(args, out):
     import signal
     from .capture.live import LiveCapture, LiveError
-    output, pipeline = _setup(args, out)
+    printer = _printer(args, out)
+    session = _session(args, printer)
     try:
         capture = LiveCapture(args.interface, args.capture_filter, args.count, args.autostop, args.write)
     except LiveError as exc:
@@ -356,43 +250,47 @@ def _run_live(args, out):
           file=sys.stderr, flush=True)
     try:
         for frame in capture.frames():
-            _one_frame(frame, pipeline, output)
+            session.frame(frame)
             out.flush()  # live output streams line by line
     finally:
         capture.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    _conclude(pipeline, output)
+    session.finish()
+    printer.close(session.stats, session.analyzers)
     dropped = "" if capture.dropped is None else f", {capture.dropped} dropped by the kernel"
     print(f"dissect: {capture.received} packets captured on {args.interface}{dropped}", file=sys.stderr)
-    return 1 if output.failed else 0
+    return 1 if session.failed else 0
+
+
+def _list_fields(what, out):
+    """``-G fields`` / ``-G findings``: the tables, one tab-separated line each (tshark's -G style)."""
+    if what == "fields":
+        for table in all_field_tables():
+            for spec in table:
+                out.write(f"{spec.key}\t{table.protocol}\t{spec.type}\t{spec.name}\t{spec.description}\n")
+    else:
+        for table in all_finding_tables():
+            for spec in table:
+                out.write(f"{spec.code}\t{spec.severity}\t{spec.rule}\n")
+    return 0
 
 
 def _run_payload(args, out):
     if args.payload is not None and args.payload_file is not None:
         raise UsageError("give --payload or --payload-file, not both")
+    protocols = load_protocols()
     if not args.protocol:
-        raise UsageError(f"--payload needs --protocol (one of: {', '.join(sorted(load_protocols()))})")
-    if args.protocol not in load_protocols():
-        raise UsageError(f"unknown protocol {args.protocol!r} (known: {', '.join(sorted(load_protocols()))})")
+        raise UsageError(f"--payload needs --protocol (one of: {', '.join(sorted(protocols))})")
+    if args.protocol not in protocols:
+        raise UsageError(f"unknown protocol {args.protocol!r} (known: {', '.join(sorted(protocols))})")
     if args.files:
         raise UsageError("--payload takes no capture files")
-    payload = _read_payload(args)
-    output = Output(args, out)
-    registry = Registry()
-    dissector = registry.get(args.protocol)
-    frame = Frame(1, 0.0, len(payload), len(payload), None, payload)
-    packet = Packet()
-    packet.top, packet.payload = "payload", payload
-    record = FrameRecord(frame, packet)
-    msg = dissector.dissect(payload, True, None, 0)
-    msg.frames.append(1)
-    record.messages.append(msg)
-    record.protocol = dissector.key
-    record.info = msg.info
-    output.frame(record)
-    output.close({})
-    return 1 if output.failed else 0
+    printer = _printer(args, out)
+    session = _session(args, printer)
+    session.payload(_read_payload(args), args.protocol)
+    printer.close(session.stats, {})
+    return 1 if session.failed else 0
 
 
 def _read_payload(args):

@@ -24,11 +24,12 @@ from operator import itemgetter
 
 from .capture.files import CaptureError, CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ipv4_addresses
-from .cli import Output, UsageError, _one_frame, _setup, _use_color, finish_order
-from .cli import _Progress
 from .pipeline import Pipeline
-from .registry import Registry, parse_decode_as
+from .progress import Progress
+from .registry import Registry, UsageError, parse_decode_as
+from .render.printer import Printer
 from .render.stats import StatsCollector
+from .session import Session, finish_order
 
 CHUNK = 2048  # frame numbers per message from a worker
 
@@ -114,7 +115,8 @@ def address_pair(frame):
 
 
 def run_parallel(args, out):
-    args.color = "always" if _use_color(args.color, out) else "never"
+    """Run the capture files of ``args`` (the command's options; ``args.color`` already resolved to
+    always or never) in ``args.jobs`` processes, writing to ``out``; return the exit code."""
     partition = Partition(args.jobs, args.files[0], Registry(parse_decode_as(args.decode_as)))
     context = multiprocessing.get_context("fork")
     receivers, workers = [], []
@@ -135,10 +137,15 @@ def run_parallel(args, out):
 
 
 # -- the parent ------------------------------------------------------------------------------------
+def _printer(args, out):
+    return Printer(out, format=args.format, verbose=args.verbose, hexdump=args.hex, color=args.color == "always",
+                   stats=args.stats)
+
+
 def _merge(args, out, receivers):
-    output = Output(args, out)
-    json = output.json
-    progress = _Progress(args.files) if sys.stderr.isatty() else None
+    printer = _printer(args, out)
+    json = printer.json
+    progress = Progress(args.files) if sys.stderr.isatty() else None
     rounds = 0
     while True:
         messages = [_receive(conn, index) for index, conn in enumerate(receivers)]
@@ -157,15 +164,13 @@ def _merge(args, out, receivers):
     ends = [message[1] for message in messages]
     finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
     _write(out, json, (text for _, text in finished))
-    if output.stats is not None:
-        output.stats = _merged_stats(ends)
-    output.failed = any(end["failed"] for end in ends)
-    output.close(_merged_analyzers(ends))
+    stats = _merged_stats(ends) if args.stats else None
+    printer.close(stats, _merged_analyzers(ends))
     for error in ends[0]["errors"]:
         print(f"dissect: {error}", file=sys.stderr)
     if ends[0]["errors"]:
         return 2
-    return 1 if output.failed else 0
+    return 1 if any(end["failed"] for end in ends) else 0
 
 
 def _receive(conn, index):
@@ -183,8 +188,9 @@ def _write(out, json, texts):
         out.write("".join(texts))
         return
     for text in texts:  # workers write JSON lines; the parent writes the array or the lines
-        for line in text.splitlines():
-            json.encoded(line)
+        for line in text.split("\n"):  # not splitlines(): U+2028 and the like may stand inside a string
+            if line:
+                json.encoded(line)
 
 
 def _merged_stats(ends):
@@ -244,7 +250,9 @@ def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
     sink = _Text()
-    output, pipeline = _setup(args, sink)
+    printer = _printer(args, sink)
+    session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
+                      stats=args.stats, fail_on=args.fail_on)
     chunk, chunk_end = [], CHUNK
     clock = [None, None]
     files = CaptureFiles(args.files)
@@ -258,18 +266,18 @@ def _work(index, args, partition, conn):
         clock[1] = frame.ts
         pair, packet = address_pair(frame)
         if partition.owner(frame, pair) != index:
-            pipeline.skip(frame)
+            session.skip(frame)
             continue
-        _one_frame(frame, pipeline, output, packet)
+        session.frame(frame, packet)
         text = sink.take()
         if text:
             chunk.append((number, text))
     conn.send(("chunk", chunk, files.position()))
     finished = []
-    for rec in sorted(pipeline.finish(), key=finish_order):
-        output.analysis(rec)
+    for rec in sorted(session.pipeline.finish(), key=finish_order):
+        session.analysis(rec)
         text = sink.take()
         if text:
             finished.append((finish_order(rec), text))
-    return {"finished": finished, "errors": files.errors, "failed": output.failed, "stats": output.stats,
-            "analyzers": pipeline.analyzers if output.stats is not None else {}, "clock": clock}
+    return {"finished": finished, "errors": files.errors, "failed": session.failed, "stats": session.stats,
+            "analyzers": session.analyzers if session.stats is not None else {}, "clock": clock}

@@ -2,11 +2,13 @@
 
 import struct
 
+from .capture.files import Frame
 from .capture.layers import Packet, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS
 from .core import AnalysisRecord
 from .core.fmt import endpoint
+from .render.jsonout import frame_dict
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 
@@ -54,6 +56,14 @@ class FrameRecord:
         for msg in self.messages:
             yield from msg.findings
 
+    @property
+    def kind(self):
+        return "frame"
+
+    def to_dict(self):
+        """The object ``-T jsonl`` writes for this frame."""
+        return frame_dict(self)
+
 
 class Pipeline:
     """Runs one capture: call ``frame`` for each frame, then ``finish``."""
@@ -83,6 +93,18 @@ class Pipeline:
             record.findings.append(DISSECT_FINDINGS.internal_error.at(
                 f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
             return record, []
+
+    def payload(self, payload, key):
+        """A bare message of protocol ``key`` (``--payload``, ``dissect_payload``): frame 1, no lower layers."""
+        packet = Packet()
+        packet.top, packet.payload = "payload", payload
+        record = FrameRecord(Frame(1, 0.0, len(payload), len(payload), None, payload), packet)
+        msg = self.registry.get(key).dissect(payload, self.tree, None, 0)
+        msg.frames.append(1)
+        record.messages.append(msg)
+        record.protocol = key
+        record.info = msg.info
+        return record
 
     def skip(self, frame):
         """A frame another worker dissects (``-j``): only the capture's clock moves."""

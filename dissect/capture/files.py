@@ -47,7 +47,8 @@ def open_capture(path):
 
 
 class CaptureFiles:
-    """Several files read in turn as one capture: frame numbers go on from file to file.
+    """Several files read in turn as one capture: frame numbers go on from file to file. Each is a
+    path or a binary file object open for reading (closed when read).
 
     A file that cannot be read to its end adds its reason to ``errors``, and reading goes on with
     the next one."""
@@ -63,8 +64,8 @@ class CaptureFiles:
         for self.index, path in enumerate(self.paths):
             last = 0
             try:
-                self.handle = open_file(path)
-                for frame in read_capture(self.handle, path):
+                self.handle = path if hasattr(path, "read") else open_file(path)
+                for frame in read_capture(self.handle, _name(path)):
                     last = frame.number
                     frame.number += base
                     yield frame
@@ -78,6 +79,14 @@ class CaptureFiles:
             return self.index, self.handle.tell()
         except (AttributeError, OSError, ValueError):  # not opened, or closed at its end
             return self.index, 0
+
+
+def _name(source):
+    """What messages call a capture: its path, or a file object's name."""
+    if hasattr(source, "read"):
+        name = getattr(source, "name", None)
+        return name if isinstance(name, str) else "input"
+    return str(source)
 
 
 def open_file(path):

@@ -162,6 +162,21 @@ class AnalysisRecord:
             self._result = self._result()
         return self._result
 
+    # What the API's loop reads of every record, frame or analysis: an analysis record has no frame
+    # number of its own (``frames`` lists those it spans), no messages, and its summary as info.
+    kind = "analysis"
+    number = None
+    messages = ()
+
+    @property
+    def info(self):
+        return self.summary
+
+    def to_dict(self):
+        """The object ``-T jsonl`` writes for this record."""
+        return {"kind": "analysis", "protocol": self.protocol, "name": self.name, "frames": list(self.frames),
+                "result": self.result, "findings": [f.as_dict() for f in self.findings]}
+
 
 def worst_severity(findings):
     rank = -1
