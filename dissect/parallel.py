@@ -109,7 +109,7 @@ def address_pair(frame):
             src, dst, protocol = addresses
             return (None if protocol == 6 else (src, dst) if src < dst else (dst, src)), None
     packet = decode_frame(frame.data, frame.linktype) if frame.data else None
-    if packet is None or packet.src is None or packet.transport in ("tcp", 6):
+    if packet is None or packet.src is None or packet.ip_proto == 6:
         return None, packet
     return ((packet.src, packet.dst) if packet.src < packet.dst else (packet.dst, packet.src)), packet
 

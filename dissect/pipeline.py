@@ -49,7 +49,7 @@ class FrameRecord:
 
     @property
     def transport(self):
-        return self.packet.transport if self.packet.transport in ("udp", "tcp") else None
+        return self.packet.transport
 
     def all_findings(self):
         yield from self.findings
@@ -131,7 +131,7 @@ class Pipeline:
                 frame.caplen, 0))
         if packet.fragment is not None:
             return record, self._fragment(record, packet)
-        if packet.payload is None or packet.transport not in ("udp", "tcp"):
+        if packet.payload is None or packet.transport is None:
             record.info = packet.problem or ""
             return record, []
         if packet.transport == "tcp":
@@ -165,8 +165,8 @@ class Pipeline:
         if payload is None:
             record.info = f"{packet.problem} [reassembly in progress]"
             return []
-        if packet.transport != 17 or len(payload) < 8:
-            record.info = f"reassembled IPv4 datagram of {len(payload)} bytes (IP protocol {packet.transport})"
+        if packet.ip_proto != 17 or len(payload) < 8:
+            record.info = f"reassembled IPv4 datagram of {len(payload)} bytes (IP protocol {packet.ip_proto})"
             return []
         sport, dport, ulen, _ = struct.unpack_from("!HHHH", payload, 0)
         packet.sport, packet.dport, packet.transport, packet.fragment = sport, dport, "udp", None

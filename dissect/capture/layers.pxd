@@ -7,7 +7,7 @@ cdef class Layer:
     cdef public object key, offset, length, _describe, _args
 
 cdef class Packet:
-    cdef public object layers, top, src, dst, sport, dport, transport, payload, payload_offset, ip_id
+    cdef public object layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
     cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem
 
 cdef _ethernet(Packet packet, data)

@@ -45,8 +45,11 @@ class Layer:
 
 
 class Packet:
-    __slots__ = ("layers", "top", "src", "dst", "sport", "dport", "transport", "payload", "payload_offset",
-                 "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem")
+    """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
+    ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too."""
+
+    __slots__ = ("layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
+                 "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem")
 
     def __init__(self):
         self.layers = []
@@ -54,6 +57,7 @@ class Packet:
         self.src = self.dst = None
         self.sport = self.dport = None
         self.transport = None
+        self.ip_proto = None
         self.payload = None
         self.payload_offset = 0
         self.ip_id = None
@@ -86,9 +90,8 @@ def ethernet_ipv4_addresses(data):
 
 
 def _decode_link(packet, data, linktype):
-    if linktype == 1:
-        _ethernet(packet, data)
-    elif linktype in (101, 12, 14):
+    """Every link type but Ethernet (which decode_frame reads first)."""
+    if linktype in (101, 12, 14):
         _ip(packet, data, 0, "raw")
     elif linktype == 228:
         _ipv4(packet, data, 0)
@@ -221,6 +224,7 @@ def _ipv4(packet, data, offset):
     packet.src = socket.inet_ntoa(src)
     packet.dst = socket.inet_ntoa(dst)
     packet.ip_id = ident
+    packet.ip_proto = proto
     end = min(len(data), offset + total) if total >= ihl else len(data)
     packet.layers.append(Layer("ip", offset, ihl, _ip_summary, 4, packet.src, packet.dst))
     packet.top = "ipv4"
@@ -228,7 +232,6 @@ def _ipv4(packet, data, offset):
     more = bool(frag & 0x2000)
     if frag_offset or more:
         packet.fragment = (frag_offset, more)
-        packet.transport = proto
         packet.payload = data[offset + ihl:end]
         packet.payload_offset = offset + ihl
         packet.problem = f"IPv4 fragment (offset {frag_offset}{', more' if more else ''})"
@@ -270,6 +273,7 @@ def _ipv6(packet, data, offset):
 
 
 def _transport(packet, data, offset, end, proto):
+    packet.ip_proto = proto
     if proto == 17:
         _udp(packet, data, offset, end)
     elif proto == 6:

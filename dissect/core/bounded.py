@@ -1,4 +1,4 @@
-"""A dictionary with a size limit that evicts its oldest entry and counts evictions."""
+"""A dictionary with a size limit that evicts its least recently put entry."""
 
 from collections import OrderedDict
 
@@ -7,10 +7,9 @@ class BoundedDict(OrderedDict):
     def __init__(self, limit):
         super().__init__()
         self.limit = limit
-        self.evicted = 0
 
     def __reduce__(self):  # pickled to carry a -j worker's state to the parent
-        return self.__class__, (self.limit,), {"evicted": self.evicted}, None, iter(self.items())
+        return self.__class__, (self.limit,), None, None, iter(self.items())
 
     def put(self, key, value):
         """Insert or refresh; return the (key, value) evicted to make room, or None."""
@@ -18,6 +17,5 @@ class BoundedDict(OrderedDict):
             self.move_to_end(key)
         self[key] = value
         if len(self) > self.limit:
-            self.evicted += 1
             return self.popitem(last=False)
         return None

@@ -15,11 +15,10 @@ Non-control packets (data, ack, unreliable) carry a header and a big-endian
 sequence number; their game messages are not decoded.
 """
 
-from collections import OrderedDict
-
 import struct
 
 from ..core import I32LE, U16BE, U32BE
+from ..core.bounded import BoundedDict
 from ..core.fmt import hex16
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -154,7 +153,7 @@ class NetQuake(Dissector):
 
     def __init__(self):
         # Conversations where NetQuake was seen, so data packets on other ports are recognized.
-        self.conversations = OrderedDict()
+        self.conversations = BoundedDict(MAX_CONVERSATIONS)
 
     # -- recognition -----------------------------------------------------------
     def claims(self, payload, packet, on_port):
@@ -184,10 +183,7 @@ class NetQuake(Dissector):
             self._remember(_conversation(packet.src, msg.values["port"], packet.dst, packet.dport))
 
     def _remember(self, conversation):
-        self.conversations[conversation] = True
-        self.conversations.move_to_end(conversation)
-        if len(self.conversations) > MAX_CONVERSATIONS:
-            self.conversations.popitem(last=False)
+        self.conversations.put(conversation, True)
 
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):

@@ -1,0 +1,209 @@
+"""The Python API: dissect.open, records equal to -T jsonl, stats, dissect_payload, protocols, and the
+library's shape (no import cycles, no private names imported across modules)."""
+
+import ast
+import contextlib
+import glob
+import io
+import json
+import os
+import re
+
+import orjson
+import pytest
+
+import dissect
+from conftest import CAPTURES, ROOT, capture, jsonl, run_cli
+
+BUNDLED = sorted(glob.glob(os.path.join(CAPTURES, "*.pcap*")))
+
+
+def _readme_example():
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = text.split("## Python API", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_example_runs_on_a_bundled_capture():
+    printed = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(_readme_example(), "README.md", "exec"), {})
+    finally:
+        os.chdir(cwd)
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == 'frame 2 netquake CCREP_SERVER_INFO "dissect test server" map=e1m1 players 3/8'
+    assert lines[1:4] == ["dissect test server", "None", "[]"]
+    assert lines[-3:] == ["54", "CCREQ_SERVER_INFO QUAKE", "['netquake', 'odamex', 'soldat', 'teeframe']"]
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=os.path.basename)
+def test_to_dict_is_what_jsonl_writes(path):
+    code, out, _ = run_cli("-T", "jsonl", path)
+    with dissect.open(path) as cap:
+        ours = [json.loads(orjson.dumps(record.to_dict())) for record in cap]
+    assert ours == jsonl(out)
+    assert len(ours) > 0
+
+
+def test_stats_equal_the_json_stats_record():
+    path = capture("teeframe-session.pcap")
+    _, out, _ = run_cli("--stats", "-T", "jsonl", path)
+    expected = [r for r in jsonl(out) if r["kind"] == "stats"][0]
+    with dissect.open(path) as cap:
+        first = next(iter(cap))
+        assert first.kind == "frame" and first.number == 1
+        assert json.loads(orjson.dumps(cap.stats())) == expected
+
+
+def test_several_paths_and_a_file_object_read_as_the_command_reads_them():
+    paths = [capture("netquake-session.pcap"), capture("odamex-session.pcap")]
+    _, out, _ = run_cli("-T", "jsonl", *paths)
+    with dissect.open(paths) as cap:
+        assert [json.loads(orjson.dumps(r.to_dict())) for r in cap] == jsonl(out)
+    with open(paths[0], "rb") as handle, dissect.open(handle) as cap:
+        numbers = [r.number for r in cap if r.kind == "frame"]
+    assert numbers == list(range(1, 55))
+
+
+def test_message_lookup_by_key():
+    with dissect.open(capture("netquake-session.pcap")) as cap:
+        reply = [r for r in cap if r.kind == "frame"][1]
+    msg = reply.messages[0]
+    host = msg["netquake.control.host_name"]
+    assert (host.offset, host.length, host.value) == (20, 20, "dissect test server")
+    assert msg.get("netquake.control.name") is None and "netquake.control.name" not in msg
+    with pytest.raises(KeyError, match="netquake.control.name"):
+        msg["netquake.control.name"]
+
+
+def test_summary_records_have_no_tree_and_say_so():
+    with dissect.open(capture("netquake-session.pcap"), tree=False) as cap:
+        msg = [r for r in cap if r.kind == "frame"][1].messages[0]
+    assert msg.fields == [] and msg.values["host_name"] == "dissect test server"
+    with pytest.raises(KeyError, match="tree=False"):
+        msg["netquake.control.host_name"]
+
+
+def test_errors_are_the_commands():
+    with pytest.raises(dissect.UsageError, match="is not a field"):
+        dissect.open(capture("netquake-session.pcap"), filter="netquake.control.curent_players >= 3")
+    with pytest.raises(dissect.UsageError, match="unknown protocol 'nope'"):
+        dissect.open(capture("netquake-session.pcap"), decode_as=["udp.port==1,nope"])
+    with pytest.raises(dissect.CaptureError, match="cannot open"):
+        dissect.open(os.path.join(CAPTURES, "no-such-file.pcap"))
+
+
+def test_dissect_payload_equals_the_payload_option():
+    payload = bytes.fromhex("8000000c025155414b450003")
+    msg = dissect.dissect_payload(payload, "netquake")
+    _, out, _ = run_cli("--payload", payload.hex(), "--protocol", "netquake", "-T", "jsonl")
+    assert msg.fields[2].key == "netquake.control.command"
+    assert [f["key"] for f in jsonl(out)[0]["messages"][0]["fields"]] == [f.key for f in msg.fields]
+    version = msg["netquake.control.net_protocol_version"]
+    assert (version.offset, version.length, version.value) == (11, 1, 3)
+
+
+def test_protocols_carry_their_tables():
+    protocols = dissect.protocols()
+    assert sorted(protocols) == ["netquake", "odamex", "soldat", "teeframe"]
+    netquake = protocols["netquake"]
+    spec = netquake.fields.get("netquake.control.current_players")
+    assert (spec.type, spec.name) == ("uint8", "current_players")
+    assert netquake.findings.get("netquake.bad_version").severity == "warning"
+
+
+def test_unknown_filter_key_exits_2_with_a_suggestion(cli):
+    code, out, err = cli("-Y", "netquake.control.curent_players >= 3", capture("netquake-session.pcap"))
+    assert (code, out) == (2, "")
+    assert err == ("dissect: bad filter: 'netquake.control.curent_players' is not a field "
+                   "(did you mean netquake.control.current_players?)\n")
+
+
+def _keys(fields):
+    for field in fields:
+        yield field["key"]
+        yield from _keys(field["children"])
+
+
+def test_field_list_covers_every_key_and_code_the_bundled_captures_emit(cli):
+    _, listed, _ = cli("-G", "fields")
+    _, codes_listed, _ = cli("-G", "findings")
+    keys = {line.split("\t")[0] for line in listed.splitlines()}
+    codes = {line.split("\t")[0] for line in codes_listed.splitlines()}
+    seen_keys, seen_codes = set(), set()
+    for path in BUNDLED:
+        _, out, _ = cli("-T", "jsonl", path)
+        for record in jsonl(out):
+            seen_codes.update(f["code"] for f in record["findings"])
+            for msg in record.get("messages", ()):
+                seen_keys.update(_keys(msg["fields"]))
+                seen_codes.update(f["code"] for f in msg["findings"])
+    assert len(seen_keys) > 100 and len(seen_codes) > 20
+    assert seen_keys - keys == set()
+    assert seen_codes - codes == set()
+
+
+# -- the library's shape --------------------------------------------------------------------------
+def _module_imports():
+    """module name -> the dissect modules it imports at its top level (not inside functions)."""
+    graph = {}
+    for path in glob.glob(os.path.join(ROOT, "dissect", "**", "*.py"), recursive=True):
+        name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        found = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                found.add(target)
+                found.update(f"{target}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name.startswith("dissect"))
+        graph[name] = found
+    return {name: {t for t in targets if t in graph and t != name} for name, targets in graph.items()}
+
+
+def test_no_import_cycles():
+    graph = _module_imports()
+    state = {}
+
+    def visit(name, path):
+        state[name] = "open"
+        for target in sorted(graph[name]):
+            if state.get(target) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(path + [target]))
+            if target not in state:
+                visit(target, path + [target])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert "dissect.cli" not in set().union(*graph.values())  # nothing builds on the command
+
+
+def test_no_module_imports_another_modules_private_names():
+    for path in glob.glob(os.path.join(ROOT, "dissect", "**", "*.py"), recursive=True):
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+            if isinstance(node, ast.ImportFrom):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                assert not private, f"{os.path.relpath(path, ROOT)} imports {private} from {node.module}"
+
+
+def test_readme_tables_are_made_from_the_protocol_tables():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_docs.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_docs_stand_alone():
+    for path in [os.path.join(ROOT, "README.md"), *glob.glob(os.path.join(ROOT, "docs", "*.md"))]:
+        text = open(path, encoding="utf-8").read()
+        assert "shared/" not in text, f"{os.path.relpath(path, ROOT)} points users to shared/"

@@ -1,0 +1,115 @@
+"""A fifth protocol as a package of its own (examples/dissect-quake3), found by its entry point.
+
+The package is really installed (pip install --target into a folder put on PYTHONPATH), so
+importlib.metadata sees its dist-info exactly as it would in site-packages; without that folder the
+same runs show that dissect does not know the protocol. A broken plugin and a plugin that claims a
+built-in's key are reported in one line each, and the built-ins keep working.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from capkit import ethernet, udp_packet, write_pcap
+from conftest import ROOT, capture, jsonl, run_cli
+
+EXAMPLE = os.path.join(ROOT, "examples", "dissect-quake3")
+SERVER, CLIENT = ("10.0.0.1", 27960), ("10.0.0.2", 50000)
+GETSTATUS = b"\xff\xff\xff\xffgetstatus 1234"
+INFO = b"\\sv_hostname\\Arena\\mapname\\q3dm17\\sv_maxclients\\16"
+STATUS = b"\xff\xff\xff\xffstatusResponse\n" + INFO + b'\n5 48 "Sarge"\n-1 999 "Doom"\n'
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(folder), EXAMPLE], check=True, capture_output=True, timeout=300)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def q3_pcap(tmp_path_factory):
+    path = tmp_path_factory.mktemp("q3") / "quake3.pcap"
+    write_pcap(path, [(1700000000.0, ethernet(udp_packet(*CLIENT, *SERVER, GETSTATUS))),
+                      (1700000000.020, ethernet(udp_packet(*SERVER, *CLIENT, STATUS)))])
+    return path
+
+
+def _env(*folders):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, folders), ROOT])
+    return env
+
+
+def test_installed_plugin_decodes_in_the_command(site, q3_pcap):
+    code, out, err = run_cli("-T", "jsonl", q3_pcap, env=_env(site))
+    assert code == 0 and err == ""
+    records = jsonl(out)
+    request, reply = records[0], records[1]
+    assert (request["protocol"], request["info"]) == ("quake3", "getstatus challenge=1234")
+    fields = {f["key"]: f for f in request["messages"][0]["fields"]}
+    assert (fields["quake3.command"]["offset"], fields["quake3.command"]["length"]) == (4, 9)
+    assert (fields["quake3.challenge"]["offset"], fields["quake3.challenge"]["value"]) == (14, "1234")
+    assert reply["info"] == 'statusResponse "Arena" map=q3dm17 players 2/16'
+    players = [f for f in reply["messages"][0]["fields"] if f["key"] == "quake3.player"]
+    name = players[0]["children"][2]
+    start = STATUS.index(b"Sarge")
+    assert (name["key"], name["offset"], name["length"], name["value"]) == ("quake3.player.name", start, 5, "Sarge")
+    assert players[1]["children"][0]["value"] == -1
+    assert records[2]["kind"] == "analysis" and records[2]["result"]["response_time"] == pytest.approx(0.020)
+
+
+def test_installed_plugin_in_the_api_filters_and_field_list(site, q3_pcap):
+    script = ("import dissect, json\n"
+              f"with dissect.open({str(q3_pcap)!r}, filter='quake3.num_players >= 2') as cap:\n"
+              "    records = list(cap)\n"
+              "    print(json.dumps([r.to_dict() for r in records]))\n"
+              "    print(json.dumps(cap.stats()['protocols']))\n"
+              "print(sorted(dissect.protocols()))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(site), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    records, protocols, keys = proc.stdout.splitlines()
+    kept = json.loads(records)
+    assert [r["frame"] for r in kept if r["kind"] == "frame"] == [2]
+    assert json.loads(protocols) == {"quake3": 2}
+    assert "'quake3'" in keys and "'netquake'" in keys
+    code, out, _ = run_cli("-G", "fields", env=_env(site))
+    assert "quake3.player.ping\tquake3\tint\tPing" in out
+    code, out, _ = run_cli("-G", "findings", env=_env(site))
+    assert "quake3.bad_player_line\twarning\t" in out
+
+
+def test_without_the_plugin_the_protocol_is_unknown(q3_pcap):
+    code, out, err = run_cli("-T", "jsonl", q3_pcap)
+    assert code == 0 and [r["protocol"] for r in jsonl(out)] == ["udp", "udp"]
+    code, _, err = run_cli("-d", "udp.port==27960,quake3", q3_pcap)
+    assert code == 2 and "unknown protocol 'quake3'" in err
+    code, _, err = run_cli("-Y", "quake3.num_players >= 2", q3_pcap)
+    assert code == 2 and "'quake3.num_players' is not a field" in err
+
+
+def _fake_dist(folder, name, entry_points, module=None, source=""):
+    info = folder / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[dissect.protocols]\n" + entry_points)
+    if module:
+        (folder / f"{module}.py").write_text(source)
+
+
+def test_broken_plugins_are_skipped_in_one_line_each(tmp_path):
+    _fake_dist(tmp_path, "broken_plugin", "broken = broken_plugin:Broken\n", "broken_plugin",
+               "raise ImportError('no module named somethingmissing')\n")
+    _fake_dist(tmp_path, "clashing_plugin", "netquake = clashing_plugin:Other\n", "clashing_plugin", "Other = 1\n")
+    code, out, err = run_cli(capture("netquake-session.pcap"), env=_env(tmp_path))
+    assert code == 0 and "CCREP_SERVER_INFO" in out
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert lines[0] == "dissect: protocol broken skipped: ImportError: no module named somethingmissing" or \
+        lines[1] == "dissect: protocol broken skipped: ImportError: no module named somethingmissing"
+    assert any("plugin netquake (clashing_plugin:Other) skipped: the key 'netquake' is a built-in protocol" in line
+               for line in lines)
