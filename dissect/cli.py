@@ -197,14 +197,23 @@ def _run(args, out):
         return run_parallel(args, out)
     printer = _printer(args, out)
     session = _session(args, printer)
-    errors = _read_files(args.files, session)
-    session.finish()
-    printer.close(session.stats, session.analyzers)
-    for error in errors:
+    files = CaptureFiles(args.files)
+    try:
+        _read_files(files, session)
+    except KeyboardInterrupt:  # Ctrl-C: conclude as the end of the capture does, then exit 130
+        _conclude(session, printer)
+        return 130
+    _conclude(session, printer)
+    for error in files.errors:
         print(f"dissect: {error}", file=sys.stderr)
-    if errors:
+    if files.errors:
         return 2
     return 1 if session.failed else 0
+
+
+def _conclude(session, printer):
+    session.finish()
+    printer.close(session.stats, session.analyzers)
 
 
 def _rereadable(path):
@@ -223,17 +232,17 @@ def _tune_garbage_collector():
     gc.set_threshold(20000, 50, 50)
 
 
-def _read_files(paths, session):
-    """Read the files in turn as one capture (frame numbers go on); return the reasons any stopped early."""
-    files = CaptureFiles(paths)
-    progress = Progress(paths) if sys.stderr.isatty() else None
-    for frame in files:
-        session.frame(frame)
-        if progress is not None and not frame.number & 0x3FFF:
-            progress.show(frame.number, *files.position())
-    if progress is not None:
-        progress.done()
-    return files.errors
+def _read_files(files, session):
+    """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped."""
+    progress = Progress(files.paths) if sys.stderr.isatty() else None
+    try:
+        for frame in files:
+            session.frame(frame)
+            if progress is not None and not frame.number & 0x3FFF:
+                progress.show(frame.number, *files.position())
+    finally:
+        if progress is not None:
+            progress.done()
 
 
 def _run_live(args, out):
@@ -256,10 +265,12 @@ def _run_live(args, out):
         capture.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    session.finish()
-    printer.close(session.stats, session.analyzers)
+    _conclude(session, printer)
     dropped = "" if capture.dropped is None else f", {capture.dropped} dropped by the kernel"
     print(f"dissect: {capture.received} packets captured on {args.interface}{dropped}", file=sys.stderr)
+    if capture.write_error:
+        print(f"dissect: {capture.write_error}: capture stopped", file=sys.stderr)
+        return 2
     return 1 if session.failed else 0
 
 

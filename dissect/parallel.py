@@ -127,8 +127,12 @@ def run_parallel(args, out):
         sender.close()
         receivers.append(receiver)
         workers.append(worker)
+    printer = _printer(args, out)
     try:
-        return _merge(args, out, receivers)
+        return _merge(args, printer, receivers)
+    except KeyboardInterrupt:  # the workers' conclusions never come: end the output as it stands
+        printer.close()
+        return 130
     finally:
         for worker in workers:
             if worker.is_alive():
@@ -142,8 +146,8 @@ def _printer(args, out):
                    stats=args.stats)
 
 
-def _merge(args, out, receivers):
-    printer = _printer(args, out)
+def _merge(args, printer, receivers):
+    out = printer.out
     json = printer.json
     progress = Progress(args.files) if sys.stderr.isatty() else None
     rounds = 0

@@ -156,3 +156,24 @@ def test_without_cap_net_raw_is_told_plainly():
 def test_list_interfaces():
     code, out, _ = run_cli("-D")
     assert code == 0 and any(line.split(". ", 1)[1] == "lo" for line in out.splitlines())
+
+
+def test_write_onto_a_full_disk_stops_with_the_stats_gathered():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", "-f", f"udp port {port}", "-w", "/dev/full",
+                             "--stats", "-a", "duration:20"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert "capturing on lo" in proc.stderr.readline()
+    time.sleep(0.3)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for _ in range(3):
+        sock.sendto(nq.ccreq_server_info(), ("127.0.0.1", port))
+        time.sleep(0.4)  # the pcap is flushed every half second: the flush meets the full disk
+    sock.close()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert "Frames: " in out and "CCREQ_SERVER_INFO" in out
+    lines = err.splitlines()
+    assert lines[-1] == "dissect: /dev/full: cannot write: No space left on device: capture stopped"
+    assert "packets captured on lo" in lines[-2]
+    assert "Traceback" not in err

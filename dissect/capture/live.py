@@ -50,6 +50,8 @@ class LiveCapture:
         self.received = 0
         self.dropped = None
         self.writer = None
+        self.write_error = None  # why writing -w failed (then capturing stopped), or None
+        self._path = write
         self._handle = None
         self._check_interface(iface)
         listen = _scapy_listen_socket()
@@ -116,7 +118,7 @@ class LiveCapture:
             except InterruptedError:
                 continue
             if self._handle is not None and now - last_flush > 0.5:
-                self._handle.flush()
+                self._write(self._handle.flush)
                 last_flush = now
             if not ready:
                 if draining:
@@ -127,8 +129,26 @@ class LiveCapture:
                 continue
             self.received += 1
             if self.writer is not None:
-                self.writer.writepkt(data, ts=ts)
+                self._write(self.writer.writepkt, data, ts=ts)
             yield Frame(self.received, ts, len(data), len(data), self.linktype, data)
+
+    def _write(self, action, *args, **kwargs):
+        """Write to the -w file; a failure (a full disk) is kept in ``write_error`` and stops the capture."""
+        try:
+            action(*args, **kwargs)
+        except OSError as exc:
+            self.write_error = f"{self._path}: cannot write: {exc.strerror or exc}"
+            self.writer = None
+            self.stopped = True
+            self._discard_handle()
+
+    def _discard_handle(self):
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass
 
     def _receive(self):
         sock = self.sock
@@ -158,7 +178,7 @@ class LiveCapture:
         except OSError:
             pass
         if self._handle is not None:
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
-            self._handle = None
+            self._write(self._handle.flush)
+        if self._handle is not None:
+            self._write(os.fsync, self._handle.fileno())
+        self._discard_handle()

@@ -1,0 +1,63 @@
+"""Ctrl-C while reading a capture concludes as the end of the capture does: statistics are printed,
+the JSON array is closed, pending analysis is reported; the exit code is 130."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import dpkt
+import netquake_peer as nq
+
+from capkit import ethernet, udp_packet
+from conftest import ROOT
+
+
+def _fifo_with_frames(tmp_path, payloads):
+    """A FIFO that delivers a pcap header and these frames, then stays open (the reader waits)."""
+    path = tmp_path / "live.fifo"
+    os.mkfifo(path)
+    done = threading.Event()
+
+    def feed():
+        with open(path, "wb") as fifo:
+            writer = dpkt.pcap.Writer(fifo, linktype=1)
+            for number, payload in enumerate(payloads):
+                writer.writepkt(ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 26000, payload)),
+                                ts=1700000000 + number)
+            fifo.flush()
+            done.wait(30)
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return path, done
+
+
+def _interrupted(tmp_path, *args):
+    path, done = _fifo_with_frames(tmp_path, [nq.ccreq_server_info(), nq.ccreq_rule_info("")])
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", *args, str(path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # both frames read; the reader now waits on the FIFO
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    done.set()
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_under_stats_prints_the_statistics(tmp_path):
+    code, out, err = _interrupted(tmp_path, "--stats")
+    assert (code, err) == (130, "")
+    assert out.startswith("Frames: 2, bytes: ")
+    assert "NetQuake transactions: 2 requests, 0 answered" in out
+
+
+def test_ctrl_c_under_json_closes_the_array_with_pending_analysis(tmp_path):
+    code, out, err = _interrupted(tmp_path, "-T", "json")
+    assert (code, err) == (130, "")
+    records = json.loads(out)
+    assert [r.get("frame") for r in records if r["kind"] == "frame"] == [1, 2]
+    walk = [r for r in records if r["kind"] == "analysis"][0]
+    assert (walk["name"], walk["frames"], walk["result"]["complete"]) == ("rule_walk", [2], False)
