@@ -1,9 +1,11 @@
 """TeeFrame server-info messages: every field's offset, length and value, and every finding."""
 
+import pytest
 import teeframe_peer as tf
 from helpers import codes, dissect, field, span
 
 from dissect.capture.layers import Packet
+from dissect.core import cursor
 from dissect.registry import Registry
 
 ONE_CLIENT = [("Tëe", "Clan", 276, -9999, 1)]
@@ -133,12 +135,15 @@ def test_inf3_vanilla_reply():
     assert "teeframe.too_many_records" in codes(too_many)
 
 
-def test_legacy_identifiers_recognized_by_name():
+def test_legacy_identifiers_are_decoded_with_a_note():
     for ident in (b"fstd", b"gief", b"gie2"):
         msg = dissect("teeframe", b"\xff" * 10 + ident + b"\x05")
-        assert msg.name == ident.decode() and "body not decoded" in msg.info and msg.findings == []
+        assert msg.name == ident.decode() and codes(msg) == ["teeframe.legacy_message"]
+        assert msg.findings[0].severity == "note" and (msg.findings[0].offset, msg.findings[0].length) == (10, 4)
+    assert span(dissect("teeframe", b"\xff" * 10 + b"gief\x05"), "teeframe.request_extra") == (14, 1, b"\x05")
     msg = dissect("teeframe", b"\xff" * 10 + b"dtsf" + b"1\x000.6\x00")
-    assert msg.name == "dtsf" and span(msg, "teeframe.body") == (14, 6, b"1\x000.6\x00")
+    assert msg.name == "dtsf" and span(msg, "teeframe.token") == (14, 2, 1)
+    assert span(msg, "teeframe.version") == (16, 4, "0.6") and "teeframe.unterminated_string" in codes(msg)
 
 
 def test_unrequested_iext_token_minus_one():
@@ -261,3 +266,40 @@ def test_invalid_utf8_name():
 def test_bad_is_player_reported_beside_a_bad_country():
     msg = dissect("teeframe", small_iext(map_crc=1, clients=[("a", "", "x", 0, 7)]))
     assert {"teeframe.bad_decimal", "teeframe.bad_is_player"} <= set(codes(msg))
+
+
+# The shared cursor reads no number longer than its own limit; should that limit be above what int()
+# converts (4300 digits), int()'s ValueError must still not cost the rest of the message.
+@pytest.fixture(params=["cursor limit", "int() limit"])
+def number_limit(request, monkeypatch):
+    if request.param == "int() limit":
+        monkeypatch.setattr(cursor, "MAX_DECIMAL_DIGITS", 10 ** 9, raising=False)
+
+
+@pytest.mark.usefixtures("number_limit")
+def test_a_decimal_over_the_int_digit_limit_is_bad_decimal_and_decoding_goes_on():
+    digits = "9" * 5000  # Python's int() refuses more than 4300 digits
+    msg = dissect("teeframe", small_iext(map_crc=1, map_size=digits))
+    f = finding(msg, "teeframe.bad_decimal")
+    assert (f.severity, f.offset, f.length) == ("error", 38, 5001)
+    assert "5000 digits" in f.message
+    assert span(msg, "teeframe.map_size")[:2] == (38, 5001) and field(msg, "teeframe.map_size").value is None
+    assert span(msg, "teeframe.game_type") == (5039, 3, "DM")  # decoding goes on
+    assert field(msg, "teeframe.max_clients").value == 16
+    assert field(msg, "teeframe.client.score").value == -9999
+    light = dissect("teeframe", small_iext(map_crc=1, map_size=digits), tree=False)
+    assert light.values["game_type"] == "DM" and codes(light) == codes(msg)
+
+
+@pytest.mark.usefixtures("number_limit")
+def test_a_long_number_in_a_client_record_keeps_the_record():
+    msg = dissect("teeframe", small_iext(map_crc=1, clients=[("a", "b", 1, "7" * 4400, 1), ("c", "", 2, 3, 0)]))
+    f = finding(msg, "teeframe.bad_decimal")
+    first = msg.fields_with("teeframe.client")[0]
+    assert [(c.key, c.value) for c in first.children][:3] == [
+        ("teeframe.client.name", "a"), ("teeframe.client.clan", "b"), ("teeframe.client.country", 1)]
+    score = first.children[3]
+    assert (f.offset, f.length) == (score.offset, score.length) == (score.offset, 4401) and score.value is None
+    assert len(first.children) == 6
+    assert [c["name"] for c in msg.values["clients"]] == ["a", "c"]
+    assert msg.values["clients"][0]["score"] is None and msg.values["clients"][1]["score"] == 3

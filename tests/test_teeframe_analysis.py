@@ -5,8 +5,10 @@ import json
 import capkit
 import teeframe_peer as tf
 from conftest import capture, jsonl, run_cli
+from helpers import codes, dissect
 
-from dissect.analysis.teeframe import MAX_PENDING
+from dissect.analysis import teeframe as teeframe_analysis
+from dissect.analysis.teeframe import MAX_PENDING, TeeFrameAnalyzer
 
 SESSION = capture("teeframe-session.pcap")
 DAMAGED = capture("teeframe-damaged.pcap")
@@ -182,3 +184,133 @@ def test_records_beyond_the_limit_are_counted_not_kept(tmp_path):
     assert len(record["result"]["clients"]) == MAX_RECORDS
     assert [f["code"] for f in record["findings"]] == ["teeframe.state_evicted"]
     assert f"{2 * half - MAX_RECORDS} client records beyond {MAX_RECORDS}" in record["findings"][0]["message"]
+
+
+# -- the analyzer fed directly: state size, budgets, vanilla lists ------------------------------------
+SERVER, CLIENT = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+SERVER_EP, CLIENT_EP = "10.0.0.2:8303", "10.0.0.9:50000"
+
+
+class Frame:
+    """What the analyzer reads of a frame."""
+
+    def __init__(self, number, src, dst):
+        self.number, self.ts = number, 1700000000.0 + number / 1000
+        (self.src, self.sport), (self.dst, self.dport) = src, dst
+
+
+def feed(analyzer, number, payload, src=SERVER, dst=CLIENT):
+    msg = dissect("teeframe", payload, tree=False)
+    return msg, analyzer.feed(Frame(number, src, dst), msg, False)
+
+
+class CountingList(list):
+    """A message's client list that counts how often anything measures it."""
+
+    calls = 0
+
+    def __len__(self):
+        CountingList.calls += 1
+        return super().__len__()
+
+
+def test_iex_plus_numbers_outside_1_to_63_are_not_stored_and_counts_are_not_resummed():
+    analyzer = TeeFrameAnalyzer()
+    huge = dict(map_crc=1, num_clients=10 ** 6, players=1, max_players=10 ** 6, max_clients=10 ** 6)
+    feed(analyzer, 1, tf.iext(7, [("a", "", 0, 0, 1)], **huge))
+    packets = 2000
+    CountingList.calls = 0
+    for number in range(1, packets + 1):
+        msg = dissect("teeframe", tf.iex_plus(7, number, [("b", "", 0, 0, 1)]), tree=False)
+        assert ("teeframe.bad_packet_number" in codes(msg)) == (number > 63)
+        msg.values["clients"] = CountingList(msg.values["clients"])
+        analyzer.feed(Frame(number + 1, SERVER, CLIENT), msg, False)
+    # Re-summing the stored lists for each packet would measure them packets**2 / 2 times.
+    assert CountingList.calls <= 10 * packets
+    response = analyzer.pending[(SERVER_EP, CLIENT_EP, 7)]
+    assert sorted(response.records) == list(range(64))   # 0 (iext) and 1..63, nothing beyond
+    assert response.collected() == 64 and analyzer.held == 64
+    assert len(response.frames) <= 128
+
+
+def test_iex_plus_before_any_iext_is_bounded_too():
+    analyzer = TeeFrameAnalyzer()
+    for number in range(1, 1001):
+        feed(analyzer, number, tf.iex_plus(9, number, [("x", "", 0, 0, 1)]))
+    response = analyzer.pending[(SERVER_EP, CLIENT_EP, 9)]
+    assert len(response.records) == 63 and response.collected() == 63 and analyzer.held == 63
+    (record,) = analyzer.finish()
+    assert [f.code for f in record.findings] == ["teeframe.unmatched_token", "teeframe.incomplete_response"]
+    assert analyzer.held == 0 and not analyzer.holders
+
+
+def test_records_held_across_pending_responses_have_a_total_budget(monkeypatch):
+    monkeypatch.setattr(teeframe_analysis, "MAX_HELD_RECORDS", 10)
+    analyzer = TeeFrameAnalyzer()
+    four = [("a", "", 0, 0, 1)] * 4
+    info = dict(map_crc=1, num_clients=100, players=100, max_players=100, max_clients=100)
+    for token in (1, 2):
+        _, out = feed(analyzer, token, tf.iext(token, four, **info))
+        assert out == []
+    _, out = feed(analyzer, 3, tf.iext(3, four, **info))   # 12 records would pass the budget of 10
+    (evicted,) = out
+    assert evicted.result["token"] == 1 and evicted.result["records"] == 4
+    assert [f.code for f in evicted.findings] == ["teeframe.unmatched_token", "teeframe.incomplete_response",
+                                                  "teeframe.state_evicted"]
+    assert "10 client records in all" in evicted.findings[-1].message
+    assert analyzer.held == 8 and [key[2] for key in analyzer.holders] == [2, 3]
+    # A packet the budget cannot hold even alone: the others go first, then its excess is only counted.
+    _, out = feed(analyzer, 4, tf.iex_plus(3, 1, [("b", "", 0, 0, 1)] * 8))
+    assert [r.result["token"] for r in out] == [2]
+    response = analyzer.pending[(SERVER_EP, CLIENT_EP, 3)]
+    assert (response.held, response.dropped_records, response.collected()) == (10, 2, 12)
+    assert analyzer.held == 10
+    (last,) = analyzer.finish()
+    assert last.result["records"] == 12 and len(last.result["clients"]) == 10
+    assert "2 client records beyond" in [f for f in last.findings if f.code == "teeframe.state_evicted"][0].message
+    assert analyzer.held == 0
+
+
+def inf3_bytes(token, clients, players, num_clients, max_players=16, max_clients=16):
+    """A vanilla reply with the counts given, not the ones the records imply."""
+    s = tf.s
+    return (tf.HEADER + b"inf3" + s(token) + s("0.6.4, 16.3") + s("vanilla") + s("ctf5") + s("CTF") + s(0)
+            + s(players) + s(max_players) + s(num_clients) + s(max_clients)
+            + b"".join(tf.vanilla_record(*c) for c in clients))
+
+
+def vanilla_exchange(payload, token):
+    analyzer = TeeFrameAnalyzer()
+    feed(analyzer, 1, tf.vanilla_gie3(token), src=CLIENT, dst=SERVER)
+    msg, out = feed(analyzer, 2, payload)
+    return msg, out
+
+
+def test_vanilla_inf3_of_a_server_with_more_than_16_clients_is_not_a_count_mismatch():
+    # DDNet with 20 of 64 clients: the first 16 records (14 of them players), counts capped to 15.
+    clients = [(f"t{i}", "", 0, i, 0 if i in (3, 9) else 1) for i in range(16)]
+    msg, out = vanilla_exchange(inf3_bytes(5, clients, players=15, num_clients=15), 5)
+    assert msg.findings == []
+    (record,) = out
+    assert record.result["complete"] is True and record.result["records"] == 16
+    assert [f.code for f in record.findings] == ["teeframe.truncated_list"]
+    note = record.findings[0]
+    assert note.severity == "note" and "not compared" in note.message
+
+
+def test_vanilla_inf3_with_counts_beyond_its_records_is_truncated_not_incomplete():
+    clients = [(f"t{i}", "", 0, i, 1) for i in range(5)]
+    _, out = vanilla_exchange(inf3_bytes(6, clients, players=20, num_clients=20, max_players=64, max_clients=64), 6)
+    (record,) = out
+    assert record.result["complete"] is True
+    assert [f.code for f in record.findings] == ["teeframe.truncated_list"]
+
+
+def test_vanilla_inf3_with_its_whole_list_is_still_checked():
+    clients = [("a", "", 0, 0, 1), ("b", "", 0, 0, 1), ("c", "", 0, 0, 0)]
+    _, out = vanilla_exchange(inf3_bytes(7, clients, players=3, num_clients=3), 7)
+    (record,) = out
+    assert [f.code for f in record.findings] == ["teeframe.count_mismatch"]
+    assert record.findings[0].message.startswith("2 records have Is Player 1 but Num Players is 3")
+    _, out = vanilla_exchange(inf3_bytes(8, clients, players=2, num_clients=2), 8)
+    assert [f.message.split(" (")[0] for f in out[0].findings] == ["3 client records collected but Num Clients is 2"]

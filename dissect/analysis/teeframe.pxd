@@ -5,7 +5,8 @@ from dissect.analysis.base cimport Analyzer
 
 cdef class TeeFrameAnalyzer(Analyzer):
     cdef public object pending, requests, latest_token, done, servers, timing, request_count, answered
+    cdef public object held, holders
 
 cdef class _Response:
     cdef public object server, client, token, info, records, frames, first_ts, request, findings
-    cdef public object clients_omitted, dropped_records
+    cdef public object clients_omitted, held, dropped_records

@@ -2,55 +2,78 @@
 
 The spec's 'Receiving Multiple Packets': group packets by the server's address,
 port and response token (and here the client too); iext is packet 0, iex+ carries
-its number; duplicates are ignored; the list is complete when the records
-collected equal Num Clients.
+its number (1 to 63; other numbers are flagged by the decoder and never stored);
+duplicates are ignored; the list is complete when the records collected equal
+Num Clients. A vanilla inf3 is one packet, complete as it arrives.
+
+State is bounded: responses pending at once, records kept per response, and the
+records kept across all pending responses (past that budget the response that has
+held records longest is concluded early with teeframe.state_evicted).
 """
 
-from ..core import AnalysisRecord, Finding
+from collections import OrderedDict
+
+from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..core.fmt import endpoint
+from ..protocols.teeframe import F, INF3_MAX_RECORDS, W
 from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_servers
 
 MAX_PENDING = 4096          # responses being assembled at once
 MAX_REQUESTS = 16384        # requests waiting for their first reply
 MAX_RECORDS = 4096          # client records kept for one response (63 packets of 1400 bytes hold fewer)
+MAX_HELD_RECORDS = 160_000  # client records kept across all pending responses: about 64 MB at ~400 bytes each
 MAX_SERVERS = 10000
 MAX_DONE = 4096             # recently completed responses, to recognize late duplicates
-
-RULE_COMPLETE = "spec: 'the list is complete when the number of collected records equals Num Clients'"
-
+MAX_FRAMES = 128            # frame numbers listed for one response
+LAST_PACKET_NUMBER = 63
 
 
 class _Response:
     __slots__ = ("server", "client", "token", "info", "records", "frames", "first_ts", "request",
-                 "findings", "clients_omitted", "dropped_records")
+                 "findings", "clients_omitted", "held", "dropped_records")
 
     def __init__(self, server, client, token):
         self.server = server
         self.client = client
         self.token = token
-        self.info = None            # the iext (packet 0) fields
-        self.records = {}           # packet number -> list of client records
+        self.info = None            # the iext / inf3 (packet 0) fields
+        self.records = {}           # packet number (0 to 63) -> list of client records
         self.frames = []
         self.first_ts = None
         self.request = None         # (frame, ts) of the matching request
         self.findings = []
         self.clients_omitted = False
-        self.dropped_records = 0
+        self.held = 0               # records kept in ``records``
+        self.dropped_records = 0    # records counted but not kept
 
     def collected(self):
-        return sum(len(r) for r in self.records.values()) + self.dropped_records
+        return self.held + self.dropped_records
+
+    def vanilla(self):
+        return self.info is not None and self.info["identifier"] == "inf3"
 
     def complete(self):
         if self.info is None:
             return False
+        if self.vanilla():
+            return True  # one packet: nothing more will come
         expected = self.info.get("num_clients")
         return expected is not None and (self.collected() >= expected or self.clients_omitted)
 
+    def truncated_list(self):
+        """An inf3 list that holds the most records an inf3 can, or fewer records than its counts."""
+        if not self.vanilla():
+            return False
+        collected = self.collected()
+        counts = [self.info.get(key) for key in ("num_clients", "num_players")]
+        return collected >= INF3_MAX_RECORDS or any(count is not None and count > collected for count in counts)
+
 
 class TeeFrameAnalyzer(Analyzer):
-    __slots__ = ("pending", "requests", "latest_token", "done", "servers", "timing", "request_count", "answered")
+    __slots__ = ("pending", "requests", "latest_token", "done", "servers", "timing", "request_count", "answered",
+                 "held", "holders")
 
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)
@@ -61,6 +84,8 @@ class TeeFrameAnalyzer(Analyzer):
         self.timing = Timing()
         self.request_count = 0
         self.answered = 0
+        self.held = 0                   # client records kept across all pending responses
+        self.holders = OrderedDict()    # keys of the pending responses that keep records, oldest first
 
     def feed(self, record, msg, tree):
         ident = msg.values.get("identifier")
@@ -93,7 +118,7 @@ class TeeFrameAnalyzer(Analyzer):
         server, client = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
         token = msg.values["token"]
         key = (server, client, token)
-        number = 0 if msg.values["identifier"] != "iex+" else msg.values.get("packet_number")
+        number = _packet_number(msg)
         if number is None:
             return []
         done = self.done.get(key)
@@ -107,14 +132,14 @@ class TeeFrameAnalyzer(Analyzer):
             response = _Response(server, client, token)
             evicted = self.pending.put(key, response)
             if evicted is not None:
-                out.append(self._conclude(evicted[1], evicted=True))
+                out.append(self._conclude(evicted[1], evicted="pending"))
             self._match_request(response, record, msg, tree)
         elif response.request is not None:
-            annotate_response(record, msg, tree, response.request[0], response.request[1], "teeframe")
+            annotate_response(record, msg, tree, response.request[0], response.request[1], F)
         if number in response.records:
             _duplicate(msg, number, token)
             return out
-        self._add_packet(response, record, msg, number)
+        self._add_packet(response, record, msg, number, out)
         if response.complete():
             del self.pending[key]
             self.done.put(key, set(response.records))
@@ -126,23 +151,18 @@ class TeeFrameAnalyzer(Analyzer):
         request = self.requests.pop((response.client, response.server, response.token), None)
         if request is not None:
             response.request = request
-            elapsed = annotate_response(record, msg, tree, request[0], request[1], "teeframe")
+            elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.timing.add(elapsed)
             self.answered += 1
         elif response.token != -1:
-            response.findings.append(Finding(
-                "teeframe.unmatched_token", "note",
-                f"response token {response.token} matches no request seen from {response.client} (spec: 'the client "
-                f"uses it to match replies to its request'); the request may predate the capture"))
+            response.findings.append(W.unmatched_token.at(
+                f"response token {response.token} matches no request seen from {response.client}; the request may "
+                f"predate the capture"))
 
-    def _add_packet(self, response, record, msg, number):
-        records = msg.values.get("clients") or []
-        room = MAX_RECORDS - response.collected()
-        if len(records) > room:
-            response.dropped_records += len(records) - max(room, 0)
-            records = records[:max(room, 0)]
+    def _add_packet(self, response, record, msg, number, out):
+        records = self._keep(response, msg.values.get("clients") or [], out)
         response.records[number] = records
-        if len(response.frames) < 128:
+        if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
         if number == 0:
             response.info = {k: msg.values.get(k) for k in (
@@ -151,26 +171,48 @@ class TeeFrameAnalyzer(Analyzer):
             response.info["identifier"] = msg.values["identifier"]
             response.clients_omitted = bool(msg.values.get("clients_omitted"))
 
+    def _keep(self, response, records, out):
+        """The records of a packet that fit within the response's limit and the total budget; the rest are
+        counted only. Makes room in the budget by concluding the responses that have held records longest."""
+        room = min(len(records), MAX_RECORDS - response.held)
+        key = (response.server, response.client, response.token)
+        while room > 0 and self.held + room > MAX_HELD_RECORDS:
+            oldest = next((k for k in self.holders if k != key), None)
+            if oldest is None:
+                break
+            out.append(self._conclude(self.pending.pop(oldest), evicted="records"))
+        room = max(0, min(room, MAX_HELD_RECORDS - self.held))
+        response.dropped_records += len(records) - room
+        if room < len(records):
+            records = records[:room]
+        if room:
+            response.held += room
+            self.held += room
+            self.holders[key] = True
+        return records
+
     # -- conclusions -----------------------------------------------------------------------------
-    def _conclude(self, response, superseded_by=None, evicted=False):
+    def _conclude(self, response, superseded_by=None, evicted=None):
+        self._release(response)
         findings = list(response.findings)
         complete = response.complete()
         collected = response.collected()
         info = response.info or {}
         expected = info.get("num_clients")
         if complete and not response.clients_omitted:
-            self._check_complete(response, self._clients(response), findings)
+            self._check_complete(response, findings)
         if not complete:
-            findings.append(Finding("teeframe.incomplete_response", "warning", self._incomplete_reason(
+            findings.append(W.incomplete_response.at(self._incomplete_reason(
                 response, collected, expected, superseded_by, evicted)))
         if response.dropped_records:
-            findings.append(Finding("teeframe.state_evicted", "warning",
-                                    f"{response.dropped_records} client records beyond {MAX_RECORDS} were not kept "
-                                    f"for this response, to keep memory bounded"))
-        if evicted:
-            findings.append(Finding("teeframe.state_evicted", "warning",
-                                    f"more than {MAX_PENDING} responses pending at once: the oldest was concluded "
-                                    f"early to keep memory bounded"))
+            findings.append(W.state_evicted.at(f"{response.dropped_records} client records beyond {MAX_RECORDS} for "
+                                               f"one response or {MAX_HELD_RECORDS} in all were not kept"))
+        if evicted == "pending":
+            findings.append(W.state_evicted.at(f"more than {MAX_PENDING} responses pending at once: the oldest was "
+                                               f"concluded early"))
+        elif evicted == "records":
+            findings.append(W.state_evicted.at(f"pending responses held {MAX_HELD_RECORDS} client records in all: the "
+                                               f"one holding records longest was concluded early"))
         elapsed = max(0.0, response.first_ts - response.request[1]) if response.request is not None else None
         if info:
             self._server_seen(response, info, elapsed)
@@ -190,24 +232,32 @@ class TeeFrameAnalyzer(Analyzer):
                    + (" complete" if complete else " INCOMPLETE"))
         return AnalysisRecord("teeframe", "server_info", response.frames, result, findings, summary)
 
+    def _release(self, response):
+        """The response leaves the pending ones: its records no longer count against the budget."""
+        if response.held:
+            self.held -= response.held
+            self.holders.pop((response.server, response.client, response.token), None)
+
     @staticmethod
     def _clients(response):
         return [c for n in sorted(response.records) for c in response.records[n]]
 
-    @staticmethod
-    def _check_complete(response, clients, findings):
+    def _check_complete(self, response, findings):
         info = response.info
+        if response.truncated_list():
+            findings.append(W.truncated_list.at(
+                f"the inf3 list may be cut: {response.collected()} records for Num Clients {info.get('num_clients')} "
+                f"and Num Players {info.get('num_players')}; the is-player count is not compared"))
+            return
         if response.collected() != info["num_clients"]:
-            findings.append(Finding("teeframe.count_mismatch", "warning",
-                                    f"{response.collected()} client records collected but Num Clients is "
-                                    f"{info['num_clients']} ({RULE_COMPLETE})"))
+            findings.append(W.count_mismatch.at(f"{response.collected()} client records collected but Num Clients "
+                                                f"is {info['num_clients']}"))
         if response.dropped_records:
             return  # the is-player count needs every record
-        players = sum(1 for c in clients if c.get("is_player") == 1)
+        players = sum(1 for c in self._clients(response) if c.get("is_player") == 1)
         if info.get("num_players") is not None and players != info["num_players"]:
-            findings.append(Finding("teeframe.count_mismatch", "warning",
-                                    f"{players} records have Is Player 1 but Num Players is {info['num_players']} "
-                                    f"(spec: Num Players is 'the number of non-spectator clients')"))
+            findings.append(W.count_mismatch.at(f"{players} records have Is Player 1 but Num Players is "
+                                                f"{info['num_players']}"))
 
     @staticmethod
     def _incomplete_reason(response, collected, expected, superseded_by, evicted):
@@ -219,8 +269,7 @@ class TeeFrameAnalyzer(Analyzer):
             why = "the capture ended"
         have = "no iext (packet 0) arrived" if response.info is None else \
             f"{collected} of {expected} client records arrived"
-        return f"response token {response.token} from {response.server} is incomplete: {have} before {why} " \
-               f"({RULE_COMPLETE})"
+        return f"response token {response.token} from {response.server} is incomplete: {have} before {why}"
 
     def _server_seen(self, response, info, elapsed):
         entry = self.servers.get(response.server) or {"server": response.server, "responses": 0}
@@ -236,7 +285,7 @@ class TeeFrameAnalyzer(Analyzer):
         self.servers.put(response.server, entry)
 
     def finish(self):
-        out = [self._conclude(response) for response in self.pending.values()]
+        out = [self._conclude(response) for response in list(self.pending.values())]
         self.pending.clear()
         return out
 
@@ -251,7 +300,14 @@ class TeeFrameAnalyzer(Analyzer):
                 "response_times": {"gie3": self.timing.as_dict()}, "servers": list(self.servers.values())}
 
 
+def _packet_number(msg):
+    """0 for iext and inf3, the packet number of an iex+ when it is 1 to 63; None otherwise (an iex+ with
+    another number is flagged by the decoder and not stored)."""
+    if msg.values["identifier"] != "iex+":
+        return 0
+    number = msg.values.get("packet_number")
+    return number if number is not None and 1 <= number <= LAST_PACKET_NUMBER else None
+
+
 def _duplicate(msg, number, token):
-    msg.add_finding("teeframe.duplicate_packet", "note",
-                    f"packet {number} of response token {token} arrived again and is ignored (spec: 'ignore duplicate "
-                    f"packet numbers, so their client records are not counted twice')")
+    msg.report(W.duplicate_packet, f"packet {number} of response token {token} arrived again and is ignored")

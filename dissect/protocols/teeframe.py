@@ -6,46 +6,55 @@ identifier, then the message data. The extended request ``gie3`` carries the
 responses ``iext`` and ``iex+`` carry a header of six FF bytes and their fields
 as null-terminated Strings and Decimal Strings.
 
-Real peers versus the spec (shared/DESIGN.md), each a note, never an error:
+Real peers versus the spec (docs/teeframe.md), each a note, never an error:
 servers print the map CRC as a signed 32-bit number; they send an unrequested
 ``iext`` with token -1 and no client records; a rate-limited reply carries the
 counts but no records; requests may be longer than 15 bytes. The vanilla
 request (six FF bytes instead of the ``xe`` header) and its ``inf3`` reply
-(no map CRC, map size or reserved fields; at most 16 records) are decoded too,
-and the older identifiers are recognized by name.
+(no map CRC, map size or reserved fields; at most 16 records) are decoded too.
+Older peers' messages, outside the spec, are decoded by their own layouts with
+a ``teeframe.legacy_message`` note: the Teeworlds 0.5 requests ``gief`` (no
+token) and ``gie2`` (a token byte) and their replies ``info`` and ``inf2``
+(a progression field, records of name and score only); DDNet's 64-client
+legacy request ``fstd`` and its reply ``dtsf`` (the ``inf3`` fields, a packed
+integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
+``gie``, a ``gief`` cut one byte short that servers ignore.
 """
-
 
 from ..core import U16BE, Truncated
 from ..core.fmt import dec_hex
-from ..registry import Dissector, register
+from ..core.tables import FieldTable, FindingTable
+from ..registry import Dissector
 
 FF4 = b"\xff\xff\xff\xff"
 FF6 = b"\xff" * 6
 XE = b"xe"
+QSTAT_PROBE = b"\xff" * 10 + b"gie"
 
 REQUEST_LENGTH = 15
 PACKET_LIMIT = 1400
 INF3_MAX_RECORDS = 16
+DTSF_MAX_RECORDS = 24
+PACKED_INT_MAX_BYTES = 5
 
-# Identifier -> (message name, body decoded?)
 IDENTIFIERS = {
     b"gie3": "Server Information Request",
     b"iext": "Server Information",
     b"iex+": "More Server Information",
     b"inf3": "Server Information (vanilla)",
-    b"gief": "Server Information Request (0.5)",
-    b"gie2": "Server Information Request (legacy)",
+    b"gief": "Server Information Request (0.5, no token)",
+    b"info": "Server Information (0.5, no token)",
+    b"gie2": "Server Information Request (0.5)",
     b"inf2": "Server Information (0.5)",
     b"fstd": "Server Information Request (64-client legacy)",
     b"dtsf": "Server Information (64-client legacy)",
+    b"gie": "qstat probe (gief cut short)",
 }
 REQUESTS = {b"gie3", b"gief", b"gie2", b"fstd"}
-RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"dtsf"}
+RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"info", b"dtsf"}
+LEGACY = {b"gief", b"gie2", b"fstd", b"info", b"inf2", b"dtsf", b"gie"}
 
 NAME_LIMIT, CLAN_LIMIT = 16, 12
-LIMITS = {"teeframe.name": 256, "teeframe.map": 32, "teeframe.game_type": 16,
-          "teeframe.client.name": NAME_LIMIT, "teeframe.client.clan": CLAN_LIMIT}
 
 
 def _quoted(value):
@@ -54,329 +63,6 @@ def _quoted(value):
 
 def _is_player_text(value):
     return {0: "0 (spectator)", 1: "1 (player)"}.get(value, str(value))
-
-
-CLIENT_FIELDS = (("teeframe.client.name", "Name", "text", _quoted),
-                 ("teeframe.client.clan", "Clan", "text", _quoted),
-                 ("teeframe.client.country", "Country", "decimal", None),
-                 ("teeframe.client.score", "Score", "decimal", None),
-                 ("teeframe.client.is_player", "Is Player", "decimal", _is_player_text),
-                 ("teeframe.client.reserved", "Reserved", "text", _quoted))
-VANILLA_CLIENT_FIELDS = CLIENT_FIELDS[:5]
-
-
-def decimal_text(value):
-    return str(value)
-
-
-@register
-class TeeFrame(Dissector):
-    key = "teeframe"
-    title = "TeeFrame"
-    transports = ("udp",)
-    ports = (8303,)
-    truncated_code = "teeframe.truncated"
-    unterminated_code = "teeframe.unterminated_string"
-    truncated_rule = "spec: Strings and Decimal Strings end with a null terminator (00)"
-
-    # -- recognition -------------------------------------------------------------------
-    def claims(self, payload, packet, on_port):
-        if len(payload) < 14 or payload[6:10] != FF4:
-            return False
-        ident = payload[10:14]
-        if ident in REQUESTS:
-            return payload[0:2] == XE or payload[0:6] == FF6 or on_port
-        if ident in RESPONSES:
-            return payload[0:6] == FF6 or on_port
-        return False
-
-    # -- decoding ------------------------------------------------------------------------------
-    def decode(self, cur, msg, packet):
-        data = cur.data
-        ident = bytes(data[10:14])
-        msg.name = ident.decode("latin-1")
-        msg.values["identifier"] = msg.name
-        if len(data) > PACKET_LIMIT:
-            cur.finding("teeframe.packet_too_large", "warning",
-                        f"packet is {len(data)} bytes (spec: 'the 1400-byte packet size limit includes the six-byte "
-                        f"header, the message identifier and padding, and all encoded fields')", PACKET_LIMIT,
-                        len(data) - PACKET_LIMIT)
-        if ident in REQUESTS or (len(data) < 14 and data[0:2] == XE):
-            self._request(cur, msg, ident)
-        elif ident not in RESPONSES:
-            self._unknown(cur, msg, ident)
-        else:
-            self._response_header(cur, msg, ident)
-            if ident == b"iext":
-                self._iext(cur, msg)
-            elif ident == b"iex+":
-                self._iex_plus(cur, msg)
-            elif ident == b"inf3":
-                self._inf3(cur, msg)
-            else:
-                self._legacy_body(cur, msg, ident)
-
-    # gie3 ----------------------------------------------------------------------------------------
-    def _request(self, cur, msg, ident):
-        extended = cur.data[0:2] == XE
-        msg.values["extended"] = extended
-        if extended:
-            cur.raw("teeframe.marker", "Marker", 2, lambda v: '"xe" (extended request)')
-            extra = cur.number(U16BE, "teeframe.extra_token", "Extra Token", dec_hex)
-            reserved = cur.raw("teeframe.reserved_bytes", "Reserved", 2)
-            if reserved != b"\0\0":
-                cur.flag_last("teeframe.reserved_nonzero", "warning",
-                              f"reserved bytes 4-5 are {reserved.hex(' ')} (spec: 'Reserved bytes must be sent as "
-                              f"zero and ignored by the receiver')")
-        else:
-            extra = 0
-            self._header_ff6(cur, msg, "request")
-        msg.name = ident.decode("latin-1") if ident in REQUESTS else "gie3"
-        self._padding_and_identifier(cur)
-        if ident != b"gie3":
-            self._legacy_body(cur, msg, ident)
-            return
-        if cur.end < REQUEST_LENGTH:
-            cur.finding("teeframe.bad_request_length", "error",
-                        f"request is {cur.end} bytes (spec: 'the complete request is 15 bytes')", 0, cur.end)
-        token = cur.u8("teeframe.token", "Token", dec_hex)
-        response_token = (extra << 8) | token
-        msg.values.update(token=token, extra_token=extra, response_token=response_token)
-        cur.add("teeframe.response_token", "Response Token", 2 if extended else 14, 13 if extended else 1,
-                response_token, dec_hex, generated=True)
-        self._check_request_length(cur, extended)
-        kind = "extended" if extended else "vanilla"
-        msg.info = f"Server Information Request ({kind}) token={response_token}"
-
-    def _check_request_length(self, cur, extended):
-        size = cur.end
-        if size > REQUEST_LENGTH:
-            cur.rest("teeframe.request_extra", "Extra bytes")
-            cur.flag_last("teeframe.bad_request_length", "note",
-                          f"request is {size} bytes (spec: 'the complete request is 15 bytes'); real servers accept "
-                          f"longer requests and ignore the rest")
-
-    def _header_ff6(self, cur, msg, what):
-        header = cur.raw("teeframe.header", "Header", 6)
-        if header != FF6:
-            cur.flag_last("teeframe.bad_header", "warning",
-                          f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF (spec: "
-                          f"'byte[0-5] // FF FF FF FF FF FF')")
-
-    def _padding_and_identifier(self, cur):
-        cur.raw("teeframe.padding", "Padding", 4)
-        cur.raw("teeframe.identifier", "Identifier", 4,
-                lambda v: f'"{v.decode("latin-1")}" ({IDENTIFIERS.get(v, "unknown")})')
-
-    def _response_header(self, cur, msg, ident):
-        self._header_ff6(cur, msg, "response")
-        self._padding_and_identifier(cur)
-
-    def _unknown(self, cur, msg, ident):
-        msg.name = "unknown"
-        cur.raw("teeframe.header", "Header", min(6, cur.remaining()))
-        cur.raw("teeframe.padding", "Padding", min(4, cur.remaining()))
-        cur.raw("teeframe.identifier", "Identifier", min(4, cur.remaining()))
-        cur.flag_last("teeframe.unknown_identifier", "warning",
-                      f"message identifier {ident!r} is not one of gie3, iext, iex+ (nor a known older one)")
-        if cur.remaining():
-            cur.rest("teeframe.body", "Body")
-        msg.info = f"Unknown connectionless message {ident!r}"
-
-    def _legacy_body(self, cur, msg, ident):
-        msg.info = f"{IDENTIFIERS[ident]} ({ident.decode('latin-1')}, body not decoded)"
-        if cur.remaining():
-            cur.rest("teeframe.body", "Body")
-
-    # iext / iex+ / inf3 ------------------------------------------------------------------------
-    def _iext(self, cur, msg):
-        token = self._token(cur, msg)
-        self._server_fields(cur, msg, extended=True)
-        reserved = self._string(cur, "teeframe.reserved", "Reserved")
-        self._check_reserved(cur, reserved)
-        records = self._client_records(cur, msg, with_reserved=True)
-        self._check_counts(cur, msg, records, token)
-        info = msg.values
-        msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
-                    f'clients {info.get("num_clients")}/{info.get("max_clients")}'
-                    f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
-
-    def _iex_plus(self, cur, msg):
-        token = self._token(cur, msg)
-        number = self._decimal(cur, "teeframe.packet_number", "Packet Number")
-        msg.values["packet_number"] = number
-        if number is not None and not 1 <= number <= 63:
-            cur.flag_last("teeframe.bad_packet_number", "error",
-                          f"packet number {number} (spec: 'a number from 1 to 63, increasing for each additional "
-                          f"packet')")
-        reserved = self._string(cur, "teeframe.reserved", "Reserved")
-        self._check_reserved(cur, reserved)
-        records = self._client_records(cur, msg, with_reserved=True)
-        msg.info = f"More Server Information token={token} packet={number} clients +{records}"
-
-    def _inf3(self, cur, msg):
-        token = self._token(cur, msg)
-        self._server_fields(cur, msg, extended=False)
-        records = self._client_records(cur, msg, with_reserved=False)
-        if records > INF3_MAX_RECORDS:
-            cur.finding("teeframe.too_many_records", "warning",
-                        f"{records} client records in an inf3 reply, which holds at most {INF3_MAX_RECORDS}")
-        self._check_counts(cur, msg, records, token)
-        info = msg.values
-        msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
-                    f'clients {info.get("num_clients")}/{info.get("max_clients")}')
-
-    def _token(self, cur, msg):
-        token = self._decimal(cur, "teeframe.token", "Token", allow_negative=True, fmt=_token_text)
-        msg.values["token"] = token
-        if token is not None and token < 0:
-            if token == -1:
-                cur.flag_last("teeframe.unrequested_info", "note",
-                              "token -1: an unrequested server information packet, as real servers send; the spec "
-                              "expects the combined token of a request")
-            else:
-                cur.flag_last("teeframe.bad_decimal", "warning",
-                              f"token {token} is negative (spec: the combined token of the request)")
-        return token
-
-    def _server_fields(self, cur, msg, extended):
-        version = self._string(cur, "teeframe.version", "Version")
-        msg.values["version"] = version
-        if not version.startswith("0.6"):
-            cur.flag_last("teeframe.bad_version", "warning",
-                          f'version "{version}" does not begin with 0.6 (spec: \'it must begin with 0.6 for '
-                          f'protocol compatibility\')')
-        msg.values["name"] = self._string(cur, "teeframe.name", "Name")
-        msg.values["map"] = self._string(cur, "teeframe.map", "Map")
-        if extended:
-            crc = self._decimal(cur, "teeframe.map_crc", "Map CRC", allow_negative=True, fmt=_crc_text)
-            msg.values["map_crc"] = crc
-            if crc is not None and crc < 0:
-                cur.flag_last("teeframe.signed_map_crc", "note",
-                              f"map CRC printed as a signed number ({crc} = 0x{crc & 0xFFFFFFFF:08x}), as real "
-                              f"servers do; the spec's Decimal String holds the CRC itself")
-            msg.values["map_size"] = self._decimal(cur, "teeframe.map_size", "Map Size")
-        msg.values["game_type"] = self._string(cur, "teeframe.game_type", "Game Type")
-        flags = self._decimal(cur, "teeframe.flags", "Flags", fmt=_flags_text)
-        msg.values["flags"] = flags
-        if flags is not None and flags not in (0, 1):
-            cur.flag_last("teeframe.bad_flags", "warning",
-                          f"server flags {flags} (spec: 'flag value 1 means a password is required; 0 means no "
-                          f"password is required')")
-        for key, name in (("num_players", "Num Players"), ("max_players", "Max Players"),
-                          ("num_clients", "Num Clients"), ("max_clients", "Max Clients")):
-            msg.values[key] = self._decimal(cur, f"teeframe.{key}", name)
-
-    def _check_reserved(self, cur, value):
-        if value:
-            self._reserved_nonempty(cur, value, cur.last_offset, cur.last_length)
-
-    @staticmethod
-    def _reserved_nonempty(cur, value, offset, length):
-        cur.finding("teeframe.reserved_nonempty", "warning",
-                    f'reserved string is "{value}" (spec: \'must be empty; receivers must ignore its contents\')',
-                    offset, length)
-
-    def _check_counts(self, cur, msg, records, token):
-        data = msg.values
-        players, max_players = data.get("num_players"), data.get("max_players")
-        clients, max_clients = data.get("num_clients"), data.get("max_clients")
-        problems = []
-        if None not in (players, max_players) and players > max_players:
-            problems.append(f"Num Players {players} > Max Players {max_players}")
-        if None not in (players, clients) and players > clients:
-            problems.append(f"Num Players {players} > Num Clients {clients}")
-        if None not in (clients, max_clients) and clients > max_clients:
-            problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
-        if problems:
-            cur.finding("teeframe.count_mismatch", "warning",
-                        "; ".join(problems) + " (spec: Num Players counts non-spectators among Num Clients, each "
-                        "within its maximum)")
-        if clients and records == 0 and token != -1 and cur.at_end():
-            data["clients_omitted"] = True
-            cur.finding("teeframe.no_client_records", "note",
-                        f"Num Clients is {clients} but the packet carries no client records: real servers send "
-                        f"such replies when rate-limited (spec: the client list follows in this packet and iex+)")
-
-    # client records ----------------------------------------------------------------------------
-    def _client_records(self, cur, msg, with_reserved):
-        records = []
-        msg.values["clients"] = records
-        while not cur.at_end():
-            start = cur.pos
-            with cur.subtree("teeframe.client", "Client") as node:
-                try:
-                    record = self._client_record(cur, with_reserved)
-                except Truncated:
-                    node.name = "Client [split]"
-                    cur.finding("teeframe.split_record", "error",
-                                f"client record cut off at the end of the packet after {cur.end - start} bytes "
-                                f"(spec: 'a client record must never be split across packets')",
-                                start, cur.end - start)
-                    cur.pos = cur.end
-                    msg.values["split_record"] = True
-                    break
-                if cur.tree:
-                    node.name = f'Client "{record["name"]}"'
-                    node.value = record["name"]
-                    node.display = (f'clan "{record["clan"]}", country {record["country"]}, score '
-                                    f'{record["score"]}, {"player" if record["is_player"] == 1 else "spectator"}')
-            records.append(record)
-        return len(records)
-
-    def _client_record(self, cur, with_reserved):
-        values = cur.cstrings(CLIENT_FIELDS if with_reserved else VANILLA_CLIENT_FIELDS)
-        name, clan, country, score, is_player = values[:5]
-        spans = cur.spans
-        if len(spans[0][2]) > NAME_LIMIT or len(spans[1][2]) > CLAN_LIMIT or "\ufffd" in name or "\ufffd" in clan:
-            for index in (0, 1):
-                self._check_text(cur, CLIENT_FIELDS[index][0], CLIENT_FIELDS[index][1], values[index], *spans[index])
-        if country is None or score is None or is_player is None:
-            for index in (2, 3, 4):
-                if values[index] is None:
-                    self._not_decimal(cur, CLIENT_FIELDS[index][1], *spans[index])
-        if is_player is not None and (is_player > 1 or is_player < 0):
-            cur.finding("teeframe.bad_is_player", "warning",
-                        f"Is Player is {is_player} (spec: '1 for a non-spectator client; 0 for a spectator')",
-                        spans[4][0], spans[4][1])
-        if with_reserved and values[5]:
-            self._reserved_nonempty(cur, values[5], spans[5][0], spans[5][1])
-        return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
-
-    # field types -----------------------------------------------------------------------------------
-    def _string(self, cur, key, name):
-        value = cur.cstring(key, name, "utf-8", _quoted)
-        self._check_text(cur, key, name, value, cur.last_offset, cur.last_length, cur.last_raw)
-        return value
-
-    @staticmethod
-    def _check_text(cur, key, name, value, offset, length, raw):
-        limit = LIMITS.get(key)
-        if limit is not None and len(raw) > limit:
-            cur.finding("teeframe.string_too_long", "warning",
-                        f"{name} is {len(raw)} bytes (spec: up to {limit} bytes before the null terminator)",
-                        offset, length)
-        if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
-            cur.finding("teeframe.bad_utf8", "warning", f"{name} is not valid UTF-8 (spec: String is UTF-8 bytes)",
-                        offset, length)
-
-    def _decimal(self, cur, key, name, allow_negative=False, fmt=None):
-        """A Decimal String: the field's value is the integer, or None where the text is not a number."""
-        value = cur.cdecimal(key, name, fmt or decimal_text)
-        if value is None:
-            self._not_decimal(cur, name, cur.last_offset, cur.last_length, cur.last_raw)
-        elif value < 0 and not allow_negative:
-            cur.set_last(None, f'"{value}" (negative)')
-            cur.flag_last("teeframe.bad_decimal", "warning",
-                          f"{name} is negative ({value}); the spec allows that only for the score")
-            return None
-        return value
-
-    @staticmethod
-    def _not_decimal(cur, name, offset, length, raw):
-        cur.finding("teeframe.bad_decimal", "error",
-                    f'{name} is "{raw.decode("latin-1")}", not a decimal number (spec: \'the number written as '
-                    f'decimal ASCII text, followed by a null terminator\')', offset, length)
 
 
 def _token_text(value):
@@ -391,4 +77,531 @@ def _flags_text(value):
     return {0: "0 (no password)", 1: "1 (password required)"}.get(value, str(value))
 
 
+def _identifier_text(value):
+    return f'"{value.decode("latin-1")}" ({IDENTIFIERS.get(bytes(value), "unknown")})'
 
+
+def _marker_text(value):
+    return '"xe" (extended request)' if value == XE else value.hex(" ")
+
+
+F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
+    ("marker", "Marker", "bytes", 'extended request bytes 0-1: "xe"', _marker_text),
+    ("extra_token", "Extra Token", "uint16", "extended request bytes 2-3: the client's extra token, big-endian",
+     dec_hex),
+    ("reserved_bytes", "Reserved", "bytes", "extended request bytes 4-5: sent as zero"),
+    ("header", "Header", "bytes", "bytes 0-5 of a reply, a vanilla or a legacy request: FF x6"),
+    ("padding", "Padding", "bytes", "bytes 6-9: FF FF FF FF"),
+    ("identifier", "Identifier", "bytes", "bytes 10-13: the message identifier, four ASCII letters (gie3, iext, "
+                                          "iex+ ...)", _identifier_text),
+    ("token", "Token", "int", "requests: the token byte after the identifier; replies: the token they answer, as a "
+                              "Decimal String (-1: unrequested)", _token_text),
+    ("response_token", "Response Token", "uint32", "generated: extra_token << 8 | token, the token the reply carries",
+     dec_hex),
+    ("request_extra", "Extra bytes", "bytes", "request bytes past the ones its layout defines"),
+    ("body", "Body", "bytes", "the bytes after the identifier of a message that is not decoded"),
+    ("version", "Version", "string", "the server's version (0.6 ... for the spec's replies)", _quoted),
+    ("name", "Name", "string", "the server's name", _quoted),
+    ("map", "Map", "string", "the map's name", _quoted),
+    ("map_crc", "Map CRC", "int", "iext: the map's CRC (real servers print it signed)", _crc_text),
+    ("map_size", "Map Size", "int", "iext: the map file's size in bytes"),
+    ("game_type", "Game Type", "string", "the game type (DM, TDM, CTF ...)", _quoted),
+    ("flags", "Flags", "int", "server flags: 1 when a password is required", _flags_text),
+    ("progression", "Progression", "int", "0.5 replies (info, inf2): the game's progress in percent, -1 unknown"),
+    ("num_players", "Num Players", "int", "non-spectator clients (0.5 replies: all clients)"),
+    ("max_players", "Max Players", "int", "non-spectator slots"),
+    ("num_clients", "Num Clients", "int", "clients, spectators and connecting ones included"),
+    ("max_clients", "Max Clients", "int", "the server's connection capacity"),
+    ("offset", "Offset", "int", "dtsf: the index of this packet's first client record, a packed integer"),
+    ("reserved", "Reserved", "string", "iext / iex+: a reserved String, empty", _quoted),
+    ("packet_number", "Packet Number", "int", "iex+: 1 to 63 (iext is packet 0)"),
+    ("client", "Client", "string", "a client record: the client's name, with the record's fields below it"),
+    ("client.name", "Name", "string", "the client's name", _quoted),
+    ("client.clan", "Clan", "string", "the client's clan", _quoted),
+    ("client.country", "Country", "int", "the client's country code (-1: none)"),
+    ("client.score", "Score", "int", "the client's score"),
+    ("client.is_player", "Is Player", "int", "1 for a player, 0 for a spectator", _is_player_text),
+    ("client.reserved", "Reserved", "string", "iext / iex+: the record's reserved String, empty", _quoted),
+    ("request_in", "Request in frame", "uint32", "generated: the frame of the request this reply answers"),
+    ("response_time", "Response time", "float", "generated: seconds from the request to this reply"),
+])
+
+W = FindingTable("teeframe", messages=True, entries=[
+    ("truncated", "error", "spec: a message holds every field of its layout, in order"),
+    ("unterminated_string", "error", "spec: Strings and Decimal Strings end with a null terminator (00)"),
+    ("packet_too_large", "warning", "spec: 'the 1400-byte packet size limit includes the six-byte header, the message "
+                                    "identifier and padding, and all encoded fields'"),
+    ("bad_header", "warning", "spec: 'byte[0-5] // FF FF FF FF FF FF'"),
+    ("reserved_nonzero", "warning", "spec: 'Reserved bytes must be sent as zero and ignored by the receiver'"),
+    ("bad_request_length", "error", "spec: 'the complete request is 15 bytes'"),
+    ("unknown_identifier", "warning", "spec: the messages are gie3, iext and iex+ (older peers add inf3, gief, info, "
+                                      "gie2, inf2, fstd and dtsf)"),
+    ("legacy_message", "note", "outside the spec, which defines gie3, iext and iex+: an older peer's message "
+                               "(Teeworlds 0.5, DDNet's 64-client legacy browser, qstat), decoded by its own layout"),
+    ("unrequested_info", "note", "spec: a reply carries the combined token of a request; real servers also send "
+                                 "unrequested server information with token -1"),
+    ("bad_decimal", "error", "spec: a Decimal String is 'the number written as decimal ASCII text, followed by a null "
+                             "terminator'"),
+    ("bad_version", "warning", "spec: the version 'must begin with 0.6 for protocol compatibility'"),
+    ("signed_map_crc", "note", "spec: Map CRC is the CRC as a Decimal String; real servers print it as a signed "
+                               "32-bit number"),
+    ("bad_flags", "warning", "spec: 'flag value 1 means a password is required; 0 means no password is required'"),
+    ("reserved_nonempty", "warning", "spec: a Reserved String 'must be empty; receivers must ignore its contents'"),
+    ("count_mismatch", "warning", "spec: Num Players counts the non-spectators among Num Clients, each within its "
+                                  "maximum, and 'the list is complete when the number of collected records equals "
+                                  "Num Clients'"),
+    ("no_client_records", "note", "spec: the client list follows in this packet and in iex+; real servers send the "
+                                  "counts without records when rate-limited"),
+    ("too_many_records", "warning", "an inf3 reply carries at most 16 client records, a dtsf reply at most 24"),
+    ("split_record", "error", "spec: 'a client record must never be split across packets'"),
+    ("bad_is_player", "warning", "spec: Is Player is '1 for a non-spectator client; 0 for a spectator'"),
+    ("string_too_long", "warning", "spec: name up to 256 bytes, map 32, game type 16, client name 16, clan 12, "
+                                   "before the null terminator"),
+    ("bad_utf8", "warning", "spec: a String is UTF-8 bytes"),
+    ("bad_packet_number", "error", "spec: the iex+ packet number is 'a number from 1 to 63, increasing for each "
+                                   "additional packet'"),
+    ("duplicate_packet", "note", "spec: 'ignore duplicate packet numbers, so their client records are not counted "
+                                 "twice'"),
+    ("incomplete_response", "warning", "spec: 'the list is complete when the number of collected records equals "
+                                       "Num Clients'"),
+    ("unmatched_token", "note", "spec: the client uses the token 'to match replies to its request'"),
+    ("truncated_list", "note", "a vanilla inf3 carries at most 16 client records and DDNet caps the counts it "
+                               "reports, so its records are not counted against Num Clients and Num Players"),
+    ("state_evicted", "warning", "responses pending at once, and the client records they hold in all, are limited "
+                                 "to keep memory bounded"),
+])
+
+CLIENT = F.client
+_CLIENT = CLIENT.children  # F.client.name would be the entry's own display name, not the field
+LIMITS = {F.name.key: 256, F.map.key: 32, F.game_type.key: 16, _CLIENT["name"].key: NAME_LIMIT,
+          _CLIENT["clan"].key: CLAN_LIMIT}
+CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["clan"], "text"), (_CLIENT["country"], "decimal"),
+                 (_CLIENT["score"], "decimal"), (_CLIENT["is_player"], "decimal"), (_CLIENT["reserved"], "text"))
+VANILLA_CLIENT_FIELDS = CLIENT_FIELDS[:5]
+LEGACY_CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["score"], "decimal"))
+COUNTS = (("num_players", F.num_players), ("max_players", F.max_players), ("num_clients", F.num_clients),
+          ("max_clients", F.max_clients))
+
+
+class TeeFrame(Dissector):
+    key = "teeframe"
+    title = "TeeFrame"
+    transports = ("udp",)
+    ports = (8303,)
+    fields = F
+    findings = W
+    analyzer = "dissect.analysis.teeframe:TeeFrameAnalyzer"
+    truncated = W.truncated
+    unterminated = W.unterminated_string
+
+    # -- recognition -------------------------------------------------------------------
+    def claims(self, payload, packet, on_port):
+        if len(payload) < 14 or payload[6:10] != FF4:
+            return payload == QSTAT_PROBE
+        ident = payload[10:14]
+        if ident in REQUESTS:
+            return payload[0:2] == XE or payload[0:6] == FF6 or on_port
+        if ident in RESPONSES:
+            return payload[0:6] == FF6 or on_port
+        return False
+
+    # -- decoding ------------------------------------------------------------------------------
+    def decode(self, cur, msg, packet):
+        data = cur.data
+        ident = bytes(data[10:14])
+        msg.name = ident.decode("latin-1")
+        msg.values["identifier"] = msg.name
+        if len(data) > PACKET_LIMIT:
+            cur.finding(W.packet_too_large, f"packet is {len(data)} bytes", PACKET_LIMIT, len(data) - PACKET_LIMIT)
+        if ident == b"gie3" or (len(data) < 14 and data[0:2] == XE):
+            self._gie3(cur, msg)
+        elif ident in LEGACY:
+            LEGACY_DECODERS[ident](self, cur, msg, ident)
+        elif ident in RESPONSES:
+            self._response_header(cur)
+            if ident == b"iext":
+                self._iext(cur, msg)
+            elif ident == b"iex+":
+                self._iex_plus(cur, msg)
+            else:
+                self._inf3(cur, msg)
+        else:
+            self._unknown(cur, msg, ident)
+
+    # gie3 ----------------------------------------------------------------------------------------
+    def _gie3(self, cur, msg):
+        extended = cur.data[0:2] == XE
+        msg.values["extended"] = extended
+        if extended:
+            cur.raw(F.marker, 2)
+            extra = cur.number(U16BE, F.extra_token)
+            reserved = cur.raw(F.reserved_bytes, 2)
+            if reserved != b"\0\0":
+                cur.flag_last(W.reserved_nonzero, f"reserved bytes 4-5 are {reserved.hex(' ')}")
+        else:
+            extra = 0
+            self._header_ff6(cur, "request")
+        msg.name = "gie3"
+        self._padding_and_identifier(cur)
+        if cur.end < REQUEST_LENGTH:
+            cur.finding(W.bad_request_length, f"request is {cur.end} bytes", 0, cur.end)
+        token = cur.u8(F.token)
+        response_token = (extra << 8) | token
+        msg.values.update(token=token, extra_token=extra, response_token=response_token)
+        cur.add(F.response_token, 2 if extended else 14, 13 if extended else 1, response_token, generated=True)
+        self._check_request_length(cur, msg)
+        kind = "extended" if extended else "vanilla"
+        msg.info = f"Server Information Request ({kind}) token={response_token}"
+
+    def _check_request_length(self, cur, msg):
+        size = cur.end
+        if size > REQUEST_LENGTH:
+            cur.rest(F.request_extra)
+            msg.findings.append(W.bad_request_length.at(
+                f"request is {size} bytes; real servers accept longer requests and ignore the rest",
+                cur.last_offset, cur.last_length, severity="note"))
+
+    def _header_ff6(self, cur, what):
+        header = cur.raw(F.header, 6)
+        if header != FF6:
+            cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF")
+
+    def _padding_and_identifier(self, cur, size=4):
+        cur.raw(F.padding, 4)
+        cur.raw(F.identifier, size)
+
+    def _response_header(self, cur):
+        self._header_ff6(cur, "response")
+        self._padding_and_identifier(cur)
+
+    def _unknown(self, cur, msg, ident):
+        msg.name = "unknown"
+        cur.raw(F.header, min(6, cur.remaining()))
+        cur.raw(F.padding, min(4, cur.remaining()))
+        cur.raw(F.identifier, min(4, cur.remaining()))
+        cur.flag_last(W.unknown_identifier, f"message identifier {ident!r} is not a known one")
+        if cur.remaining():
+            cur.rest(F.body)
+        msg.info = f"Unknown connectionless message {ident!r}"
+
+    # legacy messages (outside the spec) --------------------------------------------------------
+    def _legacy_note(self, cur, ident, what):
+        cur.finding(W.legacy_message, f"{ident.decode('latin-1')}: {what}", 10, len(ident))
+
+    def _qstat_probe(self, cur, msg, ident):
+        self._header_ff6(cur, "request")
+        self._padding_and_identifier(cur, 3)
+        self._legacy_note(cur, ident, "qstat's first probe, the 0.5 request gief cut to 13 bytes (no token); "
+                                           "servers ignore it")
+        msg.info = "qstat probe gie (gief cut short)"
+
+    def _legacy_request(self, cur, msg, ident):
+        self._header_ff6(cur, "request")
+        self._padding_and_identifier(cur)
+        if ident == b"gief":
+            self._legacy_note(cur, ident, "the Teeworlds 0.5 request without a token, answered by info")
+            msg.info = IDENTIFIERS[ident]
+        else:
+            what = ("the Teeworlds 0.5 request, answered by inf2" if ident == b"gie2" else
+                    "DDNet's 64-client legacy request, answered by dtsf")
+            self._legacy_note(cur, ident, what)
+            token = cur.u8(F.token)
+            msg.values.update(token=token, response_token=token)
+            msg.info = f"{IDENTIFIERS[ident]} token={token}"
+        if cur.remaining():
+            cur.rest(F.request_extra)
+
+    def _legacy_05_reply(self, cur, msg, ident):
+        """info and inf2: version, name, map, game type, flags, progression, Num Players, Max Players, then
+        (name, score) for each client; inf2 starts with the token."""
+        self._response_header(cur)
+        with_token = ident == b"inf2"
+        self._legacy_note(cur, ident, "a Teeworlds 0.5 reply" + ("" if with_token else " without a token"))
+        token = self._token(cur, msg) if with_token else None
+        self._server_fields(cur, msg, ident)
+        records = self._client_records(cur, msg, LEGACY_CLIENT_FIELDS)
+        info = msg.values
+        token_text = f" token={token}" if with_token else ""
+        msg.info = (f'{IDENTIFIERS[ident]}{token_text} "{info.get("name")}" map={info.get("map")} '
+                    f'players {info.get("num_players")}/{info.get("max_players")} ({records} listed)')
+
+    def _dtsf(self, cur, msg, ident):
+        """DDNet's 64-client legacy reply: the inf3 fields, a packed-integer offset, up to 24 records."""
+        self._response_header(cur)
+        self._legacy_note(cur, ident, "DDNet's 64-client legacy reply")
+        token = self._token(cur, msg)
+        self._server_fields(cur, msg, ident)
+        offset = self._packed_int(cur, F.offset)
+        msg.values["offset"] = offset
+        records = self._client_records(cur, msg, VANILLA_CLIENT_FIELDS)
+        if records > DTSF_MAX_RECORDS:
+            cur.finding(W.too_many_records, f"{records} client records in a dtsf reply")
+        info = msg.values
+        msg.info = (f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" clients {info.get("num_clients")}/'
+                    f'{info.get("max_clients")} records {offset}-{offset + records - 1}' if records else
+                    f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" offset={offset}, no records')
+
+    @staticmethod
+    def _packed_int(cur, spec):
+        """A packed integer: bit 7 of a byte says another byte follows; the first byte holds the sign in bit 6
+        and the low 6 bits of the number, each next byte 7 more bits; at most 5 bytes."""
+        data, pos = cur.data, cur.pos
+        size = 1
+        while pos + size <= cur.end and data[pos + size - 1] & 0x80 and size < PACKED_INT_MAX_BYTES:
+            size += 1
+        raw = cur.raw(spec, size)  # raises Truncated when the number runs off the end
+        value = raw[0] & 0x3F
+        for index in range(1, size):
+            value |= (raw[index] & 0x7F) << (6 + 7 * (index - 1))
+        if raw[0] & 0x40:
+            value = ~value
+        cur.set_last(value)
+        return value
+
+    # iext / iex+ / inf3 ------------------------------------------------------------------------
+    def _iext(self, cur, msg):
+        token = self._token(cur, msg)
+        self._server_fields(cur, msg, b"iext")
+        reserved = self._string(cur, F.reserved)
+        self._check_reserved(cur, reserved)
+        records = self._client_records(cur, msg, CLIENT_FIELDS)
+        self._check_counts(cur, msg, records, token)
+        info = msg.values
+        msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
+                    f'clients {info.get("num_clients")}/{info.get("max_clients")}'
+                    f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
+
+    def _iex_plus(self, cur, msg):
+        token = self._token(cur, msg)
+        number = self._decimal(cur, F.packet_number)
+        msg.values["packet_number"] = number
+        if number is not None and not 1 <= number <= 63:
+            cur.flag_last(W.bad_packet_number, f"packet number {number}")
+        reserved = self._string(cur, F.reserved)
+        self._check_reserved(cur, reserved)
+        records = self._client_records(cur, msg, CLIENT_FIELDS)
+        msg.info = f"More Server Information token={token} packet={number} clients +{records}"
+
+    def _inf3(self, cur, msg):
+        token = self._token(cur, msg)
+        self._server_fields(cur, msg, b"inf3")
+        records = self._client_records(cur, msg, VANILLA_CLIENT_FIELDS)
+        if records > INF3_MAX_RECORDS:
+            cur.finding(W.too_many_records, f"{records} client records in an inf3 reply")
+        self._check_counts(cur, msg, records, token)
+        info = msg.values
+        msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
+                    f'clients {info.get("num_clients")}/{info.get("max_clients")}')
+
+    def _token(self, cur, msg):
+        token = self._decimal(cur, F.token, allow_negative=True)
+        msg.values["token"] = token
+        if token is not None and token < 0:
+            if token == -1:
+                cur.flag_last(W.unrequested_info, "token -1: an unrequested server information packet, as real "
+                                                  "servers send")
+            else:
+                msg.findings.append(W.bad_decimal.at(f"token {token} is negative", cur.last_offset, cur.last_length,
+                                                     severity="warning"))
+        return token
+
+    def _server_fields(self, cur, msg, ident):
+        values = msg.values
+        version = self._string(cur, F.version)
+        values["version"] = version
+        if ident not in (b"info", b"inf2") and not version.startswith("0.6"):
+            cur.flag_last(W.bad_version, f'version "{version}" does not begin with 0.6')
+        values["name"] = self._string(cur, F.name)
+        values["map"] = self._string(cur, F.map)
+        if ident == b"iext":
+            crc = self._decimal(cur, F.map_crc, allow_negative=True)
+            values["map_crc"] = crc
+            if crc is not None and crc < 0:
+                cur.flag_last(W.signed_map_crc, f"map CRC printed as a signed number ({crc} = "
+                                                f"0x{crc & 0xFFFFFFFF:08x}), as real servers do")
+            values["map_size"] = self._decimal(cur, F.map_size)
+        values["game_type"] = self._string(cur, F.game_type)
+        flags = self._decimal(cur, F.flags)
+        values["flags"] = flags
+        if flags is not None and flags not in (0, 1):
+            cur.flag_last(W.bad_flags, f"server flags {flags}")
+        if ident in (b"info", b"inf2"):
+            values["progression"] = self._decimal(cur, F.progression, allow_negative=True)
+            counts = COUNTS[:2]
+        else:
+            counts = COUNTS
+        for key, spec in counts:
+            values[key] = self._decimal(cur, spec)
+
+    def _check_reserved(self, cur, value):
+        if value:
+            self._reserved_nonempty(cur, value, cur.last_offset, cur.last_length)
+
+    @staticmethod
+    def _reserved_nonempty(cur, value, offset, length):
+        cur.finding(W.reserved_nonempty, f'reserved string is "{value}"', offset, length)
+
+    def _check_counts(self, cur, msg, records, token):
+        data = msg.values
+        players, max_players = data.get("num_players"), data.get("max_players")
+        clients, max_clients = data.get("num_clients"), data.get("max_clients")
+        problems = []
+        if None not in (players, max_players) and players > max_players:
+            problems.append(f"Num Players {players} > Max Players {max_players}")
+        if None not in (players, clients) and players > clients:
+            problems.append(f"Num Players {players} > Num Clients {clients}")
+        if None not in (clients, max_clients) and clients > max_clients:
+            problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
+        if problems:
+            cur.finding(W.count_mismatch, "; ".join(problems))
+        if clients and records == 0 and token != -1 and cur.at_end():
+            data["clients_omitted"] = True
+            cur.finding(W.no_client_records, f"Num Clients is {clients} but the packet carries no client records")
+
+    # client records ----------------------------------------------------------------------------
+    def _client_records(self, cur, msg, fields):
+        records = []
+        msg.values["clients"] = records
+        read = self._legacy_record if fields is LEGACY_CLIENT_FIELDS else self._client_record
+        while not cur.at_end():
+            start = cur.pos
+            with cur.subtree(CLIENT, name="Client") as node:
+                try:
+                    record = read(cur, fields, node)
+                except Truncated:
+                    node.name = "Client [split]"
+                    cur.finding(W.split_record, f"client record cut off at the end of the packet after "
+                                                f"{cur.end - start} bytes", start, cur.end - start)
+                    cur.pos = cur.end
+                    msg.values["split_record"] = True
+                    break
+                if cur.tree:
+                    _title(node, record)
+            records.append(record)
+        return len(records)
+
+    def _client_record(self, cur, fields, node):
+        start = cur.pos
+        try:
+            values = cur.cstrings(fields)
+            spans = cur.spans
+        except ValueError:  # a number too long for int()
+            values, spans = self._record_slowly(cur, fields, node, start)
+        name, clan, country, score, is_player = values[:5]
+        if len(spans[0][2]) > NAME_LIMIT or len(spans[1][2]) > CLAN_LIMIT or "\ufffd" in name or "\ufffd" in clan:
+            for index in (0, 1):
+                self._check_text(cur, fields[index][0], values[index], *spans[index])
+        if country is None or score is None or is_player is None:
+            for index in (2, 3, 4):
+                if values[index] is None:
+                    self._not_decimal(cur, fields[index][0], *spans[index])
+        if is_player is not None and (is_player > 1 or is_player < 0):
+            cur.finding(W.bad_is_player, f"Is Player is {is_player}", spans[4][0], spans[4][1])
+        if len(fields) > 5 and values[5]:
+            self._reserved_nonempty(cur, values[5], spans[5][0], spans[5][1])
+        return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
+
+    def _legacy_record(self, cur, fields, node):
+        start = cur.pos
+        try:
+            values = cur.cstrings(fields)
+            spans = cur.spans
+        except ValueError:
+            values, spans = self._record_slowly(cur, fields, node, start)
+        name, score = values
+        self._check_text(cur, fields[0][0], name, *spans[0])
+        if score is None:
+            self._not_decimal(cur, fields[1][0], *spans[1])
+        return {"name": name, "score": score}
+
+    @staticmethod
+    def _record_slowly(cur, fields, node, start):
+        """A record read again field by field, a number too long for int() read as text: the values and the
+        (offset, length, raw bytes) of each field."""
+        cur.pos = start
+        if cur.tree:
+            node.children.clear()  # the fields read before the long number
+        values, spans = [], []
+        for spec, kind in fields:
+            if kind == "text":
+                values.append(cur.cstring(spec))
+            else:
+                try:
+                    values.append(cur.cdecimal(spec))
+                except ValueError:
+                    values.append(_long_number(cur, spec))
+            spans.append((cur.last_offset, cur.last_length, cur.last_raw))
+        return values, spans
+
+    # field types -----------------------------------------------------------------------------------
+    def _string(self, cur, spec):
+        value = cur.cstring(spec, "utf-8")
+        self._check_text(cur, spec, value, cur.last_offset, cur.last_length, cur.last_raw)
+        return value
+
+    @staticmethod
+    def _check_text(cur, spec, value, offset, length, raw):
+        limit = LIMITS.get(spec.key)
+        if limit is not None and len(raw) > limit:
+            cur.finding(W.string_too_long, f"{spec.name} is {len(raw)} bytes, over its limit of {limit}", offset,
+                        length)
+        if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
+            cur.finding(W.bad_utf8, f"{spec.name} is not valid UTF-8", offset, length)
+
+    def _decimal(self, cur, spec, allow_negative=False):
+        """A Decimal String: the field's value is the integer, or None where the text is not a number."""
+        try:
+            value = cur.cdecimal(spec)
+        except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
+            value = _long_number(cur, spec)
+        if value is None:
+            self._not_decimal(cur, spec, cur.last_offset, cur.last_length, cur.last_raw)
+        elif value < 0 and not allow_negative:
+            cur.set_last(None, f'"{value}" (negative)')
+            cur.msg.findings.append(W.bad_decimal.at(
+                f"{spec.name} is negative ({value}); the spec allows that only for the score", cur.last_offset,
+                cur.last_length, severity="warning"))
+            return None
+        return value
+
+    @staticmethod
+    def _not_decimal(cur, spec, offset, length, raw):
+        digits = raw[1:] if raw[:1] == b"-" else raw
+        if digits.isdigit():
+            detail = f"{spec.name} has {len(digits)} digits, too many to read as a number"
+        else:
+            text = raw.decode("latin-1")
+            detail = f'{spec.name} is "{text if len(text) <= 40 else text[:40] + "..."}", not a decimal number'
+        cur.finding(W.bad_decimal, detail, offset, length)
+
+
+def _long_number(cur, spec):
+    """A Decimal String too long to convert: the field shows its size and has no value."""
+    pos = cur.pos
+    nul = cur.data.find(b"\0", pos, cur.end)
+    raw = bytes(cur.data[pos:nul])
+    cur.pos = nul + 1
+    cur.last_offset, cur.last_length, cur.last_raw = pos, nul + 1 - pos, raw
+    cur.add(spec, pos, nul + 1 - pos, None, display=f"a number of {len(raw)} characters (not read)")
+    return None
+
+
+def _title(node, record):
+    node.name = f'Client "{record["name"]}"'
+    node.value = record["name"]
+    if "clan" in record:
+        node.display = (f'clan "{record["clan"]}", country {record["country"]}, score {record["score"]}, '
+                        f'{"player" if record["is_player"] == 1 else "spectator"}')
+    else:
+        node.display = f"score {record['score']}"
+
+
+LEGACY_DECODERS = {
+    b"gie": TeeFrame._qstat_probe,
+    b"gief": TeeFrame._legacy_request,
+    b"gie2": TeeFrame._legacy_request,
+    b"fstd": TeeFrame._legacy_request,
+    b"info": TeeFrame._legacy_05_reply,
+    b"inf2": TeeFrame._legacy_05_reply,
+    b"dtsf": TeeFrame._dtsf,
+}
