@@ -223,6 +223,53 @@ def test_pcapng_interface_out_of_range_resumes(tmp_path):
     assert records[2]["protocol"] == "netquake"
 
 
+def test_pcapng_packet_blocks_over_the_record_limit_are_skipped(tmp_path):
+    """One limit for both formats: 256 KiB captured bytes. A longer pcapng packet block is a corrupt record,
+    skipped without being read whole; one that claims more than 256 KiB captured is corrupt too."""
+    from dissect.capture.files import MAX_PACKET_BLOCK, MAX_RECORD
+    path = tmp_path / "big.pcapng"
+    good = capkit.ethernet(udp4())
+    capkit.write_pcapng(path, [(0, TS, good), (0, TS + 1, b"\xaa" * 400000), (0, TS + 2, b"\xbb" * (MAX_RECORD + 1)),
+                               (0, TS + 3, good)], [1])
+    data = path.read_bytes()
+    blocks, pos = [], 0
+    while pos < len(data):
+        blocks.append((pos,) + struct.unpack_from("<II", data, pos))
+        pos += blocks[-1][2]
+    epbs = [(at, length) for at, kind, length in blocks if kind == 6]
+    assert [length for _, length in epbs] == [32 + len(good) + 2, 32 + 400000, 32 + MAX_RECORD + 4, 32 + len(good) + 2]
+    assert epbs[1][1] > MAX_PACKET_BLOCK >= epbs[2][1]
+    frames = list(open_capture(str(path)))
+    assert [f.number for f in frames] == [1, 2, 3, 4]
+    assert [f.data for f in frames] == [good, b"", b"", good]
+    assert [(f.caplen, f.wirelen, f.linktype) for f in frames[1:3]] == [(0, 400000, 1), (0, MAX_RECORD + 1, 1)]
+    assert [round(f.ts - TS, 6) for f in frames] == [0.0, 1.0, 2.0, 3.0]
+    assert frames[1].error == (f"packet block at byte {epbs[1][0]} is 400032 bytes long, more than a record may be "
+                               f"(262144 captured bytes, 65536 of options); skipped")
+    assert frames[2].error == (f"packet block at byte {epbs[2][0]} claims 262145 captured bytes, more than any link "
+                               f"allows (262144)")
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0, err
+    records = jsonl(out)
+    assert [r["frame"] for r in records] == [1, 2, 3, 4]
+    for record in records[1:3]:
+        assert [(f["code"], f["severity"]) for f in record["findings"]] == [("capture.corrupt", "error")]
+        assert record["info"] == "[corrupt record]"
+    assert records[3]["protocol"] == "netquake" and records[3]["messages"][0]["message"] == "CCREQ_SERVER_INFO"
+
+
+def test_pcapng_oversized_block_cut_short_or_with_a_wrong_trailer_is_fatal(tmp_path):
+    path = tmp_path / "big.pcapng"
+    capkit.write_pcapng(path, [(0, TS, capkit.ethernet(udp4())), (0, TS + 1, b"\xaa" * 400000)], [1])
+    data = path.read_bytes()
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(data[:-1000])
+    _check_fatal(cut, 1, "cut short: it claims 400032 bytes")
+    wrong = tmp_path / "wrong.pcapng"
+    wrong.write_bytes(data[:-4] + struct.pack("<I", 1234))
+    _check_fatal(wrong, 1, "inconsistent lengths (400032 at its start, 1234 at its end)")
+
+
 def test_reader_errors_are_capture_errors(tmp_path):
     path = tmp_path / "x.pcap"
     path.write_bytes(b"\xd4\xc3\xb2\xa1" + b"\0" * 5)

@@ -92,3 +92,40 @@ def test_more_address_pairs_than_jobs_can_place(tmp_path):
     stats = json.loads(single[1])[-1]
     assert stats["transactions"]["netquake"]["answered"] == 1  # the reply met its request in the same worker
     assert stats["protocols"] == {"netquake": Partition.MAX_PAIRS + 4001}
+
+
+def test_oversized_pcapng_blocks_are_skipped_in_flat_memory(tmp_path):
+    """A packet block of nearly 16 MiB is over the 256 KiB record limit: a corrupt record, never read whole."""
+    from dissect.capture.files import MAX_PACKET_BLOCK
+    small, large = tmp_path / "small.pcapng", tmp_path / "large.pcapng"
+    hostile.write_blocks(small, 1, block_bytes=MAX_PACKET_BLOCK + 4)
+    hostile.write_blocks(large, 1)
+    assert large.stat().st_size > 16_000_000
+    code, out, err = run_cli("-T", "jsonl", large)
+    assert code == 0, err
+    records = jsonl(out)
+    assert [r["frame"] for r in records] == [1, 2]
+    assert records[0]["info"] == "[corrupt record]" and records[0]["length"] == hostile.BLOCK_BYTES - 32
+    assert codes(records[:1]) == ["capture.corrupt"]
+    assert "is 16776192 bytes long" in records[0]["findings"][0]["message"]
+    assert records[1]["protocol"] == "netquake" and codes(records[1:]) == []
+    assert peak_rss_mb(large) - peak_rss_mb(small) < 6
+
+
+def test_5000_digit_decimals_are_not_numbers_and_4000_digit_ones_are(tmp_path):
+    """int() refuses over 4300 digits: 5000 digits must read as text that is not a number, not fail."""
+    path = tmp_path / "digits.pcap"
+    hostile.write_digits(path, 2)
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0, err
+    frames = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert len(frames) == 2
+    for frame in frames:
+        msg = frame["messages"][0]
+        bad = [(f["offset"], f["length"]) for f in msg["findings"] if f["code"] == "teeframe.bad_decimal"]
+        assert bad == [(184, 5001)] + [(5206 + 9010 * i, 5001) for i in range(6)]  # map size, 6 countries
+        clients = [f for f in msg["fields"] if f["key"] == "teeframe.client"]
+        scores = [c for client in clients for c in client["children"] if c["key"] == "teeframe.client.score"]
+        assert [(s["offset"], s["length"], s["value"]) for s in scores] == \
+            [(10207 + 9010 * i, 4001, "9" * 4000) for i in range(6)]  # a number, written as a string in JSON
+        assert not any(code.endswith(("internal_error", "dissector_error")) for code in codes([frame]))

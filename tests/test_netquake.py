@@ -229,3 +229,72 @@ def test_random_bytes_never_raise():
         for f in msg.walk():
             assert 0 <= f.offset and f.offset + f.length <= len(data)
         assert not any(f.code.endswith("dissector_error") for f in msg.findings)
+
+
+# -- player walks ------------------------------------------------------------------------------------
+
+def _session_pcap(tmp_path, packets):
+    """``packets``: (from_client, payload) in order, 10 ms apart, between one client and one server."""
+    import capkit
+    client, server = ("10.0.0.7", 40000), ("10.0.0.1", 26000)
+    path = tmp_path / "walk.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + i * 0.01, capkit.ethernet(
+        capkit.udp_packet(*(client + server if from_client else server + client), payload)))
+        for i, (from_client, payload) in enumerate(packets)])
+    return path
+
+
+def _walk_packets(players, asked, answered):
+    packets = [(True, nq.ccreq_server_info()), (False, nq.ccrep_server_info("10.0.0.1:26000", "h", "e1m1",
+                                                                            len(players), 8))]
+    for number in asked:
+        packets.append((True, nq.ccreq_player_info(number)))
+        if number in answered:
+            packets.append((False, nq.ccrep_player_info(number, players[number], 0, 1, 2, "x")))
+    return packets
+
+
+def _walks(path, kind="player_walk"):
+    from conftest import jsonl, run_cli
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0, err
+    walks = [r for r in jsonl(out) if r["kind"] == "analysis" and r["name"] == kind]
+    code, out, _ = run_cli(path)
+    summaries = [line.split("] ", 1)[1] for line in out.splitlines() if f"[netquake {kind}]" in line]
+    return walks, summaries
+
+
+def test_a_request_past_the_last_player_ends_the_walk(tmp_path):
+    """A client asks for player 3 of 3 to find the end: no reply comes (spec), and no second walk starts."""
+    path = _session_pcap(tmp_path, _walk_packets(["A", "B", "C"], [0, 1, 2, 3], {0, 1, 2}))
+    walks, summaries = _walks(path)
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 3 players of 3 (frames 3,4,5,6,7,8)"]
+    result = walks[0]["result"]
+    assert result["complete"] is True and result["requested"] == [0, 1, 2] and result["unanswered"] == []
+    assert walks[0]["frames"] == [3, 4, 5, 6, 7, 8] and walks[0]["findings"] == []
+
+
+def test_a_request_past_the_last_player_inside_an_open_walk_is_not_unanswered(tmp_path):
+    packets = _walk_packets(["A", "B"], [], set())
+    packets += [(True, nq.ccreq_player_info(n)) for n in (0, 1, 2)]  # all asked before any reply
+    packets += [(False, nq.ccrep_player_info(n, "AB"[n], 0, 1, 2, "x")) for n in (0, 1)]
+    walks, summaries = _walks(_session_pcap(tmp_path, packets))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 2 players of 2 (frames 3,4,5,6,7)"]
+    result = walks[0]["result"]
+    assert result["requested"] == [0, 1, 2] and result["unanswered"] == [] and result["complete"] is True
+
+
+def test_one_player_is_singular_and_a_missing_reply_is_still_incomplete(tmp_path):
+    walks, summaries = _walks(_session_pcap(tmp_path, _walk_packets(["Solo"], [0, 1], {0})))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 1 player of 1 (frames 3,4)"]
+    walks, summaries = _walks(_session_pcap(tmp_path, _walk_packets(["A", "B"], [0, 1, 2], {0})))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 1 player of 2 (incomplete) (frames 3,4,5,6)"]
+    assert walks[0]["result"]["unanswered"] == [1] and walks[0]["result"]["complete"] is False
+
+
+def test_one_rule_is_singular(tmp_path):
+    packets = [(True, nq.ccreq_rule_info("")), (False, nq.ccrep_rule_info("fraglimit", "20")),
+               (True, nq.ccreq_rule_info("fraglimit")), (False, nq.ccrep_rule_info())]
+    walks, summaries = _walks(_session_pcap(tmp_path, packets), "rule_walk")
+    assert summaries == ["rule walk 10.0.0.7:40000 → 10.0.0.1:26000: 1 rule (frames 1,2,3,4)"]
+    assert walks[0]["result"]["rules"] == [{"rule": "fraglimit", "value": "20"}]

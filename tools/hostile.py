@@ -4,6 +4,10 @@
 - streams:    N TCP connections (SYN, then one Soldat line) that never close
 - window:     one TCP stream whose first segment never arrives, then N one-byte segments after the gap
 - fragments:  N overlapping IPv4 fragments of datagrams that never complete
+- blocks:     pcapng with N packet blocks of nearly 16 MiB each (over the 256 KiB record limit: skipped
+              without being held in memory), each followed by a good frame
+- digits:     N TeeFrame responses whose decimal strings are 5000 digits (not numbers) and 4000 digits
+              (the longest read as a number)
 
     python tools/hostile.py [--scale 1.0] [--keep DIR]
 """
@@ -25,7 +29,11 @@ import dpkt  # noqa: E402
 import soldat_peer as sp  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
-FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "fragments": 200_000}
+FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "fragments": 200_000, "blocks": 16,
+              "digits": 2_000}
+FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "blocks": lambda n: 2 * n}
+SUFFIXES = {"blocks": "pcapng"}
+BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
 
 
 class _Writer:
@@ -96,7 +104,45 @@ def write_fragments(path, count):
     out.close()
 
 
-WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "fragments": write_fragments}
+def _pcapng_block(block_type, body):
+    body += b"\0" * (-len(body) % 4)
+    total = 12 + len(body)
+    return struct.pack("<II", block_type, total) + body + struct.pack("<I", total)
+
+
+def write_blocks(path, count, block_bytes=BLOCK_BYTES):
+    """Each oversized enhanced packet block is written in pieces: the writer holds none of it either."""
+    good = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000,
+                                             b"\x80\x00\x00\x0c\x02QUAKE\x00\x03"))
+    caplen = block_bytes - 32
+    with open(path, "wb") as handle:
+        handle.write(_pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        handle.write(_pcapng_block(1, struct.pack("<HHI", 1, 0, 65535)))
+        ts = int(capkit.DEFAULT_TS * 1e6)
+        for _ in range(count):
+            handle.write(struct.pack("<IIIIIII", 6, block_bytes, 0, ts >> 32, ts & 0xFFFFFFFF, caplen, caplen))
+            for start in range(0, caplen, 1 << 20):
+                handle.write(b"\xee" * min(1 << 20, caplen - start))
+            handle.write(struct.pack("<I", block_bytes))
+            ts += 10
+            handle.write(_pcapng_block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(good), len(good))
+                                       + good))
+            ts += 10
+
+
+def write_digits(path, count):
+    out = _Writer(path)
+    server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+    clients = [("tee", "", "7" * 5000, "9" * 4000, 1)] * 6
+    payload = tf.iext(0x2A, clients, map_size="8" * 5000)
+    frame = capkit.ethernet(capkit.udp_packet(*server, *client, payload))
+    for _ in range(count):
+        out.add(frame)
+    out.close()
+
+
+WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "fragments": write_fragments,
+           "blocks": write_blocks, "digits": write_digits}
 
 
 def measure(path, args=()):
@@ -125,10 +171,10 @@ def main():
     try:
         for name in args.cases:
             count = max(1, int(FULL_SIZES[name] * args.scale))
-            path = os.path.join(workdir, f"hostile-{name}.pcap")
+            path = os.path.join(workdir, f"hostile-{name}.{SUFFIXES.get(name, 'pcap')}")
             WRITERS[name](path, count)
             code, rss, seconds, err = measure(path, ["--stats"])
-            frames = count * 2 if name == "streams" else count + (3 if name == "window" else 0)
+            frames = FRAMES.get(name, lambda n: n)(count)
             jobs = ""
             if args.jobs > 1:
                 import bench

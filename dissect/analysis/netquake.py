@@ -76,21 +76,26 @@ class NetQuakeAnalyzer(Analyzer):
         conv = self._conversation((client, server), out)
         self.requests += 1
         if command == CCREQ_PLAYER_INFO:
-            number = msg.values.get("player_number")
-            conv.players_pending[number] = (record.number, record.ts)
-            walk = conv.player_walk
-            if walk is None or (number == 0 and walk.requested):
-                if walk is not None:
-                    out.append(self._conclude(walk))
-                walk = conv.player_walk = _Walk("player_walk", client, server)
-            if len(walk.requested) < MAX_WALK_ITEMS:
-                walk.requested.append(number)
-            walk.add_frame(record.number)
+            self._player_request(record, msg, conv, client, server, out)
         else:
             conv.pending[command] = (record.number, record.ts, msg.values.get("rule"))
         if command == CCREQ_RULE_INFO:
             self._rule_request(record, msg, conv, client, server, out)
         return out
+
+    def _player_request(self, record, msg, conv, client, server, out):
+        number = msg.values.get("player_number")
+        conv.players_pending[number] = (record.number, record.ts)
+        walk = conv.player_walk
+        if walk is None and _past_last_player(number, conv.current_players):
+            return  # a client probing for the end of the list: the spec says no reply comes, no walk starts
+        if walk is None or (number == 0 and walk.requested):
+            if walk is not None:
+                out.append(self._conclude(walk))
+            walk = conv.player_walk = _Walk("player_walk", client, server)
+        if len(walk.requested) < MAX_WALK_ITEMS:
+            walk.requested.append(number)
+        walk.add_frame(record.number)
 
     def _rule_request(self, record, msg, conv, client, server, out):
         rule = msg.values.get("rule")
@@ -201,15 +206,16 @@ class NetQuakeAnalyzer(Analyzer):
             result = {"client": walk.client, "server": walk.server, "rules": walk.items, "complete": walk.ended}
             if not walk.ended:
                 findings.append(W.incomplete_walk.at("rule walk ended without the 5-byte end-of-rules reply"))
-            summary = f"rule walk {walk.client} → {walk.server}: {len(walk.items)} rules" + \
+            summary = f"rule walk {walk.client} → {walk.server}: {_count(len(walk.items), 'rule')}" + \
                 ("" if walk.ended else " (incomplete)")
         else:
             answered = {p["player_number"] for p in walk.items}
-            unanswered = [n for n in dict.fromkeys(walk.requested) if n not in answered]
+            unanswered = [n for n in dict.fromkeys(walk.requested)
+                          if n not in answered and not _past_last_player(n, expected)]
             result = {"client": walk.client, "server": walk.server, "players": walk.items,
                       "requested": walk.requested, "unanswered": unanswered, "expected": expected,
                       "complete": walk.ended}
-            summary = f"player walk {walk.client} → {walk.server}: {len(walk.items)} players" + \
+            summary = f"player walk {walk.client} → {walk.server}: {_count(len(walk.items), 'player')}" + \
                 (f" of {expected}" if expected is not None else "") + ("" if walk.ended else " (incomplete)")
         return AnalysisRecord("netquake", walk.kind, walk.frames, result, findings, summary)
 
@@ -229,3 +235,12 @@ class NetQuakeAnalyzer(Analyzer):
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in sorted(self.timings.items())},
                 "servers": list(self.servers.values())}
+
+
+def _past_last_player(number, current_players):
+    """Player numbers go from 0 to current_players - 1; the spec: a bad player number gets no reply."""
+    return current_players is not None and number is not None and number >= current_players
+
+
+def _count(count, noun):
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

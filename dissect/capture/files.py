@@ -4,14 +4,25 @@ Written on struct rather than dpkt's readers so that every damaged record can be
 told apart and reported (dpkt raises or reads blindly), reading never allocates
 what a length field merely claims, and the hot loop stays cheap. dpkt's writers
 make the test captures, and its readers serve the tests as an independent check.
+
+One record-size limit holds for both formats: a record carries at most ``MAX_RECORD`` (256 KiB)
+captured bytes. A pcap record that claims more ends the file (its header cannot be trusted to find the
+next one). A pcapng packet block that holds more (or is longer than that plus its 32 bytes of framing
+and ``MAX_OPTIONS`` of options) becomes a corrupt record, is skipped without being read into memory,
+and reading resumes after it: its length at both ends shows where the next block starts.
 """
 
 import struct
 
 # No real link layer produces a record larger than this (Wireshark uses the same bound).
 MAX_RECORD = 262144
-# Blocks in pcapng may also carry options and, for SHB/IDB, long strings.
+# Room in a pcapng packet block for options (comments, flags, hashes) besides the packet's bytes.
+MAX_OPTIONS = 65536
+MAX_PACKET_BLOCK = 32 + MAX_RECORD + MAX_OPTIONS
+# Other pcapng blocks (SHB and IDB options, name resolution) may be longer; a length beyond this is damage.
 MAX_BLOCK = 16 * 1024 * 1024
+PACKET_BLOCKS = (6, 2, 3)  # enhanced, obsolete, simple
+SKIP_CHUNK = 65536
 
 
 class CaptureError(Exception):
@@ -219,6 +230,11 @@ def _read_pcapng(handle, name, first):
         if total < 12 or total % 4 or total > MAX_BLOCK:
             raise CaptureError(f"{name}: block at byte {position} has an impossible length {total}; "
                                f"the file is corrupt")
+        if total > MAX_PACKET_BLOCK and block_type in PACKET_BLOCKS:
+            number += 1
+            yield _skip_oversized(handle, name, block_type, total, order, interfaces, number, position)
+            position += total
+            continue
         rest = read(total - 8 - len(body_prefix))
         if len(rest) < total - 8 - len(body_prefix):
             raise CaptureError(f"{name}: block at byte {position} cut short: "
@@ -237,6 +253,44 @@ def _read_pcapng(handle, name, first):
         elif block_type in (6, 2, 3):
             number += 1
             yield _packet_block(block_type, body, order, interfaces, number, block_at)
+
+
+def _skip_oversized(handle, name, block_type, total, order, interfaces, number, block_at):
+    """A packet block too long for any record: read past it in chunks and return a corrupt Frame (with the
+    block's time where its header gives one)."""
+    head = handle.read(20)
+    left = total - 8 - len(head) - 4
+    while left > 0:
+        chunk = handle.read(min(left, SKIP_CHUNK))
+        if not chunk:
+            break
+        left -= len(chunk)
+    trailer = handle.read(4)
+    if left > 0 or len(head) < 20 or len(trailer) < 4:
+        raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
+    if struct.unpack(order + "I", trailer)[0] != total:
+        raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
+                           f"({total} at its start, {struct.unpack(order + 'I', trailer)[0]} at its end)")
+    ts, iface_id, linktype, wirelen = _block_header(block_type, head, order, interfaces)
+    return Frame(number, ts, 0, wirelen, linktype, b"", iface_id,
+                 f"packet block at byte {block_at} is {total} bytes long, more than a record may be "
+                 f"({MAX_RECORD} captured bytes, {MAX_OPTIONS} of options); skipped")
+
+
+def _block_header(block_type, head, order, interfaces):
+    """(time, interface, link type, wire length) from a packet block's first 20 body bytes."""
+    if block_type == 3:
+        wirelen = struct.unpack_from(order + "I", head, 0)[0]
+        iface = interfaces[0] if interfaces else None
+        return 0.0, 0, iface.linktype if iface else None, wirelen
+    if block_type == 6:
+        iface_id, hi, lo, _caplen, wirelen = struct.unpack_from(order + "IIIII", head, 0)
+    else:
+        iface_id, _drops, hi, lo, _caplen, wirelen = struct.unpack_from(order + "HHIIII", head, 0)
+    if iface_id >= len(interfaces):
+        return 0.0, iface_id, None, wirelen
+    iface = interfaces[iface_id]
+    return ((hi << 32) | lo) * iface.scale + iface.offset, iface_id, iface.linktype, wirelen
 
 
 def _packet_block(block_type, body, order, interfaces, number, block_at):
@@ -264,6 +318,10 @@ def _packet_block(block_type, body, order, interfaces, number, block_at):
                      f"but only {len(interfaces)} are described")
     iface = interfaces[iface_id]
     ts = ts_units * iface.scale + iface.offset
+    if caplen > MAX_RECORD:
+        return Frame(number, ts, 0, wirelen, iface.linktype, b"", iface_id,
+                     f"packet block at byte {block_at} claims {caplen} captured bytes, more than any link "
+                     f"allows ({MAX_RECORD})")
     if data_at + caplen > len(body):
         return Frame(number, ts, 0, wirelen, iface.linktype, b"", iface_id,
                      f"packet block at byte {block_at} claims {caplen} captured bytes but holds "

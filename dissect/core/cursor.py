@@ -17,6 +17,10 @@ U32BE = struct.Struct(">I")
 U32LE = struct.Struct("<I")
 I32LE = struct.Struct("<i")
 
+# Decimal text longer than this (sign included) is not read as a number: int() refuses more than 4300
+# digits (and slows with the square of the length), and no field of these protocols holds one that long.
+MAX_DECIMAL_DIGITS = 4000
+
 
 class Truncated(Exception):
     """A field runs off the end of the message."""
@@ -230,7 +234,7 @@ class Cursor:
             self.cstring(spec, "latin-1")  # records the cut text and raises Unterminated
         raw = self.data[pos:nul]
         digits = raw[1:] if raw[:1] == b"-" else raw
-        value = int(raw) if digits.isdigit() else None
+        value = int(raw) if len(raw) <= MAX_DECIMAL_DIGITS and digits.isdigit() else None
         self.pos = nul + 1
         self.last_raw = raw
         self.last_offset = pos
@@ -257,7 +261,7 @@ class Cursor:
             raw = data[pos:nul]
             if kind == "text":
                 value = raw.decode("utf-8", "replace")
-            elif raw.isdigit() or (raw[:1] == b"-" and raw[1:].isdigit()):
+            elif len(raw) <= MAX_DECIMAL_DIGITS and (raw.isdigit() or (raw[:1] == b"-" and raw[1:].isdigit())):
                 value = int(raw)
             else:
                 value = None

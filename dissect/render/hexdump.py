@@ -141,14 +141,27 @@ class HexRenderer:
             code = f"{span.code:>3}"
             if self.color:
                 code = _PALETTE[index % len(_PALETTE)] + code + RESET
-            display = safe(span.display)
-            if len(display) > 48:
-                display = display[:45] + "..."
+            display = _clipped(span.display)
             self.out.write(f"  {code}  {span.key} [{span.offset}:{span.length}] {safe(span.name)}"
                            f"{': ' + display if display else ''}\n")
 
     def analysis(self, rec):
         pass
+
+
+def _clipped(display, width=48):
+    """The display escaped, cut to ``width`` characters between escapes (never inside one)."""
+    shown = safe(display)
+    if len(shown) <= width:
+        return shown
+    pieces, size = [], 0
+    for char in display:
+        piece = safe(char)
+        if size + len(piece) > width - 3:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return "".join(pieces) + "..."
 
 
 def _halves(cells):

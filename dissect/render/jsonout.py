@@ -2,14 +2,25 @@
 
 Records are encoded with orjson (ten times faster than the standard library here) when it is
 installed, else with ``json``; both write UTF-8 text that any JSON reader takes.
+
+An integer outside the 64-bit range (below -2**63 or above 2**64-1) is written as its decimal string,
+which every JSON reader keeps exact. No record's content stops the output: a record that cannot be
+encoded even so is written as a minimal record of the same kind carrying a ``dissect.internal_error``
+finding.
 """
 
 import json
+
+from ..capture.tables import DISSECT_FINDINGS
 
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     orjson = None
+
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what orjson writes as a number
+# What identifies a record, kept in the minimal record that stands in for one that cannot be encoded.
+_IDENTITY = ("kind", "frame", "time", "protocol", "name")
 
 
 def _value(value):
@@ -58,10 +69,31 @@ class JsonRenderer:
         if orjson is not None:
             self.dumps = lambda obj: orjson.dumps(obj, default=_fallback).decode()
         else:
-            self.dumps = json.JSONEncoder(ensure_ascii=False, default=_fallback).encode
+            encode = json.JSONEncoder(ensure_ascii=False, default=_fallback).encode
+            self.dumps = lambda obj: encode(_plain(obj))  # json writes any integer as a number
 
     def _emit(self, obj):
-        self.encoded(self.dumps(obj))
+        self.encoded(self.encode(obj))
+
+    def _emit_built(self, build, kind, source):
+        try:
+            obj = build(source)
+        except Exception as exc:  # one record's fault must not cost the records after it
+            obj = _minimal({"kind": kind, "frame": getattr(source, "number", None),
+                            "time": getattr(source, "ts", None), "protocol": getattr(source, "protocol", None),
+                            "name": getattr(source, "name", None)}, exc)
+        self._emit(obj)
+
+    def encode(self, obj):
+        """One record as a line of JSON; never raises."""
+        try:
+            return self.dumps(obj)
+        except Exception:  # orjson: an integer beyond 64 bits, a key that is not a string, a lone surrogate
+            pass
+        try:
+            return self.dumps(_plain(obj))
+        except Exception as exc:
+            return self.dumps(_minimal(obj, exc))
 
     def encoded(self, text):
         """Write one record already encoded as a line of JSON (``-j`` workers send these)."""
@@ -72,10 +104,10 @@ class JsonRenderer:
         self.count += 1
 
     def frame(self, record):
-        self._emit(frame_dict(record))
+        self._emit_built(frame_dict, "frame", record)
 
     def analysis(self, rec):
-        self._emit(analysis_dict(rec))
+        self._emit_built(analysis_dict, "analysis", rec)
 
     def extra(self, obj):
         self._emit(obj)
@@ -83,6 +115,48 @@ class JsonRenderer:
     def close(self):
         if not self.lines:
             self.out.write("[]\n" if self.count == 0 else "\n]\n")
+
+
+def _plain(value):
+    """``value`` with only what every JSON encoder writes alike: integers beyond 64 bits as decimal
+    strings, keys as strings, text without lone surrogates, bytes as hex, anything else as its text."""
+    cls = value.__class__
+    if cls is str:
+        return value if value.isascii() else value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if cls is bool or cls is float or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value) if INT_MIN <= value <= INT_MAX else str(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return {_plain_key(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return [_plain(item) for item in sorted(value, key=repr)]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    return _plain(str(value))
+
+
+def _plain_key(key):
+    return _plain(key if key.__class__ is str else str(key))
+
+
+def _minimal(obj, exc):
+    """What stands in for a record that cannot be encoded: its identity, and the reason as a finding."""
+    record = {}
+    if isinstance(obj, dict):
+        for key in _IDENTITY:
+            value = obj.get(key)
+            if (value.__class__ is str and value.isascii()) or value.__class__ is float or \
+                    (value.__class__ is int and INT_MIN <= value <= INT_MAX):
+                record[key] = value
+    finding = DISSECT_FINDINGS.internal_error.at(
+        f"this record could not be written as JSON: {type(exc).__name__}: {exc}")
+    record["findings"] = [_plain(finding.as_dict())]
+    return record
 
 
 def _fallback(value):

@@ -2,5 +2,5 @@
 # file is the source and runs as it is without them.
 
 cdef class StatsCollector:
-    cdef public object frames, bytes, first_ts, last_ts, protocols, messages, findings, severity_of
-    cdef public object analyses
+    cdef public object frames, bytes, first_ts, last_ts, min_ts, max_ts, protocols, messages, findings
+    cdef public object severity_of, analyses

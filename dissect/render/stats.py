@@ -2,18 +2,28 @@
 
 from collections import Counter
 
+from ..capture.tables import FRAME_FINDINGS
 from .text import protocol_title, safe
+
+_CORRUPT = FRAME_FINDINGS.corrupt.code
+_TIME_BACKWARDS = FRAME_FINDINGS.time_backwards.code
 
 
 class StatsCollector:
-    __slots__ = ("frames", "bytes", "first_ts", "last_ts", "protocols", "messages", "findings", "severity_of",
-                 "analyses")
+    """Counts what ``--stats`` shows. The duration is the span from the earliest to the latest timestamp:
+    last minus first where the clock only goes forward, and never negative where it goes back (a capture
+    written out of order, or files given out of time order)."""
+
+    __slots__ = ("frames", "bytes", "first_ts", "last_ts", "min_ts", "max_ts", "protocols", "messages",
+                 "findings", "severity_of", "analyses")
 
     def __init__(self):
         self.frames = 0
         self.bytes = 0
         self.first_ts = None
         self.last_ts = None
+        self.min_ts = None
+        self.max_ts = None
         self.protocols = Counter()
         self.messages = Counter()
         self.findings = Counter()
@@ -26,6 +36,8 @@ class StatsCollector:
         if self.first_ts is None:
             self.first_ts = record.ts
         self.last_ts = record.ts
+        if _sets_clock(record):
+            self._clock(record.ts, record.ts)
         self.protocols[record.protocol] += 1
         for msg in record.messages:
             self.messages[(msg.protocol, msg.name)] += 1
@@ -45,13 +57,28 @@ class StatsCollector:
                              (self.findings, other.findings), (self.analyses, other.analyses)):
             mine.update(theirs)
         self.severity_of.update(other.severity_of)
+        if other.min_ts is not None:
+            self._clock(other.min_ts, other.max_ts)
+
+    def _clock(self, low, high):
+        if self.min_ts is None:
+            self.min_ts, self.max_ts = low, high
+            return
+        if low < self.min_ts:
+            self.min_ts = low
+        if high > self.max_ts:
+            self.max_ts = high
+
+    def out_of_order(self):
+        """True when a frame's timestamp was earlier than the one before it."""
+        return self.findings[_TIME_BACKWARDS] > 0
 
     def _finding(self, finding):
         self.findings[finding.code] += 1
         self.severity_of[finding.code] = finding.severity
 
     def as_dict(self, analyzers):
-        duration = (self.last_ts - self.first_ts) if self.frames else 0.0
+        duration = (self.max_ts - self.min_ts) if self.min_ts is not None else 0.0
         return {
             "kind": "stats", "frames": self.frames, "bytes": self.bytes, "duration": duration,
             "protocols": dict(sorted(self.protocols.items(), key=lambda item: (-item[1], item[0]))),
@@ -66,7 +93,8 @@ class StatsCollector:
     def render_text(self, out, analyzers):
         data = self.as_dict(analyzers)
         w = out.write
-        w(f"Frames: {data['frames']}, bytes: {data['bytes']}, duration: {data['duration']:.3f} s\n\n")
+        w(f"Frames: {data['frames']}, bytes: {data['bytes']}, duration: {data['duration']:.3f} s"
+          f"{' (earliest to latest timestamp: frames out of time order)' if self.out_of_order() else ''}\n\n")
         w("Protocols\n")
         for proto, count in data["protocols"].items():
             w(f"  {protocol_title(proto):<10} {count:>9}\n")
@@ -96,6 +124,11 @@ class StatsCollector:
             w(f"\n{protocol_title(key)} servers seen: {len(servers)}\n")
             for server in servers:
                 w("  " + safe(server_line(server)) + "\n")
+
+
+def _sets_clock(record):
+    """As in the pipeline, a corrupt record without bytes (whose time may be made up) does not count."""
+    return bool(record.data) or not record.findings or record.findings[0].code != _CORRUPT
 
 
 def server_line(server):

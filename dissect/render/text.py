@@ -9,13 +9,28 @@ from ..core import worst_severity
 from ..core.fmt import endpoint
 from ..registry import load_protocols
 
-# Control characters and terminal escapes from packets are shown escaped, never sent to the terminal.
-_ESCAPES = {c: f"\\x{c:02x}" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
-_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+# Text from packets reaches the terminal only as printable characters: control characters, terminal
+# escapes and the invisible format characters (bidi overrides and isolates, line separators, joiners),
+# which can make a name display reversed or hide text, are shown escaped, as Python writes them.
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def safe(text):
-    return text if text.isprintable() else text.translate(_ESCAPES)
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def _escape(char):
+    named = _NAMED_ESCAPES.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
 INDENT = ["    " * depth for depth in range(16)]
@@ -87,7 +102,7 @@ class TreeRenderer:
         for finding in record.findings:
             lines.append("    " + self._finding(finding))
         for layer in record.packet.layers:
-            lines.append(layer.summary)
+            lines.append(safe(layer.summary))
         if record.packet.tcp_stream is not None:
             lines.append(f"    [Stream index: {record.packet.tcp_stream}]")
         if not record.messages and record.info:
@@ -134,7 +149,7 @@ def _field_lines(fields, depth, append):
             line = f"{indent}[{field.name}: {field.display}] [{field.offset}:{field.length}]"
         else:
             line = f"{indent}{field.name}: {field.display} [{field.offset}:{field.length}]"
-        append(line if line.isprintable() else line.translate(_ESCAPES))
+        append(safe(line))
         if field.children:
             _field_lines(field.children, depth + 1, append)
 

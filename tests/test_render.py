@@ -1,0 +1,290 @@
+"""The views: JSON that survives any value, text that never sends an invisible or control character to
+the terminal, --stats durations; and the cursor's limit on decimal text."""
+
+import io
+import json
+
+import capkit
+import netquake_peer as nq
+import pytest
+from conftest import jsonl, run_cli
+
+from dissect.capture.files import Frame
+from dissect.capture.layers import Packet
+from dissect.core.cursor import MAX_DECIMAL_DIGITS, Cursor
+from dissect.core.model import AnalysisRecord, Field, Finding, Message
+from dissect.core.tables import FieldTable
+from dissect.pipeline import FrameRecord
+from dissect.render import jsonout
+from dissect.render.hexdump import HexRenderer
+from dissect.render.jsonout import JsonRenderer
+from dissect.render.stats import StatsCollector
+from dissect.render.text import SummaryRenderer, TreeRenderer, safe
+
+TS = capkit.DEFAULT_TS
+SERVER, CLIENT = ("10.0.0.1", 26000), ("10.0.0.7", 40000)
+
+
+def record_with(values, number=1, info="", name="CCREP_PLAYER_INFO"):
+    """A frame record holding one NetQuake message whose fields carry ``values`` in order, 4 bytes each."""
+    packet = Packet()
+    packet.src, packet.sport = SERVER
+    packet.dst, packet.dport = CLIENT
+    packet.transport, packet.top = "udp", "netquake"
+    record = FrameRecord(Frame(number, TS + number, 60, 60, 1, b"\0" * 60), packet, TS)
+    msg = Message("netquake", name, b"\0" * 4 * len(values), offset=42, frames=[number])
+    msg.fields = [Field(f"netquake.test.{i}", f"value {i}", 4 * i, 4, value) for i, value in enumerate(values)]
+    record.messages.append(msg)
+    record.info = info
+    return record
+
+
+def as_json_array(*records, lines=False):
+    out = io.StringIO()
+    renderer = JsonRenderer(out, lines=lines)
+    for record in records:
+        if isinstance(record, AnalysisRecord):
+            renderer.analysis(record)
+        else:
+            renderer.frame(record)
+    renderer.close()
+    return out.getvalue()
+
+
+def values_of(frame):
+    return [f["value"] for f in frame["messages"][0]["fields"]]
+
+
+# -- JSON: integers beyond 64 bits, records that cannot be encoded ---------------------------------
+
+BIG = [10 ** 20, 2 ** 64, -(10 ** 20), -(2 ** 63) - 1]
+EDGES = [2 ** 64 - 1, -(2 ** 63), 0, 7]
+
+
+def test_integers_beyond_64_bits_are_decimal_strings_and_the_next_record_survives():
+    text = as_json_array(record_with(BIG + EDGES, 1), record_with([12], 2))
+    records = json.loads(text)
+    assert text.endswith("\n]\n") and [r["frame"] for r in records] == [1, 2]
+    assert values_of(records[0]) == ["100000000000000000000", "18446744073709551616", "-100000000000000000000",
+                                     "-9223372036854775809", 18446744073709551615, -9223372036854775808, 0, 7]
+    assert records[0]["messages"][0]["fields"][0]["display"] == "100000000000000000000"
+    assert records[0]["findings"] == [] and values_of(records[1]) == [12]
+
+
+def test_analysis_result_beyond_64_bits_and_with_number_keys():
+    rec = AnalysisRecord("soldat", "server_list", [3], {"players": 99999999999999999999, "by_slot": {1: "a"}},
+                         summary="1 server")
+    records = jsonl(as_json_array(rec, record_with([1], 4), lines=True))
+    assert records[0]["result"] == {"players": "99999999999999999999", "by_slot": {"1": "a"}}
+    assert records[0]["frames"] == [3] and records[1]["frame"] == 4
+
+
+def test_the_standard_library_encoder_writes_the_same(monkeypatch):
+    records = (record_with(BIG + EDGES, 1), AnalysisRecord("netquake", "player_walk", [1], {"n": 2 ** 70}))
+    with_orjson = as_json_array(*records)
+    monkeypatch.setattr(jsonout, "orjson", None)
+    assert json.loads(as_json_array(*records)) == json.loads(with_orjson)
+
+
+class _Unprintable:
+    def __str__(self):
+        raise RuntimeError("no text for this value")
+
+
+def test_a_record_that_cannot_be_encoded_becomes_a_minimal_record():
+    text = as_json_array(record_with([1], 1), record_with([_Unprintable()], 2), record_with([3], 3))
+    records = json.loads(text)
+    assert [r["frame"] for r in records] == [1, 2, 3]
+    assert records[1] == {
+        "kind": "frame", "frame": 2, "time": TS + 2, "protocol": "netquake",
+        "findings": [{"code": "dissect.internal_error", "severity": "error",
+                      "message": "this record could not be written as JSON: RuntimeError: no text for this value "
+                                 "(a bug in dissect: the frame is reported and the capture goes on)",
+                      "offset": None, "length": None}]}
+    assert values_of(records[2]) == [3]
+
+
+def test_a_record_that_cannot_be_built_becomes_a_minimal_record():
+    broken = record_with([1], 2)
+    broken.messages = None  # frame_dict cannot iterate it
+    records = json.loads(as_json_array(record_with([1], 1), broken, record_with([3], 3)))
+    assert [r["frame"] for r in records] == [1, 2, 3]
+    assert records[1]["kind"] == "frame" and "messages" not in records[1]
+    assert records[1]["findings"][0]["code"] == "dissect.internal_error"
+    assert "TypeError" in records[1]["findings"][0]["message"]
+
+
+def test_lone_surrogates_are_written_escaped():
+    records = json.loads(as_json_array(record_with(["a\udc80b"], 1)))
+    assert values_of(records[0]) == ["a\\udc80b"]
+
+
+# -- text: every character that is not printable is escaped -------------------------------------------
+
+@pytest.mark.parametrize("raw, shown", [
+    ("Ranger", "Ranger"),
+    ("Grünt ☃ 名前", "Grünt ☃ 名前"),
+    ("\u202eregnaR\u202c", "\\u202eregnaR\\u202c"),          # right-to-left override, pop
+    ("\u2066a\u2067b\u2068c\u2069", "\\u2066a\\u2067b\\u2068c\\u2069"),  # isolates
+    ("one\u2028two", "one\\u2028two"),                        # line separator
+    ("a\u200db", "a\\u200db"),                                # zero-width joiner
+    ("\U000e0041tag", "\\U000e0041tag"),                      # a tag character
+    ("soft\xadhy\xa0phen", "soft\\xadhy\\xa0phen"),            # latin-1 format and space characters
+    ("\x1b[2J\x07\x85", "\\x1b[2J\\x07\\x85"),                # C0 and C1 as before
+    ("a\nb\rc\td", "a\\nb\\rc\\td"),
+])
+def test_safe_escapes_what_is_not_printable(raw, shown):
+    assert safe(raw) == shown
+
+
+def test_safe_returns_printable_text_itself():
+    text = "Shambler 13/8"
+    assert safe(text) is text
+
+
+def test_summary_tree_and_hex_escape_format_characters():
+    record = record_with(["\u202eregnaR\u2069"], info='CCREP_PLAYER_INFO name="\u202eregnaR"')
+    record.messages[0].findings.append(Finding("netquake.test", "warning", "name \u2066x\u2069 odd", 4, 4))
+    for renderer in (SummaryRenderer, TreeRenderer, HexRenderer):
+        out = io.StringIO()
+        renderer(out).frame(record)
+        text = out.getvalue()
+        assert not any(ch in text for ch in "\u202e\u2066\u2069"), renderer
+        assert "\\u202eregnaR" in text, renderer
+    out = io.StringIO()
+    TreeRenderer(out).frame(record)
+    assert '    value 0: "\\u202eregnaR\\u2069" [0:4]' in out.getvalue().splitlines()
+    assert "[Expert Info (Warning/netquake.test): name \\u2066x\\u2069 odd] [4:4]" in out.getvalue()
+    out = io.StringIO()
+    HexRenderer(out).frame(record)
+    assert '    a  netquake.test.0 [42:4] value 0: "\\u202eregnaR\\u2069"' in out.getvalue().splitlines()
+
+
+def test_hex_legend_cuts_a_long_display_between_escapes():
+    record = record_with(["x" * 38 + "\u202e" * 4])  # shown as '"', 38 x, four 6-character escapes, '"'
+    out = io.StringIO()
+    HexRenderer(out).frame(record)
+    line = [ln for ln in out.getvalue().splitlines() if "netquake.test.0" in ln][0]
+    assert line.endswith(': "' + "x" * 38 + "\\u202e...")  # 39 + 6 fills 45 characters: the next escape waits
+
+
+def test_analysis_summary_and_stats_escape_format_characters():
+    rec = AnalysisRecord("netquake", "player_walk", [1], {}, summary="player walk: \u202eregnaR")
+    out = io.StringIO()
+    SummaryRenderer(out).analysis(rec)
+    assert "player walk: \\u202eregnaR" in out.getvalue()
+
+    class Analyzer:
+        def stats(self):
+            return {"requests": 1, "answered": 1, "response_times": {},
+                    "servers": [{"server": "10.0.0.1:26000", "host_name": "\u202eevil\u2028", "responses": 1}]}
+
+    stats = StatsCollector()
+    stats.frame(record_with([1], name="CCREP\u200dSERVER"))
+    out = io.StringIO()
+    stats.render_text(out, {"netquake": Analyzer()})
+    text = out.getvalue()
+    assert "CCREP\\u200dSERVER" in text and '"\\u202eevil\\u2028"' in text
+    assert not any(ch in text for ch in "\u202e\u2028\u200d")
+
+
+def _netquake_pcap(path, name):
+    reply = nq.ccrep_player_info(0, name, 0, 1, 2, "192.0.2.11:26000")
+    capkit.write_pcap(path, [
+        (TS, capkit.ethernet(capkit.udp_packet(*CLIENT, *SERVER, nq.ccreq_player_info(0)))),
+        (TS + 0.01, capkit.ethernet(capkit.udp_packet(*SERVER, *CLIENT, reply)))])
+
+
+def test_cli_escapes_latin1_format_characters_and_json_keeps_them(tmp_path):
+    path = tmp_path / "names.pcap"
+    _netquake_pcap(path, "Ran\xadger\xa0")  # NetQuake names are latin-1: a soft hyphen, a no-break space
+    for flags in ([], ["-V"], ["-x"]):
+        code, out, _ = run_cli(*flags, path)
+        assert code == 0 and "\xad" not in out and "\xa0" not in out, flags
+        assert "Ran\\xadger\\xa0" in out, flags
+    code, out, _ = run_cli("-T", "json", path)
+    records = json.loads(out)
+    assert out.endswith("\n]\n") and [r["frame"] for r in records if r["kind"] == "frame"] == [1, 2]
+    name = [f for f in records[1]["messages"][0]["fields"] if f["key"] == "netquake.control.name"][0]
+    assert (name["offset"], name["length"], name["value"]) == (6, 9, "Ran\xadger\xa0")
+
+
+# -- --stats: the duration is never negative ------------------------------------------------------
+
+def _server_info_pcap(path, times):
+    request = capkit.ethernet(capkit.udp_packet(*CLIENT, *SERVER, nq.ccreq_server_info()))
+    capkit.write_pcap(path, [(ts, request) for ts in times])
+
+
+def _stats(*args):
+    code, out, err = run_cli("--stats", "-T", "json", *args)
+    assert code == 0, err
+    return json.loads(out)[-1]
+
+
+def test_stats_duration_of_files_given_out_of_time_order(tmp_path):
+    early, late = tmp_path / "early.pcap", tmp_path / "late.pcap"
+    _server_info_pcap(early, [TS, TS + 1.5])
+    _server_info_pcap(late, [TS + 100, TS + 100.25])
+    assert _stats(early, late)["duration"] == pytest.approx(100.25)
+    stats = _stats(late, early)
+    assert stats["frames"] == 4 and stats["duration"] == pytest.approx(100.25)
+    assert _stats("-j", "2", late, early)["duration"] == pytest.approx(100.25)
+    code, out, _ = run_cli("--stats", late, early)
+    assert out.splitlines()[0] == ("Frames: 4, bytes: 216, duration: 100.250 s "
+                                   "(earliest to latest timestamp: frames out of time order)")
+    code, out, _ = run_cli("--stats", early, late)
+    assert out.splitlines()[0] == "Frames: 4, bytes: 216, duration: 100.250 s"
+
+
+def test_stats_duration_when_the_clock_goes_back_within_a_file(tmp_path):
+    path = tmp_path / "back.pcap"
+    _server_info_pcap(path, [TS + 100, TS, TS + 50])
+    assert _stats(path)["duration"] == pytest.approx(100.0)
+
+
+def test_stats_duration_leaves_out_corrupt_records_without_bytes():
+    stats = StatsCollector()
+    stats.frame(record_with([1], 1))
+    corrupt = FrameRecord(Frame(2, 0.0, 0, 0, None, b"", 0, "bad"), Packet(), TS)
+    corrupt.findings.append(Finding("capture.corrupt", "error", "bad"))
+    stats.frame(corrupt)
+    stats.frame(record_with([1], 3))
+    assert stats.as_dict({})["duration"] == pytest.approx(2.0)
+
+
+# -- the cursor: decimal text too long for a number ---------------------------------------------------
+
+F = FieldTable("test", [("num", "Number", "int", "a decimal string"), ("text", "Text", "string", "text")])
+
+
+def _decimal_cursor(data):
+    return Cursor(Message("test", "m", data), data)
+
+
+@pytest.mark.parametrize("digits, expected", [
+    (b"12", 12), (b"-12", -12), (b"9" * MAX_DECIMAL_DIGITS, int("9" * MAX_DECIMAL_DIGITS)),
+    (b"-" + b"9" * (MAX_DECIMAL_DIGITS - 1), -int("9" * (MAX_DECIMAL_DIGITS - 1))),
+    (b"9" * (MAX_DECIMAL_DIGITS + 1), None), (b"-" + b"9" * MAX_DECIMAL_DIGITS, None),
+    (b"1" * 5000, None), (b"12a", None),
+])
+def test_cdecimal_takes_no_more_than_4000_characters(digits, expected):
+    cur = _decimal_cursor(digits + b"\0")
+    assert cur.cdecimal(F.num) == expected
+    field = cur.msg.fields[0]
+    assert (field.offset, field.length, field.value) == (0, len(digits) + 1, expected)
+    if expected is None:
+        assert field.display.endswith('" (not a decimal number)')
+    assert (cur.pos, cur.last_raw) == (len(digits) + 1, digits)
+
+
+def test_cstrings_reads_5000_digits_as_text_that_is_not_a_number():
+    data = b"name\0" + b"7" * 5000 + b"\0" + b"-42\0"
+    cur = _decimal_cursor(data)
+    values = cur.cstrings([(F.text, "text"), (F.num, "decimal"), (F.num, "decimal")])
+    assert values == ["name", None, -42]
+    assert cur.spans == [(0, 5, b"name"), (5, 5001, b"7" * 5000), (5006, 4, b"-42")]
+    assert [(f.offset, f.length, f.value) for f in cur.msg.fields] == [(0, 5, "name"), (5, 5001, None),
+                                                                       (5006, 4, -42)]
+    light = Cursor(Message("test", "m", data), data, tree=False)
+    assert light.cstrings([(F.text, "text"), (F.num, "decimal"), (F.num, "decimal")]) == values
