@@ -6,11 +6,17 @@ Grammar (Wireshark's, in small)::
     or      := and (("or" | "||") and)*
     and     := unary (("and" | "&&") unary)*
     unary   := ("not" | "!") unary | "(" expr ")" | test
-    test    := KEY [OP LITERAL]
+    test    := KEY [OP LITERAL | ["not"] "in" SET]
     OP      := == != > < >= <= eq ne gt lt ge le contains matches
+    SET     := "{" MEMBER ([","] MEMBER)* "}"
+    MEMBER  := LITERAL [".." LITERAL]
 
-A bare KEY is true when the field is present. A comparison is true when any
-value of the key satisfies it (``!=``: when none equals the literal).
+A bare KEY is true when the field is present; a bare word that is a protocol key but for case
+(``NetQuake``) is that key. A comparison is true when any value of the key satisfies it (``!=``:
+when none equals the literal); ``in`` when any value equals a member or lies in a member range
+(both ends included). An address field compares with an address or, with ``==``, ``!=`` and
+``in``, a network (``ip.addr == 10.0.0.0/8``). ``frame.protocol`` compares without regard to case,
+as the summary shows a protocol's title (NetQuake) and JSON its key (netquake).
 
 Neither the parser nor the evaluator recurses, so no filter can exhaust the stack: the parser
 keeps its operators on a list (shunting-yard) and the filter compiles to a flat program of
@@ -20,6 +26,8 @@ with ``not`` folded in). Parentheses may nest ``MAX_NESTING`` deep; chains of ``
 """
 
 import difflib
+import functools
+import ipaddress
 import operator
 import re
 
@@ -30,19 +38,22 @@ MAX_NESTING = 256
 
 _TOKEN = re.compile(r"""
     \s*(?:
-      (?P<lparen>\() | (?P<rparen>\)) |
+      (?P<lparen>\() | (?P<rparen>\)) | (?P<lbrace>\{) | (?P<rbrace>\}) | (?P<comma>,) | (?P<range>\.\.) |
       (?P<op>==|!=|>=|<=|>|<|&&|\|\||!) |
       (?P<string>"(?:[^"\\]|\\.)*") |
-      (?P<word>[A-Za-z0-9_.:\-/+]+)
+      (?P<word>(?:[A-Za-z0-9_:\-/+]|\.(?!\.))+)
     )""", re.VERBOSE)
 
 _WORD_OPS = {"eq": "==", "ne": "!=", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "contains": "contains",
-             "matches": "matches", "and": "&&", "or": "||", "not": "!"}
+             "matches": "matches", "and": "&&", "or": "||", "not": "!", "in": "in"}
 _COMPARISONS = {"==", "!=", ">", "<", ">=", "<=", "contains", "matches"}
 _ORDERING = {">", "<", ">=", "<="}
 _OPERATORS = {"==": operator.eq, ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le}
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$")
 _END = (None, None, None, None)
+
+# Keys whose text compares without regard to case: the summary shows a protocol's title, JSON its key.
+_CASELESS = frozenset({"frame.protocol"})
 
 # Binding strength of the operators on the parser's stack; "(" never reduces.
 _PRECEDENCE = {"!": 3, "&&": 2, "||": 1, "(": -1}
@@ -72,11 +83,26 @@ _DESCRIBED = {"address": "an address field", "none": "a field without a value", 
 
 _NUMBERS = (int, float, bool)
 _BYTES = (bytes, bytearray)
+_NETWORKS = (ipaddress.IPv4Network, ipaddress.IPv6Network)
+_ADDRESSES = (ipaddress.IPv4Address, ipaddress.IPv6Address)
 
 
 def _shown(text):
     """The filter as an error message quotes it: long ones cut, so that the message stays readable."""
     return repr(text) if len(text) <= 80 else repr(text[:72]) + "..."
+
+
+def _did_you_mean(key, fields):
+    """`` (did you mean <closest key>?)``, or nothing when no key is close."""
+    best = difflib.get_close_matches(key, list(fields), n=1)
+    return f" (did you mean {best[0]}?)" if best else ""
+
+
+def check_keys(keys, fields):
+    """Raise UsageError for the first of ``keys`` (``-T fields -e``) that is not one of ``fields``."""
+    for key in keys:
+        if key not in fields:
+            raise UsageError(f"bad field {key!r}: not a field{_did_you_mean(key, fields)}")
 
 
 def _tokenize(text):
@@ -114,8 +140,9 @@ class _Parser:
     def fail(self, why):
         raise UsageError(f"bad filter {_shown(self.text)}: {why}")
 
-    def peek(self):
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else _END
+    def peek(self, ahead=0):
+        at = self.pos + ahead
+        return self.tokens[at] if at < len(self.tokens) else _END
 
     def take(self):
         token = self.peek()
@@ -168,9 +195,17 @@ class _Parser:
     def test(self, key, pos):
         if not _KEY.match(key):
             self.fail(f"expected a field key, found {key!r} at position {pos}")
+        key = self.resolve(key)
         field_type = self.field_type(key)
-        kind, op = self.peek()[:2]
-        if kind == "op" and op in _COMPARISONS:
+        kind, op, raw = self.peek()[:3]
+        if kind == "op" and op == "!" and raw.lower() == "not" and self.peek(1)[:2] == ("op", "in"):
+            self.take()
+            self.take()
+            test = _negated(self.membership(key, field_type))
+        elif kind == "op" and op == "in":
+            self.take()
+            test = self.membership(key, field_type)
+        elif kind == "op" and op in _COMPARISONS:
             self.take()
             lkind, value, raw = self.take()[:3]
             if lkind not in ("word", "string"):
@@ -181,14 +216,22 @@ class _Parser:
         self.count += 1
         return (_TEST, self.count - 1, test)
 
+    def resolve(self, key):
+        """The key a bare word names: a protocol key written in other case (NetQuake) is that key."""
+        if "." in key or key.islower():
+            return key
+        if self.fields is None:
+            return key.lower()  # protocol keys are lower case (the registry checks)
+        if key not in self.fields and self.fields.get(key.lower()) == "protocol":
+            return key.lower()
+        return key
+
     def field_type(self, key):
         """The declared type of ``key`` (None without a field list); an unknown key is an error."""
         if self.fields is None:
             return None
         if key not in self.fields:
-            best = difflib.get_close_matches(key, list(self.fields), n=1)
-            hint = f" (did you mean {best[0]}?)" if best else ""
-            raise UsageError(f"bad filter: {key!r} is not a field{hint}")
+            raise UsageError(f"bad filter: {key!r} is not a field{_did_you_mean(key, self.fields)}")
         return self.fields[key]
 
     def comparison(self, key, field_type, op, lkind, value, raw):
@@ -196,15 +239,97 @@ class _Parser:
             if field_type is not None and field_type not in _SEARCHABLE:
                 raise UsageError(f"bad filter: {key} is {_described(field_type)}: {op!r} applies to string, "
                                  f"address and bytes fields only")
-            return _contains(key, value) if op == "contains" else _matches(key, self.regex(value))
-        literal = _literal(value) if field_type is None else _typed_literal(key, field_type, op, lkind, value, raw)
+            if op == "contains":
+                return _over_values(key, _contains(value.lower() if key in _CASELESS else value))
+            return _over_values(key, _matches(self.regex(value, re.IGNORECASE if key in _CASELESS else 0)))
         if op == "!=":
-            return _none_equal(key, literal)
-        return _any(key, _OPERATORS[op], literal)
+            return _none_of(key, self.value_test(key, field_type, "==", (lkind, value, raw)))
+        return _over_values(key, self.value_test(key, field_type, op, (lkind, value, raw)))
 
-    def regex(self, pattern):
+    def membership(self, key, field_type):
+        """``in {...}``: true when some value equals a member or lies in a member range."""
+        members = self.set_members()
+        literals = []
+        tests = []
+        for low, high in members:
+            if high is None:
+                literal = self.literal(key, field_type, "==", *low)
+                literals.append(literal)
+                tests.append(_value_test("==", literal))
+            else:
+                tests.append(self.range_test(key, field_type, low, high))
+        if all(high is None for _, high in members):
+            return _over_values(key, _member_of(literals, tests))
+        return _over_values(key, _any_of(tests))
+
+    def set_members(self):
+        """The members of ``{...}`` as (low token, high token or None); tokens are (kind, value, raw)."""
+        kind, value, _, pos = self.take()
+        if kind != "lbrace":
+            self.fail(f"expected '{{' after 'in', found {value!r} at position {pos}" if kind else
+                      "expected '{' after 'in'")
+        members = []
+        separated = True  # a member may follow: at the start or after a comma
+        while True:
+            kind, value, raw, pos = self.take()
+            if kind in ("word", "string"):
+                members.append(((kind, value, raw), self.range_end()))
+                separated = False
+                continue
+            if kind is None:
+                self.fail("missing '}'")
+            if kind == "rbrace" and members and not separated:
+                return members
+            if kind == "comma" and members and not separated:
+                separated = True
+                continue
+            self.fail("empty set {} at position " + str(pos) if kind == "rbrace" and not members else
+                      f"unexpected {value!r} at position {pos}")
+
+    def range_end(self):
+        """The upper end of a member range (``..`` and a literal), or None when the member is one literal."""
+        if self.peek()[0] != "range":
+            return None
+        self.take()
+        kind, value, raw, pos = self.take()
+        if kind not in ("word", "string"):
+            self.fail(f"expected a value after '..' at position {pos}" if kind else "expected a value after '..'")
+        return kind, value, raw
+
+    def range_test(self, key, field_type, low, high):
+        lowest = self.literal(key, field_type, ">=", *low)
+        highest = self.literal(key, field_type, "<=", *high)
         try:
-            return re.compile(pattern)
+            empty = lowest > highest
+        except TypeError:  # ends of different kinds (loose text and number): left to the comparisons
+            empty = False
+        if empty:
+            self.fail(f"the range {low[2]}..{high[2]} is empty")
+        return _both(_value_test(">=", lowest), _value_test("<=", highest))
+
+    def value_test(self, key, field_type, op, token):
+        """A test of one value against the literal in ``token`` with ``op`` (one of _OPERATORS)."""
+        return _value_test(op, self.literal(key, field_type, op, *token))
+
+    def literal(self, key, field_type, op, lkind, value, raw):
+        """The literal to compare values of ``key`` with by ``op``; one that cannot match the key's type is
+        an error. Addresses and networks become ipaddress objects."""
+        if field_type == "address" or (field_type is None and op == "==" and "/" in value):
+            address = _address_literal(value, op)
+            if address is not None:
+                return address
+            if field_type == "address":
+                wanted = "an address" if op in _ORDERING else "an address or a network (10.0.0.0/8)"
+                raise UsageError(f"bad filter: {key} is an address field: compare it with {wanted}, not {raw}")
+        if field_type is None:
+            literal = _literal(value)
+        else:
+            literal = _typed_literal(key, field_type, op, lkind, value, raw)
+        return literal.lower() if key in _CASELESS and isinstance(literal, str) else literal
+
+    def regex(self, pattern, flags=0):
+        try:
+            return re.compile(pattern, flags)
         except Exception as exc:  # re.error, OverflowError, RecursionError ...: all say the pattern is bad
             self.fail(f"bad regular expression: {exc}")
 
@@ -302,6 +427,14 @@ def _literal(text):
     return text
 
 
+def _address_literal(text, op):
+    """An address (ordering) or a network (``==``: a bare address is a network of one), or None."""
+    try:
+        return ipaddress.ip_network(text, strict=False) if op == "==" else ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
 def compile_filter(text, fields=None):
     """Compile a display filter to a program for ``evaluate``; a bad filter raises UsageError.
 
@@ -321,33 +454,73 @@ def evaluate(program, values):
     return step == _ACCEPT
 
 
+# Tests of a frame's values (key -> list of values) are built from tests of one value.
+
 def _exists(key):
     def test(values):
         return key in values
     return test
 
 
-def _any(key, compare, literal):
-    """True when some value of ``key`` compares true with the literal."""
-    fast = _NUMBERS if isinstance(literal, (int, float)) else (str,)
+def _over_values(key, match):
+    """True when some value of ``key`` passes ``match``."""
+    if key in _CASELESS:
+        match = _folded(match)
 
     def test(values):
         for value in values.get(key, ()):
-            if value.__class__ in fast:
-                if compare(value, literal):
-                    return True
-            elif _loose(value, compare, literal):
+            if match(value):
                 return True
         return False
     return test
 
 
-def _none_equal(key, literal):
-    equal = _any(key, operator.eq, literal)
+def _none_of(key, match):
+    """True when ``key`` is present and none of its values passes ``match`` (``!=``)."""
+    if key in _CASELESS:
+        match = _folded(match)
 
     def test(values):
-        return key in values and not equal(values)
+        found = values.get(key)
+        if found is None:
+            return False
+        for value in found:
+            if match(value):
+                return False
+        return True
     return test
+
+
+def _negated(test):
+    def negated(values):
+        return not test(values)
+    return negated
+
+
+def _folded(match):
+    def folded(value):
+        return match(value.lower() if value.__class__ is str else value)
+    return folded
+
+
+def _value_test(op, literal):
+    """A test of one value by ``op`` against a literal that _Parser.literal made."""
+    if isinstance(literal, _NETWORKS):
+        return _in_network(literal)
+    if isinstance(literal, _ADDRESSES):
+        return _address_order(_OPERATORS[op], literal)
+    return _compared(_OPERATORS[op], literal)
+
+
+def _compared(compare, literal):
+    """True when a value compares true with the literal; across types as _loose says."""
+    fast = _NUMBERS if isinstance(literal, (int, float)) else (str,)
+
+    def match(value):
+        if value.__class__ in fast:
+            return compare(value, literal)
+        return _loose(value, compare, literal)
+    return match
 
 
 def _loose(value, compare, literal):
@@ -370,38 +543,96 @@ def _loose(value, compare, literal):
         return False
 
 
-def _contains(key, needle):
+def _member_of(literals, tests):
+    """Equality with one of the literals (``tests``: one per literal): a set lookup for a value of the
+    literals' own type, the comparisons one by one for any other."""
+    if all(literal.__class__ in _NUMBERS for literal in literals):
+        native = _NUMBERS
+    elif all(literal.__class__ is str for literal in literals):
+        native = (str,)
+    else:
+        return _any_of(tests)
+    exact = frozenset(literals)
+    slow = _any_of(tests)
+
+    def match(value):
+        if value.__class__ in native:
+            return value in exact
+        return slow(value)
+    return match
+
+
+def _any_of(tests):
+    def match(value):
+        for test in tests:
+            if test(value):
+                return True
+        return False
+    return match
+
+
+def _both(first, second):
+    def match(value):
+        return first(value) and second(value)
+    return match
+
+
+_LONGEST_ADDRESS = 64  # an IPv6 address with a zone; longer text is no address, and is not cached
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_address(value):
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        return None
+
+
+def _address_of(value):
+    """The address a value holds: text, or 4 or 16 bytes as on the wire; None for anything else."""
+    if value.__class__ is str:
+        return _parsed_address(value) if len(value) <= _LONGEST_ADDRESS else None
+    if isinstance(value, _BYTES) and len(value) in (4, 16):
+        return _parsed_address(bytes(value))
+    return None
+
+
+def _in_network(network):
+    def match(value):
+        address = _address_of(value)
+        return address is not None and address.version == network.version and address in network
+    return match
+
+
+def _address_order(compare, literal):
+    def match(value):
+        address = _address_of(value)
+        return address is not None and address.version == literal.version and compare(address, literal)
+    return match
+
+
+def _contains(needle):
     needle_bytes = needle.encode()
 
-    def test(values):
-        for value in values.get(key, ()):
-            if value.__class__ is str:
-                if needle in value:
-                    return True
-            elif isinstance(value, _BYTES):
-                if needle_bytes in value:
-                    return True
-            elif value is not _PRESENT and needle in str(value):
-                return True
-        return False
-    return test
+    def match(value):
+        if value.__class__ is str:
+            return needle in value
+        if isinstance(value, _BYTES):
+            return needle_bytes in value
+        return value is not _PRESENT and needle in str(value)
+    return match
 
 
-def _matches(key, regex):
+def _matches(regex):
     search = regex.search
 
-    def test(values):
-        for value in values.get(key, ()):
-            if value.__class__ is str:
-                if search(value) is not None:
-                    return True
-            elif isinstance(value, _BYTES):
-                if search(value.decode("latin-1")) is not None:  # one character per byte
-                    return True
-            elif value is not _PRESENT and search(str(value)) is not None:
-                return True
-        return False
-    return test
+    def match(value):
+        if value.__class__ is str:
+            return search(value) is not None
+        if isinstance(value, _BYTES):
+            return search(value.decode("latin-1")) is not None  # one character per byte
+        return value is not _PRESENT and search(str(value)) is not None
+    return match
 
 
 def frame_values(record):

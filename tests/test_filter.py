@@ -3,12 +3,14 @@
 import subprocess
 import sys
 
+import capkit
+import netquake_peer as nq
 import pytest
 
 import dissect
 from conftest import ROOT, capture, run_cli
 from dissect.core.model import Field
-from dissect.filter import MAX_NESTING, compile_filter, evaluate, frame_values
+from dissect.filter import MAX_NESTING, check_keys, compile_filter, evaluate, frame_values
 from dissect.registry import UsageError
 
 SESSION = capture("netquake-session.pcap")
@@ -25,6 +27,13 @@ FIELDS = {
     "netquake.control.end_of_rules": "bool",
     "netquake.response_time": "float",
     "ip.src": "address",
+    "ip.addr": "address",
+    "ipv6.src": "address",
+    "ipv6.addr": "address",
+    "odamex.server.ip": "address",
+    "udp.port": "uint16",
+    "tcp.port": "uint16",
+    "frame.protocol": "string",
     "soldat.servers": "list",
     "soldat.player": "none",
 }
@@ -160,7 +169,7 @@ def test_every_type_may_be_tested_for_presence():
 @pytest.mark.parametrize("text, message", [
     ("netquake.control.host_name > 3",
      "netquake.control.host_name is a string field: compare it with a quoted string, not 3"),
-    ("ip.src >= 10", "ip.src is an address field: compare it with a quoted string, not 10"),
+    ("ip.src >= 10", "ip.src is an address field: compare it with an address, not 10"),
     ("netquake.control.current_players == abc",
      "netquake.control.current_players is a number field (uint8): compare it with a number, not abc"),
     ('netquake.control.max_players != "eight"',
@@ -255,3 +264,244 @@ def test_cli_twenty_thousand_term_or_chain(tmp_path):
                           text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0 and cli_errors(proc.stderr) == []
     assert [line.split()[0] for line in proc.stdout.splitlines()] == ["3", "37"]
+
+
+# Networks (CIDR) on address fields.
+
+ADDRESSES = {"ip": [True], "ip.src": ["10.1.2.3"], "ip.addr": ["10.1.2.3", "192.168.0.5"],
+             "ipv6.src": ["2001:db8::5"], "ipv6.addr": ["2001:db8::5", "fe80::1"]}
+
+
+@pytest.mark.parametrize("fields", [FIELDS, None], ids=["typed", "loose"])
+def test_an_address_field_compares_with_a_network(fields):
+    def holds(text):
+        return passes(text, ADDRESSES, fields)
+    assert holds("ip.src == 10.0.0.0/8") and holds("ip.src eq 10.1.2.0/24") and holds("ip.src == 10.1.2.3/32")
+    assert holds("ip.src == 10.9.9.9/8")  # host bits set: the network they lie in, as tshark reads it
+    assert not holds("ip.src == 11.0.0.0/8") and not holds("ip.src == 10.1.2.4/31")
+    assert holds("ip.addr == 192.168.0.0/16") and not holds("ip.addr == 172.16.0.0/12")
+    assert holds("ipv6.addr == 2001:db8::/32") and holds("ipv6.src == 2001:db8:0:0::/64")
+    assert holds("ipv6.addr == fe80::/10") and not holds("ipv6.src == fe80::/10")
+    assert not holds("ipv6.addr == 0.0.0.0/0") and not holds("ip.src == ::/0")  # one version never in the other
+
+
+@pytest.mark.parametrize("fields", [FIELDS, None], ids=["typed", "loose"])
+def test_not_equal_to_a_network_means_no_address_in_it(fields):
+    def holds(text):
+        return passes(text, ADDRESSES, fields)
+    assert not holds("ip.src != 10.0.0.0/8") and holds("ip.src != 192.168.0.0/16")
+    assert not holds("ip.addr != 192.168.0.0/16")  # one of the two addresses is in it
+    assert holds("ip.addr != 172.16.0.0/12") and not holds("ipv6.addr ne 2001:db8::/32")
+    assert not passes("ip.src != 10.0.0.0/8", {"ipv6.src": ["::1"]}, fields)  # absent: nothing to differ
+
+
+def test_an_address_field_compares_addresses_not_text():
+    assert passes("ipv6.src == 2001:0db8:0::5", ADDRESSES, FIELDS)  # another spelling of 2001:db8::5
+    assert passes('ip.src == "10.1.2.3"', ADDRESSES, FIELDS) and not passes("ip.src == 10.1.2.30", ADDRESSES, FIELDS)
+    assert passes("ip.src > 10.1.2.2", ADDRESSES, FIELDS) and not passes("ip.src > 10.1.2.3", ADDRESSES, FIELDS)
+    assert passes("ipv6.addr <= fe80::1", ADDRESSES, FIELDS) and not passes("ip.src < ::1", ADDRESSES, FIELDS)
+    server = {"odamex.server.ip": [b"\x0a\x00\x00\x07"]}  # an address field whose value is 4 bytes as sent
+    assert passes("odamex.server.ip == 10.0.0.7", server, FIELDS)
+    assert passes("odamex.server.ip == 10.0.0.0/24", server, FIELDS)
+    assert not passes("odamex.server.ip == 10.0.1.0/24", server, FIELDS)
+
+
+def test_values_that_are_no_address_are_in_no_network():
+    values = {"ip.addr": ["nope", "x" * 5000, 167772160, b"\x0a\x00\x00"]}
+    assert not passes("ip.addr == 10.0.0.0/8", values, FIELDS) and not passes("ip.addr == 10.0.0.0/8", values)
+    assert passes("ip.addr != 10.0.0.0/8", values, FIELDS)
+    assert not passes("ip.addr >= 0.0.0.0", values, FIELDS)
+
+
+@pytest.mark.parametrize("text, wanted", [
+    ("ip.src == 10.0.0.0/33", "an address or a network (10.0.0.0/8), not 10.0.0.0/33"),
+    ("ip.addr != 10.0.0/8", "an address or a network (10.0.0.0/8), not 10.0.0/8"),
+    ('ipv6.addr == "host"', 'an address or a network (10.0.0.0/8), not "host"'),
+    ("ip.src > 10.0.0.0/8", "an address, not 10.0.0.0/8"),
+    ("ip.src <= 300.1.1.1", "an address, not 300.1.1.1"),
+])
+def test_an_address_field_refuses_what_is_no_address(text, wanted):
+    key = text.split()[0]
+    assert refused(text, FIELDS) == f"bad filter: {key} is an address field: compare it with {wanted}"
+
+
+def test_without_a_field_list_a_slash_that_is_no_network_compares_as_text():
+    assert passes("path == a/b", {"path": ["a/b"]}) and not passes("path == 1/2", {"path": ["0.5"]})
+
+
+# Sets and ranges: ``in {...}``.
+
+def test_in_a_set_of_numbers():
+    assert passes("udp.port in {26000 26001}") and passes("udp.port in {26001, 44806}")
+    assert passes("udp.port in {1,2 , 3 26000}") and passes("udp.port in {0x6590}")
+    assert not passes("udp.port in {26001 26002}") and not passes("tcp.port in {26000}")
+    assert passes("udp.port in {26000}", fields=FIELDS) and not passes("udp.port in {26001}", fields=FIELDS)
+
+
+def test_in_a_range_includes_both_ends():
+    assert passes("udp.port in {26000..26010}") and passes("udp.port in {25990..26000}")
+    assert passes("udp.port in {44806..44806}") and passes("udp.port in {1 .. 2, 44800..45000}")
+    assert not passes("udp.port in {26001..44805}") and not passes("udp.port in {1..25999 44807..65535}")
+    assert passes("udp.port in {1..10 26000 50000..60000}", fields=FIELDS)
+    assert passes("netquake.response_time in {0.5..1.5}", {"netquake.response_time": [1.25]}, FIELDS)
+    assert passes("udp.port in {-5..-1}", {"udp.port": [-3]})
+
+
+def test_in_a_set_of_strings_and_of_networks():
+    assert passes('netquake.message in {"CCREP_RULE_INFO" "CCREP_SERVER_INFO"}', fields=FIELDS)
+    assert not passes('netquake.message in {"CCREP_RULE_INFO", "ccrep_server_info"}', fields=FIELDS)
+    assert passes('netquake.control.host_name in {"d".."e"}', fields=FIELDS)  # text orders as text
+    assert passes("ip.addr in {172.16.0.0/12, 192.168.0.5}", ADDRESSES, FIELDS)
+    assert passes("ipv6.addr in {::1 fe80::/10}", ADDRESSES, FIELDS)
+    assert passes("ip.src in {10.1.2.0..10.1.2.9}", ADDRESSES, FIELDS)
+    assert not passes("ip.addr in {172.16.0.0/12 ::/0}", ADDRESSES, FIELDS)
+
+
+def test_not_in_a_set():
+    assert not passes("not udp.port in {26000 26001}") and passes("!udp.port in {1..100}")
+    assert passes("udp.port not in {1..100}") and not passes("udp.port not in {44806}", fields=FIELDS)
+    assert passes("not tcp.port in {1}")  # absent: in no set
+    assert passes("udp.port in {1} or netquake.control.max_players in {8}") and passes("!(udp.port in {1})")
+
+
+def test_a_large_set_looks_values_up_and_still_compares_other_types():
+    members = " ".join(str(port) for port in range(30000, 50000))
+    assert passes(f"udp.port in {{{members}}}") and not passes(f"udp.port in {{{members}}}", {"udp.port": [1]})
+    assert passes(f"udp.port in {{{members}}}", {"udp.port": ["44806"]})  # text read as a number, as == does
+    assert passes('text in {"a" "b"}', {"text": ["b"]}) and passes("data in {01ab ff}", {"data": [b"\x01\xab"]})
+    assert passes("flag in {true}", {"flag": [True]}) and passes("flag in {1}", {"flag": [True]})
+
+
+@pytest.mark.parametrize("text, message", [
+    ('udp.port in {26000 "x"}', 'udp.port is a number field (uint16): compare it with a number, not "x"'),
+    ("udp.port in {1..abc}", "udp.port is a number field (uint16): compare it with a number, not abc"),
+    ("netquake.control.host_name in {1..3}",
+     "netquake.control.host_name is a string field: compare it with a quoted string, not 1"),
+    ("ip.addr in {10.0.0.0/8 abc}", "ip.addr is an address field: compare it with an address or a network "
+                                    "(10.0.0.0/8), not abc"),
+    ("ip.addr in {10.0.0.0/8..10.0.0.9}", "ip.addr is an address field: compare it with an address, not 10.0.0.0/8"),
+    ("netquake.control.end_of_rules in {0 2}",
+     "netquake.control.end_of_rules is a bool field: compare it with true, false, 1 or 0, not 2"),
+    ("netquake in {1}", "netquake is a protocol: test only whether it is present (write just netquake)"),
+])
+def test_in_checks_every_member_against_the_type(text, message):
+    assert refused(text, FIELDS) == "bad filter: " + message
+
+
+@pytest.mark.parametrize("text, why", [
+    ("udp.port in {}", "empty set {} at position 14"),
+    ("udp.port in {1,}", "unexpected '}' at position 16"),
+    ("udp.port in {1,,2}", "unexpected ',' at position 16"),
+    ("udp.port in {,1}", "unexpected ',' at position 14"),
+    ("udp.port in {1 2", "missing '}'"),
+    ("udp.port in 1", "expected '{' after 'in', found '1' at position 13"),
+    ("udp.port in", "expected '{' after 'in'"),
+    ("udp.port in {1..}", "expected a value after '..' at position 17"),
+    ("udp.port in {1..", "expected a value after '..'"),
+    ("udp.port in {5..1}", "the range 5..1 is empty"),
+    ("udp.port in {(1)}", "unexpected '(' at position 14"),
+    ("udp.port == 1..2", "unexpected '..' at position 14"),
+    ("udp.port == 1, 2", "unexpected ',' at position 14"),
+    ("{1} in udp.port", "expected a field key, found '{' at position 1"),
+])
+def test_set_syntax_errors(text, why):
+    assert refused(text) == f"bad filter {text!r}: {why}"
+
+
+# frame.protocol without regard to case; a protocol key written in other case.
+
+def test_frame_protocol_compares_without_regard_to_case():
+    values = {"frame.protocol": ["netquake"]}
+    for fields in (FIELDS, None):
+        for text in ('frame.protocol == "NetQuake"', "frame.protocol == NETQUAKE", "frame.protocol eq netquake",
+                     'frame.protocol in {"TeeFrame" "NetQuake"}', 'frame.protocol contains "Quake"',
+                     'frame.protocol matches "^NET"', 'frame.protocol != "UDP"', 'frame.protocol > "Netq"'):
+            assert passes(text, values, fields), (text, fields)
+        for text in ('frame.protocol != "NetQuake"', 'frame.protocol == "Odamex"', 'frame.protocol in {"UDP"}',
+                     'not frame.protocol in {"netquake"}'):
+            assert not passes(text, values, fields), (text, fields)
+    assert passes('frame.protocol == "IPV4"', {"frame.protocol": ["ipv4"]}, FIELDS)
+
+
+def test_messages_compare_with_regard_to_case():
+    assert not passes('netquake.message == "ccrep_server_info"', fields=FIELDS)
+    assert not passes('netquake.message contains "server"', fields=FIELDS)
+
+
+def test_a_protocol_key_in_other_case_is_that_key():
+    assert passes("NetQuake", fields=FIELDS) and passes("NETQUAKE") and not passes("!NetQuake", fields=FIELDS)
+    assert passes("NetQuake && udp.port in {26000}", fields=FIELDS)
+    assert refused("NetQuake == 1", FIELDS) == ("bad filter: netquake is a protocol: test only whether it is "
+                                                "present (write just netquake)")
+    assert refused("NetQuake.message", FIELDS) == ("bad filter: 'NetQuake.message' is not a field "
+                                                   "(did you mean netquake.message?)")
+    assert refused("Frame", FIELDS).startswith("bad filter: 'Frame' is not a field")  # no protocol frame here
+
+
+# -T fields -e KEY: check_keys.
+
+def test_check_keys_accepts_known_keys():
+    assert check_keys(["frame.number", "netquake.control.host_name", "ip.src"], FIELDS) is None
+    assert check_keys([], FIELDS) is None
+
+
+def test_check_keys_names_the_first_unknown_key_with_the_closest():
+    with pytest.raises(UsageError) as caught:
+        check_keys(["frame.number", "netquake.control.curent_players", "zzz"], FIELDS)
+    assert str(caught.value) == ("bad field 'netquake.control.curent_players': not a field "
+                                 "(did you mean netquake.control.current_players?)")
+    with pytest.raises(UsageError) as caught:
+        check_keys(["zzz"], FIELDS)
+    assert str(caught.value) == "bad field 'zzz': not a field"
+
+
+# The forms through the command line.
+
+def shown_frames(out):
+    """The frame numbers of summary lines (analysis lines start with spaces and a bracket)."""
+    return [int(line.split()[0]) for line in out.splitlines() if line.split()[0].isdigit()]
+
+
+@pytest.fixture(scope="module")
+def addresses_pcap(tmp_path_factory):
+    """NetQuake requests between IPv4 and IPv6 hosts: 1 and 2 over IPv4, 3 and 4 over IPv6."""
+    request = nq.ccreq_server_info()
+    packets = [capkit.udp_packet("10.1.2.3", 40000, "192.168.0.5", 26000, request),
+               capkit.udp_packet("172.16.0.9", 40001, "192.168.0.5", 26000, request),
+               capkit.udp_packet("2001:db8::5", 40002, "2001:db8::1", 26000, request),
+               capkit.udp_packet("fe80::1", 40003, "fe80::2", 26000, request)]
+    path = tmp_path_factory.mktemp("filter") / "addresses.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + i, capkit.ethernet(packet)) for i, packet in enumerate(packets)])
+    return str(path)
+
+
+@pytest.mark.parametrize("text, frames", [
+    ("ip.src == 10.0.0.0/8", [1]),
+    ("ip.addr != 10.0.0.0/8", [2]),
+    ("ipv6.addr == 2001:db8::/32", [3]),
+    ("ipv6.src != 2001:db8::/32", [4]),
+])
+def test_cli_networks(addresses_pcap, text, frames):
+    code, out, err = run_cli("-Y", text, addresses_pcap)
+    assert code == 0 and cli_errors(err) == []
+    assert shown_frames(out) == frames
+
+
+@pytest.mark.parametrize("text, frames", [
+    ("udp.port in {34020 26001} && frame.number < 31", [27, 28, 29, 30]),
+    ("udp.port in {26001..34020} && frame.number <= 30", [27, 28, 29, 30]),
+    ("not udp.port in {26000, 26001}", [27, 28]),
+    ('frame.protocol == "NetQuake" && frame.number in {2 53}', [2, 53]),
+    ("NetQuake && frame.number <= 2", [1, 2]),
+])
+def test_cli_sets_ranges_and_protocols_in_any_case(text, frames):
+    code, out, err = run_cli("-Y", text, SESSION)
+    assert code == 0 and cli_errors(err) == []
+    assert shown_frames(out) == frames
+
+
+def test_cli_refuses_a_bad_member_in_one_line():
+    code, out, err = run_cli("-Y", 'udp.port in {26000 "x"}', SESSION)
+    assert code == 2 and out == ""
+    assert cli_errors(err) == ['dissect: bad filter: udp.port is a number field (uint16): compare it with a number, '
+                               'not "x"']

@@ -1,5 +1,10 @@
-"""Odamex launcher protocol: every message and layout, offsets and values, every finding."""
+"""Odamex launcher protocol: every message and layout, offsets and values, every finding.
 
+Server-info replies are built here field by field, as Odamex's own server writes them (the real layout)
+and as the spec's table reads (the spec layout), so the offsets below can be checked by hand.
+"""
+
+import json
 import struct
 
 import capkit
@@ -7,19 +12,90 @@ import odamex_peer as od
 from conftest import capture, jsonl, run_cli
 from helpers import codes, dissect, field, span
 
-TEAM_SCORES = {"blue": 3, "red": 1}
+from dissect.protocols.odamex import F, W
 
 
-def spec_team_reply():
-    return od.server_info(players=od.PLAYERS, teamplay=True, team_scores=TEAM_SCORES)
+def u8(value):
+    return bytes([value])
 
 
+def i16(value):
+    return struct.pack("<h", value)
+
+
+def i32(value):
+    return struct.pack("<i", value)
+
+
+def z(text):
+    return text.encode("latin-1") + b"\0"
+
+
+HASH = "0123456789abcdef0123456789abcdef"
+WEBSITE = "https://odamex.example"  # 22 characters
+
+
+def head(players, key=b""):
+    """Tag 0-3, token 4-7, [key], name 8-26, players 27, max 28, map 29-34, PWAD count 35, PWAD 36-47."""
+    return (i32(5560020) + i32(7) + key + z("Odamex test server") + u8(players) + u8(8) + z("MAP01") + u8(1)
+            + z("ukraine.wad"))
+
+
+def real_reply(deathmatch, teamplay, ctf, teams, block=b"", key=b""):
+    """Two players (Doomguy 52-66, Marine 67-80), hash 81-113, website 114-136, then ``block``."""
+    doomguy, marine = teams
+    return (head(2, key) + u8(deathmatch) + u8(3) + u8(teamplay) + u8(ctf)
+            + z("Doomguy") + i16(12) + i32(48) + u8(doomguy)
+            + z("Marine") + i16(-2) + i32(112) + u8(marine)
+            + z(HASH) + z(WEBSITE) + block)
+
+
+def real_block(limit, scores, build_teams):
+    """Score limit, then per team of the build a bool and, when set, its score."""
+    out = i32(limit)
+    for index in range(build_teams):
+        out += u8(1) + i32(scores[index]) if index < len(scores) else u8(0)
+    return out
+
+
+def spec_reply(teamplay, ctf, teams, tail):
+    """Game type 48, skill 49, teamplay 50; Doomguy 51-65, Marine 66-79, hash 80-112, CTF 113, website 114-136."""
+    doomguy, marine = teams
+    return (head(2) + u8(1) + u8(3) + u8(teamplay)
+            + z("Doomguy") + i16(12) + i32(48) + u8(doomguy)
+            + z("Marine") + i16(-2) + i32(112) + u8(marine)
+            + z(HASH) + u8(ctf) + z(WEBSITE) + tail)
+
+
+def players_of(msg):
+    return [(c.key, c.offset, c.length, c.value) for p in msg.fields_with("odamex.player") for c in p.children]
+
+
+def teams_of(msg):
+    return [(t.value, t.offset, t.length, [(c.key, c.offset, c.length, c.value) for c in t.children])
+            for t in msg.fields_with("odamex.team")]
+
+
+def severe(msg):
+    return [f for f in msg.findings if f.severity in ("warning", "error")]
+
+
+def same_without_tree(payload):
+    """The summary path decodes to the same values, findings and info as the tree path."""
+    full, light = dissect("odamex", payload), dissect("odamex", payload, tree=False)
+    assert light.values == full.values and light.info == full.info
+    assert [(f.code, f.offset) for f in light.findings] == [(f.code, f.offset) for f in full.findings]
+    return full
+
+
+# -- requests and master lists --------------------------------------------------------------------------------
 def test_launcher_request_alone_and_with_key():
     msg = dissect("odamex", od.request())
     assert msg.name == "launcher_request" and span(msg, "odamex.tag") == (0, 4, 777123)
     assert msg.findings == [] and msg.info == "Launcher request"
     keyed = dissect("odamex", od.request(b"\x11\x22\x33\x44"))
     assert span(keyed, "odamex.key") == (4, 4, b"\x11\x22\x33\x44")
+    assert keyed.info == "Launcher request key=11223344"
 
 
 def test_master_list():
@@ -28,9 +104,9 @@ def test_master_list():
     assert span(msg, "odamex.server_count") == (4, 2, 2)
     servers = msg.fields_with("odamex.server")
     assert [(s.offset, s.length, s.value) for s in servers] == [(6, 6, "10.0.0.1:10666"), (12, 6, "192.0.2.7:10667")]
-    assert [(c.key, c.offset, c.length) for c in servers[1].children] == [("odamex.server.ip", 12, 4),
-                                                                         ("odamex.server.port", 16, 2)]
-    assert servers[1].children[1].value == 10667
+    assert [(c.key, c.offset, c.length, c.value) for c in servers[1].children] == [
+        ("odamex.server.ip", 12, 4, "192.0.2.7"), ("odamex.server.port", 16, 2, 10667)]
+    assert servers[1].children[0].display == "192.0.2.7"
     assert msg.findings == []
 
 
@@ -38,148 +114,364 @@ def test_master_list_count_mismatch_and_partial_entry():
     msg = dissect("odamex", od.master_list([("10.0.0.1", 10666)], count=3))
     assert codes(msg) == ["odamex.count_mismatch"]
     assert (msg.findings[0].offset, msg.findings[0].length) == (4, 2)
+    assert msg.findings[0].message.startswith("server count says 3 but 1 entries are present (spec: ")
     cut = dissect("odamex", od.master_list([("10.0.0.1", 10666), ("10.0.0.2", 1)])[:-3])
     assert codes(cut) == ["odamex.count_mismatch", "odamex.truncated"]
     partial = cut.fields_with("odamex.server.ip")[1]
     assert (partial.offset, partial.length, partial.value, partial.name) == (12, 3, bytes([10, 0, 0]),
                                                                              "Server IP [truncated]")
+    assert partial.display == "0a 00 00"
 
 
-def test_server_info_spec_layout_teamplay_on():
-    msg = dissect("odamex", spec_team_reply())
-    assert msg.name == "server_info" and msg.values["layout"] == "spec"
-    assert msg.findings == []
-    assert span(msg, "odamex.tag") == (0, 4, 5560020)
-    assert span(msg, "odamex.token") == (4, 4, 7)
+def test_unknown_tag_when_forced():
+    msg = dissect("odamex", i32(1234) + b"rest")
+    assert msg.name == "unknown" and codes(msg) == ["odamex.bad_tag"]
+    assert (msg.findings[0].offset, msg.findings[0].length, msg.findings[0].severity) == (0, 4, "warning")
+
+
+# -- the real servers' layout -------------------------------------------------------------------------------------
+def test_real_deathmatch_two_team_build():
+    """Free-for-all, the most common reply: a team byte TEAM_NONE (3 with two teams) ends every player."""
+    payload = real_reply(1, 0, 0, (3, 3))
+    assert len(payload) == 137
+    msg = same_without_tree(payload)
+    assert msg.values["layout"] == "real" and msg.values["teams_in_build"] == 2
+    assert codes(msg) == ["odamex.real_layout"] and msg.findings[0].severity == "note"
     assert span(msg, "odamex.name") == (8, 19, "Odamex test server")
-    assert span(msg, "odamex.players") == (27, 1, 3)
-    assert span(msg, "odamex.max_players") == (28, 1, 8)
-    assert span(msg, "odamex.map") == (29, 6, "MAP01")
+    assert span(msg, "odamex.players") == (27, 1, 2)
     assert span(msg, "odamex.pwad_count") == (35, 1, 1)
     assert span(msg, "odamex.pwad") == (36, 12, "ukraine.wad")
-    assert span(msg, "odamex.game_type") == (48, 1, 1)
-    assert field(msg, "odamex.game_type").display == "Deathmatch (1)"
-    assert span(msg, "odamex.skill") == (49, 1, 3)
-    assert field(msg, "odamex.skill").display == "UV (3)"
-    assert span(msg, "odamex.teamplay") == (50, 1, 1)
+    assert span(msg, "odamex.deathmatch") == (48, 1, True) and field(msg, "odamex.deathmatch").display == "true"
+    assert msg.get("odamex.game_type") is None
+    assert span(msg, "odamex.skill") == (49, 1, 3) and field(msg, "odamex.skill").display == "UV (3)"
+    assert span(msg, "odamex.teamplay") == (50, 1, False)
+    assert span(msg, "odamex.ctf") == (51, 1, False)
+    mode = field(msg, "odamex.game_mode")
+    assert (mode.offset, mode.length, mode.value, mode.generated) == (48, 4, "Deathmatch", True)
+    assert players_of(msg) == [
+        ("odamex.player.name", 52, 8, "Doomguy"), ("odamex.player.frags", 60, 2, 12),
+        ("odamex.player.ping", 62, 4, 48), ("odamex.player.team", 66, 1, 3),
+        ("odamex.player.name", 67, 7, "Marine"), ("odamex.player.frags", 74, 2, -2),
+        ("odamex.player.ping", 76, 4, 112), ("odamex.player.team", 80, 1, 3)]
     first = msg.fields_with("odamex.player")[0]
-    assert (first.offset, first.length, first.name) == (51, 15, 'Player "Doomguy"')
-    assert [(c.key, c.offset, c.length, c.value) for c in first.children] == [
-        ("odamex.player.name", 51, 8, "Doomguy"), ("odamex.player.frags", 59, 2, 12),
-        ("odamex.player.ping", 61, 4, 48), ("odamex.player.team", 65, 1, 1)]
-    assert field(msg, "odamex.player.team").display == "Blue (1)"
-    assert msg.fields_with("odamex.player.frags")[1].value == -2
-    assert span(msg, "odamex.pwad_hash") == (99, 33, od.HASH)
-    assert span(msg, "odamex.ctf") == (132, 1, 0)
-    assert span(msg, "odamex.website") == (133, 23, "https://odamex.example")
-    assert span(msg, "odamex.score_limit") == (156, 4, 5)
-    assert span(msg, "odamex.blue_team") == (160, 1, 1)
-    assert span(msg, "odamex.blue_score") == (161, 4, 3)
-    assert span(msg, "odamex.red_team") == (165, 1, 1)
-    assert span(msg, "odamex.red_score") == (166, 4, 1)
-    assert span(msg, "odamex.gold_team") == (170, 1, 0)
-    assert msg.get("odamex.gold_score") is None
-    assert field(msg, "odamex.layout").value == "spec"
+    assert (first.offset, first.length, first.name) == (52, 15, 'Player "Doomguy"')
+    assert first.display == "frags 12, ping 48 ms, team None (TEAM_NONE)"
+    assert field(msg, "odamex.player.team").display == "None (TEAM_NONE) (3)"
+    assert span(msg, "odamex.pwad_hash") == (81, 33, HASH)
+    assert span(msg, "odamex.website") == (114, 23, WEBSITE)
+    assert msg.get("odamex.score_limit") is None and msg.get("odamex.team") is None
+    layout = field(msg, "odamex.layout")
+    assert (layout.offset, layout.length, layout.value, layout.generated) == (4, 133, "real", True)
+    assert layout.display == "real servers (CTF bool right after the teamplay bool), 2-team build"
+    assert msg.values["player_list"] == [{"name": "Doomguy", "frags": 12, "ping": 48, "team": 3},
+                                         {"name": "Marine", "frags": -2, "ping": 112, "team": 3}]
+    assert msg.values["mode"] == "Deathmatch"
+    assert msg.info == 'Server info "Odamex test server" map=MAP01 players 2/8 Deathmatch'
 
 
-def test_server_info_teamplay_off_has_no_teams_or_team_block():
-    msg = dissect("odamex", od.server_info(players=[("A", 1, 2, 0)]))
-    assert msg.findings == [] and msg.values["layout"] == "spec"
-    assert msg.get("odamex.player.team") is None and msg.get("odamex.score_limit") is None
-    assert msg.values["player_list"] == [{"name": "A", "frags": 1, "ping": 2}]
+def test_real_deathmatch_three_team_build():
+    """Builds with three teams (blue, red, green) write TEAM_NONE as 4."""
+    msg = same_without_tree(real_reply(1, 0, 0, (4, 4)))
+    assert msg.values["layout"] == "real" and msg.values["teams_in_build"] == 3
+    assert codes(msg) == ["odamex.real_layout"]
+    assert [t.value for t in msg.fields_with("odamex.player.team")] == [4, 4]
+    assert field(msg, "odamex.player.team").display == "None (TEAM_NONE) (4)"
+    assert field(msg, "odamex.layout").display.endswith(", 3-team build")
 
 
-def test_server_info_real_layout_ctf():
-    msg = dissect("odamex", od.server_info(players=od.PLAYERS, ctf=True, layout="real", team_scores=TEAM_SCORES))
-    assert msg.values["layout"] == "real"
-    assert codes(msg) == ["odamex.real_layout"] and msg.findings[0].severity == "note"
-    assert span(msg, "odamex.teamplay") == (50, 1, 0)
-    assert span(msg, "odamex.ctf") == (51, 1, 1)
+def test_real_deathmatch_numteams_read_as_no_team():
+    """The value right after the last team (NUMTEAMS, 2 with two teams) is read as no team as well."""
+    msg = same_without_tree(real_reply(1, 0, 0, (2, 2)))
+    assert codes(msg) == ["odamex.real_layout"] and msg.values["teams_in_build"] == 2
     assert span(msg, "odamex.player.name") == (52, 8, "Doomguy")
-    assert span(msg, "odamex.player.team") == (66, 1, 1)
-    assert span(msg, "odamex.website") == (133, 23, "https://odamex.example")
-    assert msg.values["team_scores"] == TEAM_SCORES
+    assert msg.fields_with("odamex.player.name")[1].value == "Marine"
+    assert field(msg, "odamex.player.team").display == "None (NUMTEAMS) (2)"
 
 
-def test_both_layouts_of_the_same_state_decode_to_the_same_values():
-    spec = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, ctf=True, team_scores=TEAM_SCORES))
-    real = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, ctf=True, team_scores=TEAM_SCORES,
-                                            layout="real"))
-    assert (spec.values["layout"], real.values["layout"]) == ("spec", "real")
-    for key in ("name", "players", "player_list", "hashes", "ctf", "teamplay", "website", "team_scores"):
-        assert spec.values[key] == real.values[key], key
+def test_real_coop():
+    msg = same_without_tree(real_reply(0, 0, 0, (3, 3)))
+    assert codes(msg) == ["odamex.real_layout"]
+    assert span(msg, "odamex.deathmatch") == (48, 1, False)
+    assert field(msg, "odamex.game_mode").value == "Cooperative"
+    assert [t.value for t in msg.fields_with("odamex.player.team")] == [3, 3]
+    assert span(msg, "odamex.website") == (114, 23, WEBSITE) and msg.get("odamex.team") is None
 
 
-def test_extension():
-    ext = dict(email="ops@example", patches=("fix.deh",), spectators=[0, 1, 0], password=1)
-    msg = dissect("odamex", od.server_info(players=od.PLAYERS, teamplay=True, layout="real", extension=ext))
+def test_real_team_deathmatch_two_team_build():
+    block = real_block(50, (7, 4), 2)  # 137-140 limit, 141 blue, 142-145 score, 146 red, 147-150 score
+    msg = same_without_tree(real_reply(1, 1, 0, (0, 1), block))
+    assert codes(msg) == ["odamex.real_layout"] and msg.values["teams_in_build"] == 2
+    assert field(msg, "odamex.game_mode").value == "Team deathmatch"
+    assert span(msg, "odamex.teamplay") == (50, 1, True)
+    teams = msg.fields_with("odamex.player.team")
+    assert [(t.offset, t.value, t.display) for t in teams] == [(66, 0, "Blue (0)"), (80, 1, "Red (1)")]
+    assert span(msg, "odamex.score_limit") == (137, 4, 50)
+    assert teams_of(msg) == [
+        ("Blue", 141, 5, [("odamex.team.in_play", 141, 1, True), ("odamex.team.score", 142, 4, 7)]),
+        ("Red", 146, 5, [("odamex.team.in_play", 146, 1, True), ("odamex.team.score", 147, 4, 4)])]
+    assert field(msg, "odamex.team").name == "Blue team" and field(msg, "odamex.team").display == "score 7"
+    assert msg.values["team_scores"] == {"blue": 7, "red": 4}
+
+
+def test_real_team_deathmatch_three_team_build():
+    """Three teams in the build, three in play: a green player (2) and a green score."""
+    block = real_block(50, (7, 4, 9), 3)  # limit 137, blue 141-145, red 146-150, green 151-155
+    msg = same_without_tree(real_reply(1, 1, 0, (2, 1), block))
+    assert codes(msg) == ["odamex.real_layout"] and msg.values["teams_in_build"] == 3
+    assert field(msg, "odamex.player.team").display == "Green (2)"
+    assert [t[0] for t in teams_of(msg)] == ["Blue", "Red", "Green"]
+    assert teams_of(msg)[2] == ("Green", 151, 5, [("odamex.team.in_play", 151, 1, True),
+                                                  ("odamex.team.score", 152, 4, 9)])
+    assert msg.values["team_scores"] == {"blue": 7, "red": 4, "green": 9}
+    assert msg.length == 156
+
+
+def test_real_ctf_two_and_three_team_builds():
+    """CTF: deathmatch false, teamplay false, CTF true; blue and red in play, a third team's bool false."""
+    two = same_without_tree(real_reply(0, 0, 1, (0, 1), real_block(3, (2, 1), 2)))
+    assert codes(two) == ["odamex.real_layout"] and two.values["teams_in_build"] == 2
+    assert (span(two, "odamex.deathmatch"), span(two, "odamex.ctf")) == ((48, 1, False), (51, 1, True))
+    assert field(two, "odamex.game_mode").value == "CTF"
+    assert span(two, "odamex.score_limit") == (137, 4, 3)
+    assert [t[0] for t in teams_of(two)] == ["Blue", "Red"] and two.values["team_scores"] == {"blue": 2, "red": 1}
+    three = same_without_tree(real_reply(0, 0, 1, (0, 1), real_block(3, (2, 1), 3)))
+    assert codes(three) == ["odamex.real_layout"] and three.values["teams_in_build"] == 3
+    assert teams_of(three)[2] == ("Green", 151, 1, [("odamex.team.in_play", 151, 1, False)])
+    assert field(three, "odamex.team.in_play").display == "true"
+    assert three.fields_with("odamex.team")[2].display == "not in play"
+
+
+def test_real_reply_with_key_and_extension():
+    """Real servers echo a request's 4-byte key after the token and always append the extension."""
+    extension = od.extension_block(2, spectators=[0, 1])
+    payload = real_reply(1, 0, 0, (3, 3), extension, key=b"\x11\x22\x33\x44")
+    msg = same_without_tree(payload)
     assert codes(msg) == ["odamex.extension", "odamex.real_layout"]
-    ext_node = field(msg, "odamex.ext")
-    assert ext_node.offset == 163 and ext_node.offset + ext_node.length == msg.length
-    assert span(msg, "odamex.ext.version") == (163, 2, 5)
-    assert span(msg, "odamex.ext.email") == (165, 12, "ops@example")
-    assert [f.value for f in msg.fields_with("odamex.ext.marker")] == [0x01020304, 0x01020305]
-    data = msg.values["ext"]
-    assert data["spectators"] == [False, True, False] and data["password"] == 1
-    assert data["patches"] == ["fix.deh"] and data["flags"]["allowjump"] is True
-    assert data["player_stats"][2] == {"kills": 12, "deaths": 2, "minutes": 5}
-    assert data["game_version"] == 0x000A00
-
-
-def test_echoed_key_after_token():
-    msg = dissect("odamex", od.server_info(players=od.PLAYERS, key=b"\x11\x22\x33\x44"))
     assert span(msg, "odamex.echoed_key") == (8, 4, b"\x11\x22\x33\x44")
     assert span(msg, "odamex.name") == (12, 19, "Odamex test server")
-    assert msg.findings == []
+    assert span(msg, "odamex.website") == (118, 23, WEBSITE)
+    ext = field(msg, "odamex.ext")
+    assert (ext.offset, ext.offset + ext.length) == (141, len(payload))
+    assert span(msg, "odamex.ext.version") == (141, 2, 65)
+    assert span(msg, "odamex.ext.email") == (143, 21, "admin@odamex.example")
+    assert [f.value for f in msg.fields_with("odamex.ext.marker")] == [0x01020304, 0x01020305]
+    assert field(msg, "odamex.ext.game_version").display == "2620 (10.6.0)"
+    assert msg.values["ext"]["spectators"] == [False, True]
+    assert [(f.code, f.offset) for f in msg.findings] == [("odamex.real_layout", 0), ("odamex.extension", 141)]
 
 
-def test_bad_value_enums_and_bools():
+def test_real_layout_replaces_the_old_misreadings():
+    """What the decoder made of a free-for-all reply before: "\\x02marine", a false bad_hash, a bad CTF bool."""
+    for teams in ((2, 2), (3, 3), (4, 4)):
+        msg = dissect("odamex", real_reply(1, 0, 0, teams))
+        assert [f.value for f in msg.fields_with("odamex.player.name")] == ["Doomguy", "Marine"]
+        assert span(msg, "odamex.pwad_hash") == (81, 33, HASH)
+        assert severe(msg) == []
+
+
+def test_real_peer_writes_what_the_real_server_writes():
+    players = [("Doomguy", 12, 48, 0), ("Marine", -2, 112, 1)]
+    pwads = (("ukraine.wad", HASH),)
+    built = od.server_info(players=players, pwads=pwads, website=WEBSITE, layout="real", mode="dm", teams=2,
+                           extension=False)
+    assert built == real_reply(1, 0, 0, (3, 3))
+    ctf = od.server_info(players=players, pwads=pwads, website=WEBSITE, layout="real", mode="ctf", teams=3,
+                         score_limit=3, team_scores={"blue": 2, "red": 1}, extension=False)
+    assert ctf == real_reply(0, 0, 1, (0, 1), real_block(3, (2, 1), 3))
+    tdm = od.real_server_info(players=players, pwads=pwads, website=WEBSITE, mode="tdm", teams=2, score_limit=50,
+                              team_scores={"blue": 7, "red": 4})
+    assert tdm == real_reply(1, 1, 0, (0, 1), real_block(50, (7, 4), 2))
+    always = od.server_info(players=players, pwads=pwads, website=WEBSITE, layout="real", teams=2)
+    assert always == real_reply(1, 0, 0, (3, 3), od.extension_block(2))
+
+
+# -- the spec's layout -------------------------------------------------------------------------------------------
+def test_spec_layout_teamplay_on():
+    tail = i32(5) + u8(1) + i32(3) + u8(1) + i32(1) + u8(0)  # limit 137, blue 141, red 146, gold 151
+    msg = same_without_tree(spec_reply(1, 0, (1, 2), tail))
+    assert msg.values["layout"] == "spec" and msg.findings == []
+    assert span(msg, "odamex.tag") == (0, 4, 5560020)
+    assert span(msg, "odamex.token") == (4, 4, 7)
+    assert span(msg, "odamex.map") == (29, 6, "MAP01")
+    assert span(msg, "odamex.game_type") == (48, 1, 1) and field(msg, "odamex.game_type").display == "Deathmatch (1)"
+    assert msg.get("odamex.deathmatch") is None and msg.get("odamex.game_mode") is None
+    assert span(msg, "odamex.skill") == (49, 1, 3)
+    assert span(msg, "odamex.teamplay") == (50, 1, True)
+    assert players_of(msg) == [
+        ("odamex.player.name", 51, 8, "Doomguy"), ("odamex.player.frags", 59, 2, 12),
+        ("odamex.player.ping", 61, 4, 48), ("odamex.player.team", 65, 1, 1),
+        ("odamex.player.name", 66, 7, "Marine"), ("odamex.player.frags", 73, 2, -2),
+        ("odamex.player.ping", 75, 4, 112), ("odamex.player.team", 79, 1, 2)]
+    assert [t.display for t in msg.fields_with("odamex.player.team")] == ["Blue (1)", "Red (2)"]
+    assert span(msg, "odamex.pwad_hash") == (80, 33, HASH)
+    assert span(msg, "odamex.ctf") == (113, 1, False)
+    assert span(msg, "odamex.website") == (114, 23, WEBSITE)
+    assert span(msg, "odamex.score_limit") == (137, 4, 5)
+    assert teams_of(msg) == [
+        ("Blue", 141, 5, [("odamex.team.in_play", 141, 1, True), ("odamex.team.score", 142, 4, 3)]),
+        ("Red", 146, 5, [("odamex.team.in_play", 146, 1, True), ("odamex.team.score", 147, 4, 1)]),
+        ("Gold", 151, 1, [("odamex.team.in_play", 151, 1, False)])]
+    assert msg.values["team_scores"] == {"blue": 3, "red": 1}
+    layout = field(msg, "odamex.layout")
+    assert (layout.value, layout.display) == ("spec", "spec (CTF bool after the PWAD hashes)")
+    assert msg.info == 'Server info "Odamex test server" map=MAP01 players 2/8 Deathmatch teamplay'
+
+
+def test_spec_layout_teamplay_off():
+    """Teamplay off: every player's team byte is 0, the three team bools follow the website, no score limit."""
+    payload = spec_reply(0, 0, (0, 0), u8(0) * 3)
+    assert len(payload) == 140
+    msg = same_without_tree(payload)
+    assert msg.values["layout"] == "spec" and msg.findings == []
+    assert [(t.offset, t.value, t.display) for t in msg.fields_with("odamex.player.team")] == [
+        (65, 0, "None (0)"), (79, 0, "None (0)")]
+    assert span(msg, "odamex.ctf") == (113, 1, False)
+    assert msg.get("odamex.score_limit") is None
+    assert teams_of(msg) == [(name, offset, 1, [("odamex.team.in_play", offset, 1, False)])
+                             for name, offset in (("Blue", 137), ("Red", 138), ("Gold", 139))]
+    assert msg.values["team_scores"] == {}
+    assert msg.values["player_list"][1] == {"name": "Marine", "frags": -2, "ping": 112, "team": 0}
+
+
+def test_spec_layout_ctf():
+    tail = i32(3) + u8(1) + i32(2) + u8(1) + i32(0) + u8(1) + i32(1)
+    msg = same_without_tree(spec_reply(1, 1, (1, 3), tail))
+    assert msg.values["layout"] == "spec" and msg.findings == []
+    assert span(msg, "odamex.ctf") == (113, 1, True)
+    assert msg.fields_with("odamex.player.team")[1].display == "Gold (3)"
+    assert msg.values["team_scores"] == {"blue": 2, "red": 0, "gold": 1}
+    assert msg.values["mode"] == "Deathmatch CTF"
+
+
+def test_spec_peer_writes_the_table_as_read_here():
+    players = [("Doomguy", 12, 48, 1), ("Marine", -2, 112, 2)]
+    kwargs = dict(players=players, pwads=(("ukraine.wad", HASH),), website=WEBSITE)
+    assert od.server_info(**kwargs) == spec_reply(0, 0, (0, 0), u8(0) * 3)
+    assert od.server_info(teamplay=True, team_scores={"blue": 3, "red": 1}, **kwargs) == \
+        spec_reply(1, 0, (1, 2), i32(5) + u8(1) + i32(3) + u8(1) + i32(1) + u8(0))
+
+
+def test_spec_without_team_fields_is_a_fallback():
+    """The spec read without team bytes and team bools while teams are off: a last resort, with a note."""
+    payload = head(2) + u8(1) + u8(3) + u8(0) + z("Doomguy") + i16(12) + i32(48) + z("Marine") + i16(-2) + \
+        i32(112) + z(HASH) + u8(0) + z(WEBSITE)
+    msg = same_without_tree(payload)
+    assert msg.values["layout"] == "spec_compact" and codes(msg) == ["odamex.compact_layout"]
+    assert msg.findings[0].severity == "note"
+    assert msg.get("odamex.player.team") is None and msg.get("odamex.team") is None
+    assert span(msg, "odamex.player.ping") == (61, 4, 48)
+    assert msg.fields_with("odamex.player.name")[1].offset == 65
+    assert span(msg, "odamex.pwad_hash") == (78, 33, HASH)
+    assert span(msg, "odamex.ctf") == (111, 1, False)
+    assert field(msg, "odamex.layout").display == "spec, without team bytes or team bools while teams are off"
+    assert od.server_info(players=[("Doomguy", 12, 48, 1), ("Marine", -2, 112, 2)], pwads=(("ukraine.wad", HASH),),
+                          website=WEBSITE, layout="compact") == payload
+
+
+def test_empty_servers():
+    """Without players a reply may fit more than one layout: real servers' is chosen, as they send it."""
+    ffa = od.server_info(layout="real", pwads=())
+    msg = same_without_tree(ffa)
+    assert msg.values["layout"] == "real" and msg.values.get("teams_in_build") is None
+    assert field(msg, "odamex.layout").display.endswith("team count not shown")
+    assert severe(msg) == []
+    spec = same_without_tree(od.server_info(pwads=()))
+    assert spec.values["layout"] == "spec" and spec.findings == []
+
+
+# -- findings ----------------------------------------------------------------------------------------------------
+def spec_team_reply():
+    return spec_reply(1, 0, (1, 2), i32(5) + u8(1) + i32(3) + u8(1) + i32(1) + u8(0))
+
+
+def test_bad_values_break_every_layout():
     good = spec_team_reply()
-    for offset, value in ((48, 7), (49, 9), (50, 2), (65, 4)):
+    for offset, value in ((48, 7), (49, 9), (50, 2), (65, 4), (113, 2), (151, 5)):
         data = bytearray(good)
         data[offset] = value
         msg = dissect("odamex", bytes(data))
         bad = [f for f in msg.findings if f.code == "odamex.bad_value"]
         assert bad and bad[0].severity == "error", (offset, codes(msg))
         assert "odamex.bad_layout" in codes(msg)
-        # every field before the break is still there
-        assert field(msg, "odamex.map").value == "MAP01"
+        assert field(msg, "odamex.map").value == "MAP01"  # every field before the break is still there
+    msg = dissect("odamex", bytes(data))
+    assert (msg.findings[0].offset, msg.findings[0].length) == (151, 1)
+    assert msg.findings[0].message.startswith("Team in play? is 5, not 0 or 1 (spec: a bool is 'byte (1 or 0)'")
+
+
+def test_real_team_out_of_range():
+    """A team byte no real server writes: a player's team in a game without teams, or past TEAM_NONE."""
+    for teams in ((0, 3), (5, 5)):
+        msg = dissect("odamex", real_reply(1, 0, 0, teams))
+        assert "odamex.bad_value" in codes(msg) and "odamex.bad_layout" in codes(msg), teams
+
+
+def test_spec_team_while_teamplay_is_off():
+    msg = dissect("odamex", spec_reply(0, 0, (1, 0), u8(0) * 3))
+    assert "odamex.bad_value" in codes(msg)
 
 
 def test_bad_hash_and_too_many_players():
-    msg = dissect("odamex", spec_team_reply().replace(od.HASH.encode(), b"x" * 32))
-    assert codes(msg) == ["odamex.bad_hash"]
-    assert (msg.findings[0].offset, msg.findings[0].length) == (99, 33)
+    msg = dissect("odamex", spec_team_reply().replace(HASH.encode(), b"x" * 32))
+    assert codes(msg) == ["odamex.bad_hash"] and msg.values["layout"] == "spec"
+    assert (msg.findings[0].offset, msg.findings[0].length) == (80, 33)
+    real = dissect("odamex", real_reply(1, 0, 0, (3, 3)).replace(HASH.encode(), b"not-a-hash"))
+    assert codes(real) == ["odamex.bad_hash", "odamex.real_layout"]
     crowded = dissect("odamex", od.server_info(players=od.PLAYERS, max_players=2))
     assert codes(crowded) == ["odamex.too_many_players"]
+    assert (crowded.findings[0].offset, crowded.findings[0].length) == (28, 1)
 
 
 def test_truncated_and_count_mismatch():
     msg = dissect("odamex", spec_team_reply()[:75])
     assert codes(msg) == ["odamex.bad_layout", "odamex.count_mismatch", "odamex.truncated"]
-    assert len(msg.values["player_list"]) == 1
+    assert len(msg.values["player_list"]) == 1 and msg.values["layout"] == "spec"
     assert field(msg, "odamex.player.name").value == "Doomguy"
+    cut = [f for f in msg.findings if f.code == "odamex.truncated"][0]
+    assert (cut.offset, cut.length) == (75, 0)
 
 
 def test_trailing_bytes():
     msg = dissect("odamex", spec_team_reply() + b"\x99\x98")
-    assert "odamex.trailing_bytes" in codes(msg)
-    assert span(msg, "odamex.trailing") == (171, 2, b"\x99\x98")
+    assert codes(msg) == ["odamex.bad_layout", "odamex.trailing_bytes"]
+    assert span(msg, "odamex.trailing") == (152, 2, b"\x99\x98")
 
 
-def test_session_capture_reads_clean_in_both_layouts():
+def test_tables_declare_every_key_and_code():
+    replies = [real_reply(1, 0, 0, (3, 3), od.extension_block(2), key=b"abcd"),
+               real_reply(0, 0, 1, (0, 1), real_block(3, (2, 1), 3)), spec_team_reply(),
+               spec_team_reply()[:90], spec_team_reply() + b"xx", od.request(b"abcd"),
+               od.master_list([("1.2.3.4", 5)], count=2), i32(99)]
+    for payload in replies:
+        msg = dissect("odamex", payload)
+        assert all(f.key in F for f in msg.walk()), [f.key for f in msg.walk() if f.key not in F]
+        assert all(f.code in W for f in msg.findings)
+
+
+# -- captures and analysis --------------------------------------------------------------------------------------
+def test_session_capture_reads_clean_in_every_layout():
     code, out, _ = run_cli("-T", "jsonl", "--fail-on", "warning", capture("odamex-session.pcap"))
     assert code == 0
     records = jsonl(out)
-    infos = [r for r in records if r["kind"] == "analysis" and r["name"] == "server_info"]
-    layouts = {r["result"]["server"]: r["result"]["info"]["layout"] for r in infos}
-    assert layouts == {"127.0.0.1:10666": "spec", "127.0.0.1:10667": "real", "127.0.0.1:10668": "spec"}
-    assert all(r["result"]["request_was"] == "server info request" for r in infos)
-    assert all(0 <= r["result"]["response_time"] < 1 for r in infos)
-    keyed = [r for r in infos if r["result"]["server"] == "127.0.0.1:10667"][0]
-    assert keyed["result"]["info"]["extension"]["max_players"] == 8
+    infos = {r["result"]["server"]: r["result"] for r in records
+             if r["kind"] == "analysis" and r["name"] == "server_info"}
+    assert {server: (result["info"]["layout"], result["info"]["mode"]) for server, result in infos.items()} == {
+        "127.0.0.1:10666": ("real", "Deathmatch"), "127.0.0.1:10667": ("real", "Team deathmatch"),
+        "127.0.0.1:10668": ("spec", "Deathmatch CTF"), "127.0.0.1:10669": ("spec", "Deathmatch")}
+    assert all(r["request_was"] == "server info request" and 0 <= r["response_time"] < 1 for r in infos.values())
+    ffa = infos["127.0.0.1:10666"]["info"]
+    assert ffa["teams_in_build"] == 2 and ffa["extension"]["version"] == 65
+    assert [(p["name"], p["team"], p["team_name"]) for p in ffa["player_list"]] == [
+        ("Doomguy", 3, "None (TEAM_NONE)"), ("Marine", 3, "None (TEAM_NONE)")]
+    tdm = infos["127.0.0.1:10667"]["info"]
+    assert tdm["teams_in_build"] == 3 and tdm["team_scores"] == {"blue": 17, "red": 9}
+    assert [p["team_name"] for p in tdm["player_list"]] == ["Blue", "Red", "Blue"]
+    ctf = infos["127.0.0.1:10668"]["info"]
+    assert [p["team_name"] for p in ctf["player_list"]] == ["Blue", "Red", "Blue"]
+    keyed = [r for r in records if r["kind"] == "frame" and r["frame"] == 6][0]["messages"][0]
+    assert [f["key"] for f in keyed["fields"]][:3] == ["odamex.tag", "odamex.token", "odamex.echoed_key"]
     master = [r for r in records if r["kind"] == "analysis" and r["name"] == "master_list"][0]
-    assert master["result"]["servers"] == ["127.0.0.1:10666", "127.0.0.1:10667", "127.0.0.1:10668"]
+    assert master["result"]["servers"] == [f"127.0.0.1:{port}" for port in range(10666, 10670)]
     assert master["result"]["request_was"] == "master list request" and master["frames"] == [1, 2]
 
 
@@ -191,21 +483,35 @@ def test_damaged_capture_findings():
                          ["odamex.bad_layout", "odamex.bad_value"], ["odamex.bad_hash"],
                          ["odamex.too_many_players"],
                          ["odamex.bad_layout", "odamex.truncated"],
-                         ["odamex.bad_layout", "odamex.trailing_bytes"]]
+                         ["odamex.bad_layout", "odamex.trailing_bytes"],
+                         ["odamex.bad_layout", "odamex.bad_value"]]
 
 
 def test_stats_list_servers_from_master_and_replies(tmp_path):
     code, out, _ = run_cli("--stats", capture("odamex-session.pcap"))
-    assert "Odamex servers seen: 3" in out and '"CTF server"' in out
+    assert "Odamex servers seen: 4" in out and '"CTF server"' in out and "Team deathmatch" in out
     # A server only a master named is listed too.
     path = tmp_path / "listed.pcap"
     capkit.write_pcap(path, [(capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet(
         "10.0.0.4", 15000, "10.0.0.9", 40000, od.master_list([("198.51.100.1", 10666)]))))])
     _, out, _ = run_cli("--stats", "-T", "json", path)
-    import json
     servers = [r for r in json.loads(out) if r["kind"] == "server"]
     assert servers == [{"kind": "server", "protocol": "odamex", "server": "198.51.100.1:10666",
                         "listed_by": ["10.0.0.4:15000"], "responses": 0, "last_frame": 1}]
+
+
+def test_request_and_reply_are_paired(tmp_path):
+    path = tmp_path / "pair.pcap"
+    launcher, server = ("10.0.0.9", 40001), ("10.0.0.3", 10666)
+    frames = [(capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet(*launcher, *server, od.request()))),
+              (capkit.DEFAULT_TS + 0.004, capkit.ethernet(capkit.udp_packet(*server, *launcher,
+                                                                            real_reply(1, 0, 0, (3, 3)))))]
+    capkit.write_pcap(path, frames)
+    _, out, _ = run_cli("-T", "jsonl", path)
+    reply = [r for r in jsonl(out) if r["kind"] == "frame"][1]["messages"][0]
+    generated = {f["key"]: f for f in reply["fields"] if f["key"] in ("odamex.request_in", "odamex.response_time")}
+    assert generated["odamex.request_in"]["value"] == 1
+    assert abs(generated["odamex.response_time"]["value"] - 0.004) < 1e-6
 
 
 def test_heuristic():

@@ -11,7 +11,7 @@ import teeframe_peer as tf
 from conftest import capture, jsonl, run_cli
 
 from dissect.capture.layers import Packet
-from dissect.capture.reassembly import MAX_STREAMS, Chunk, Gap, IPv4Defragmenter, TcpReassembler
+from dissect.capture.reassembly import MAX_STREAMS, PIECE_COST, Chunk, Gap, IPv4Defragmenter, TcpReassembler
 
 CLIENT, LOBBY = ("10.0.0.9", 40000), ("10.0.0.5", 13073)
 
@@ -282,7 +282,7 @@ def test_fragment_flood_stays_bounded():
         packet.fragment, packet.payload = (0, True), b"x" * 64
         codes += [f.code for f in defrag.add(packet, ident)[2]]
     assert len(defrag.pending) == 100 and codes.count("ip.fragments_evicted") == 900
-    assert defrag.total == 100 * 64
+    assert defrag.total == 100 * (64 + PIECE_COST)
 
 
 def test_gap_piece_type():
@@ -301,3 +301,137 @@ def test_stream_index_in_tree_and_filter():
     assert frames == ["68"]
     _, tree, _ = run_cli("-V", "-Y", "frame.number == 1", capture("soldat-session.pcap"))
     assert "    [Stream index: 0]" in tree
+
+
+# -- a segment that never arrives before the FIN -------------------------------------------------------
+
+def test_the_senders_fin_declares_held_bytes_lost_at_once():
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(7, b"gh"), segment(9, flags=0x11)])
+    assert delivered(out) == [b"ab", ("gap", 2), b"ef", b"gh"]
+    assert [p.frame for _, p in out[3].pieces] == [4, 2, 3]
+    assert codes_of(out[3:]) == ["tcp.lost_segment"] and not out[3].closed
+    assert "2 bytes of the stream never arrived" in out[3].findings[0].message
+
+
+def test_bytes_missing_right_before_the_fin_are_lost_too():
+    tcp, out = run([segment(1, b"ab"), segment(7, flags=0x11)])
+    assert delivered(out) == [b"ab", ("gap", 4)] and codes_of(out) == ["tcp.lost_segment"]
+    late = tcp.segment(segment(3, b"cd"), 3)
+    assert delivered([late]) == [] and codes_of([late]) == ["tcp.retransmission"]
+
+
+def _lost_reply_capture(path, lost):
+    """A lobby reply cut into segments at ``cuts``; segment ``lost`` never arrives; the lobby then sends FIN
+    and the capture ends before the client closes."""
+    reply = sp.lobby_reply()
+    ends = [0, *lost, len(reply)]
+    segments = [(CLIENT, LOBBY, 1, sp.request(), 0x18)]
+    for i, (start, end) in enumerate(zip(ends, ends[1:])):
+        if i != 1:
+            segments.append((LOBBY, CLIENT, 1 + start, reply[start:end], 0x18))
+    segments.append((LOBBY, CLIENT, 1 + len(reply), b"", 0x11))
+    _tcp_capture(path, segments)
+
+
+def _messages(records):
+    return [(m["message"], m["frames"], m["offset"]) for r in records if r["kind"] == "frame" for m in r["messages"]]
+
+
+def test_a_lost_lobby_segment_before_the_fin_resumes_at_the_next_line(tmp_path):
+    # lines: f 0-4, g 4-83, g 83-158, g 158-235, g 235-305, h 305-312; bytes 34-144 never arrive
+    path = tmp_path / "lost.pcap"
+    _lost_reply_capture(path, (34, 144, 264))
+    code, out, _ = run_cli("-T", "jsonl", path)
+    records = jsonl(out)
+    fin = records[4]
+    assert [f["code"] for f in fin["findings"]] == ["tcp.lost_segment"]
+    assert "110 bytes of the stream never arrived" in fin["findings"][0]["message"]
+    assert _messages(records) == [("request_list", [1], 54), ("list_begin", [2], 54), ("server", [3], 68),
+                                  ("server", [3, 4], None), ("list_end", [4], 95)]
+    assert [m["findings"] for m in fin["messages"]] == [[], [], []]
+    assert not [r for r in records if r["kind"] == "analysis" and r["name"] == "stream_end"]
+    (listing,) = server_lists(out)
+    assert (listing["result"]["announced"], listing["result"]["received"], listing["result"]["complete"]) == \
+        (4, 2, False)
+    assert [s["name"] for s in listing["result"]["servers"]] == ["Hold the flag", "TM night"]
+    (mismatch,) = listing["findings"]
+    assert mismatch["code"] == "soldat.count_mismatch" and "bytes of the stream were lost" in mismatch["message"]
+
+
+def test_a_lost_segment_that_ends_a_line_loses_only_that_line(tmp_path):
+    path = tmp_path / "lost-line.pcap"
+    _lost_reply_capture(path, (83, 158, 264))          # exactly the second line is lost
+    _, out, _ = run_cli("-T", "jsonl", path)
+    assert [(name, frames) for name, frames, _ in _messages(jsonl(out))] == \
+        [("request_list", [1]), ("list_begin", [2]), ("server", [2]), ("server", [3]), ("server", [3, 4]),
+         ("list_end", [4])]
+    (listing,) = server_lists(out)
+    assert [s["name"] for s in listing["result"]["servers"]] == ["Soldat CTF Classic", "Hold the flag", "TM night"]
+    assert [f["code"] for f in listing["findings"]] == ["soldat.count_mismatch"]
+
+
+# -- IPv4 fragments: work per fragment ----------------------------------------------------------------
+
+def _fragment(ident, offset, data, more=True):
+    packet = Packet()
+    packet.src, packet.dst, packet.transport, packet.ip_id = "10.0.0.1", "10.0.0.2", 17, ident
+    packet.fragment, packet.payload = (offset, more), data
+    return packet
+
+
+def _lines_run(packets, defrag):
+    """Lines of reassembly.py executed while ``defrag`` takes the packets: the work, counted, not timed."""
+    import sys
+    from dissect.capture import reassembly
+    source = reassembly.__file__
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if frame.f_code.co_filename != source:
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+    done = 0
+    sys.settrace(tracer)
+    try:
+        for packet in packets:
+            done += defrag.add(packet, 1)[0] is not None
+    finally:
+        sys.settrace(None)
+    return count, done
+
+
+def test_fragment_work_does_not_grow_with_the_fragments_of_a_datagram():
+    import pytest
+    from dissect.capture import reassembly
+    if not reassembly.__file__.endswith(".py"):
+        pytest.skip("the compiled build runs no Python lines to count")
+    size = 2048
+    one = [_fragment(1, 8 * k, bytes([k & 255]) * 8, k != size - 1) for k in range(size)]
+    groups = [_fragment(2 + k // 4, 8 * (k % 4), bytes([k & 255]) * 8, k % 4 != 3) for k in range(size)]
+    interleaved = one[::2] + one[1::2]             # every other fragment first: many separate ranges
+    big, done_big = _lines_run(one[::-1], IPv4Defragmenter())
+    spread, done_spread = _lines_run(interleaved, IPv4Defragmenter())
+    small, done_small = _lines_run(groups, IPv4Defragmenter(max_datagrams=size))
+    assert (done_big, done_spread, done_small) == (1, 1, size // 4)
+    assert big < 1.5 * small and spread < 1.5 * small, (big, spread, small)
+
+
+def test_overlapping_fragments_keep_the_first_bytes_and_the_byte_limit_holds():
+    defrag = IPv4Defragmenter()
+    assert defrag.add(_fragment(9, 8, b"B" * 16), 1)[0] is None
+    payload, frames, findings = defrag.add(_fragment(9, 0, b"A" * 16), 2)[0:3]
+    assert payload is None and [f.code for f in findings] == ["ip.fragment_overlap"]
+    assert "overlaps 8 bytes" in findings[0].message
+    payload, frames, findings = defrag.add(_fragment(9, 24, b"C" * 8, more=False), 3)
+    assert payload == b"A" * 8 + b"B" * 16 + b"C" * 8 and frames == [1, 2, 3] and findings == []
+    assert defrag.total == 0 and len(defrag.pending) == 0
+    duplicate = IPv4Defragmenter()
+    duplicate.add(_fragment(3, 0, b"x" * 8), 1)
+    assert duplicate.add(_fragment(3, 0, b"x" * 8), 2)[2] == []
+    assert duplicate.total == 8 + PIECE_COST
+    limited = IPv4Defragmenter(max_bytes=10 * (64 + PIECE_COST))
+    codes = [f.code for i in range(15) for f in limited.add(_fragment(i, 0, b"y" * 64), i)[2]]
+    assert codes == ["ip.fragments_evicted"] * 5 and limited.total == 10 * (64 + PIECE_COST)

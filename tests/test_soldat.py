@@ -123,3 +123,168 @@ def test_unknown_type_bad_separator_unterminated():
     cut = dissect("soldat", sp.list_begin(3)[:-1])
     assert codes(cut) == ["soldat.unterminated_line"]
     assert span(cut, "soldat.list.servercount") == (2, 1, 3)
+
+
+# -- tables ---------------------------------------------------------------------------------------------
+
+def test_every_key_and_code_emitted_is_declared():
+    from dissect.protocols.soldat import F, W
+    bad = list(sp.SERVERS[0])
+    bad[2], bad[3], bad[8] = "9" * 30, 0, " 2"
+    lines = [sp.request(), sp.request(encoding=UTF8), sp.list_begin(4), sp.server_entry(bad), sp.list_end(),
+             b"h\xa9x\n", b"z\xa91\n", b"e|1\n", b"g" + b"\xa9" * 40 + b"\n", b"g\xa9", b""]
+    for payload in lines:
+        msg = dissect("soldat", payload)
+        assert {f.key for f in msg.walk()} <= set(F.by_key), payload
+        assert {f.code for f in msg.findings} <= set(W.by_code), payload
+    assert {"soldat.server.port", "soldat.filter.gametype", "soldat.list.servercount", "soldat.more_fields",
+            "soldat.eol"} <= set(F.by_key)
+    for code in ("bad_field_count", "bad_value", "count_mismatch", "missing_end", "separator", "mixed_separators",
+                 "line_too_long", "state_evicted", "unterminated_line", "bad_end_line", "whitespace"):
+        assert f"soldat.{code}" in W
+
+
+def test_summary_path_builds_no_tree_but_same_values_and_findings():
+    payload = sp.server_entry(sp.SERVERS[2], UTF8)
+    full, cheap = dissect("soldat", payload), dissect("soldat", payload, tree=False)
+    assert cheap.fields == [] and cheap.values == full.values and cheap.info == full.info
+    assert codes(cheap) == codes(full)
+
+
+# -- hostile lines ----------------------------------------------------------------------------------------
+
+def test_a_16_mib_line_is_cut_at_64_kib_before_it_is_dissected():
+    from dissect.capture.reassembly import Chunk
+    from dissect.protocols.soldat import MAX_FIELDS, MAX_LINE
+    from dissect.registry import Registry
+    soldat = Registry().get("soldat")
+    parser = soldat.stream_parser()
+    line = b"g" + b"\xa9" * (16 * 1024 * 1024) + b"\n"
+    stream = line + sp.list_begin(4)
+    messages, held = [], []
+    for start in range(0, len(stream), 65536):
+        messages += parser.feed(Chunk(stream[start:start + 65536], 7, 54), True, None)
+        held.append(len(parser.buffer))
+    assert max(held) < MAX_LINE and soldat.held == 0
+    cut, begin = messages
+    assert cut.length == MAX_LINE and cut.frames == [7]
+    assert "soldat.line_too_long" in codes(cut) and "soldat.unterminated_line" not in codes(cut)
+    assert len(list(cut.walk())) == 1 + 19 + 1           # type, the layout's 19 fields, the count of the rest
+    assert span(cut, "soldat.more_fields") == (33, MAX_LINE - 33, MAX_LINE - 1 - MAX_FIELDS)
+    assert cut.values["field_count"] == MAX_LINE - 1
+    assert begin.name == "list_begin" and begin.values["servercount"] == 4 and begin.findings == []
+
+
+def test_a_16_mib_payload_handed_to_the_api_costs_one_line():
+    from dissect.protocols.soldat import MAX_LINE
+    msg = dissect("soldat", b"z" + b"\xa9x" * (8 * 1024 * 1024) + b"\n")
+    assert len(msg.fields_with("soldat.field")) == 32 and msg.length == 16 * 1024 * 1024 + 2
+    (too_long,) = [f for f in msg.findings if f.code == "soldat.line_too_long"]
+    assert (too_long.offset, too_long.length) == (MAX_LINE, 16 * 1024 * 1024 + 2 - MAX_LINE)
+    assert "16777218-byte line" in too_long.message
+    assert field(msg, "soldat.more_fields").value == MAX_LINE // 2 - 32
+
+
+def test_unfinished_lines_of_all_streams_share_one_budget(monkeypatch):
+    import dissect.protocols.soldat as soldat_module
+    from dissect.capture.reassembly import Chunk
+    from dissect.registry import Registry
+    monkeypatch.setattr(soldat_module, "MAX_HELD", 250)
+    soldat = Registry().get("soldat")
+    parsers = [soldat.stream_parser() for _ in range(3)]
+    entry = list(sp.SERVERS[0])
+    entry[7] = "a long server name " * 10
+    line = sp.server_entry(entry)
+    out = [parser.feed(Chunk(line[:100], i + 1, 54), True, None) for i, parser in enumerate(parsers)]
+    assert out[:2] == [[], []] and soldat.held == 200
+    (cut,) = out[2]
+    assert cut.length == 100 and cut.frames == [3]
+    assert codes(cut).count("soldat.line_too_long") == 1 and "250 bytes" in cut.findings[-1].message
+    rest = line[100:] + sp.list_end()
+    finished = [parser.feed(Chunk(rest, 9, 54), True, None) for parser in parsers]
+    assert [[m.name for m in msgs] for msgs in finished] == [["server", "list_end"]] * 2 + [["list_end"]]
+    assert finished[0][0].frames == [1, 9] and soldat.held == 0
+
+
+def test_a_number_of_5000_digits_is_a_bad_value_and_decoding_goes_on():
+    entry = list(sp.SERVERS[0])
+    entry[2], entry[9] = "7" * 5000, "8" * 21
+    msg = dissect("soldat", sp.server_entry(entry))
+    assert codes(msg) == ["soldat.bad_value", "soldat.bad_value"]
+    port, bonus = msg.findings
+    assert port.message.startswith("PORT: a number of 5000 digits") and port.severity == "warning"
+    assert (port.offset, port.length) == (16, 5000)
+    assert "a number of 21 digits" in bonus.message
+    assert field(msg, "soldat.server.port").value is None
+    assert field(msg, "soldat.server.port").display == "a number of 5000 digits (not decoded)"
+    assert msg.values["country"] == "DE" and msg.values["bonusfreq"] is None and msg.values["respawn"] == 5
+    assert dissect("soldat", sp.server_entry(["9" * 20] + list(entry[1:]))).values["version"] == 10 ** 20 - 1
+
+
+# -- list accounting within a budget ------------------------------------------------------------------------
+
+def _lines(stream, *payloads):
+    from dissect.core import Message
+    from dissect.registry import Registry
+    soldat = Registry().get("soldat")
+    out = []
+    for payload in payloads:
+        msg = soldat.dissect(payload, False)
+        msg.frames.append(stream + 1)
+        msg.values.update(stream=stream, client=f"10.0.0.9:{40000 + stream}", server="10.0.0.5:13073")
+        out.append(msg)
+    return out
+
+
+class _Frame:
+    def __init__(self, number):
+        self.number, self.ts = number, 1700000000.0 + number
+
+
+def test_open_lists_are_budgeted_in_all_and_the_oldest_is_evicted(monkeypatch):
+    import dissect.analysis.soldat as analysis
+    monkeypatch.setattr(analysis, "MAX_HELD_ENTRIES", 250)
+    monkeypatch.setattr(analysis, "MAX_SERVERS_PER_LIST", 100)
+    analyzer = analysis.SoldatAnalyzer()
+    minimal = b"g" + b"\xa9" * 19 + b"\n"
+    records, held = [], []
+    for stream in range(5):
+        (begin, server) = _lines(stream, sp.list_begin(120), minimal)
+        records += analyzer.feed(_Frame(1), begin, False)
+        for _ in range(120):
+            records += analyzer.feed(_Frame(2), server, False)
+            held.append(analyzer.held_entries)
+    assert max(held) == 250 and analyzer.held_entries == sum(len(e.servers) for e in analyzer.exchanges.values())
+    evicted = [r for r in records if [f.code for f in r.findings] == ["soldat.state_evicted"]]
+    assert [r.result["stream"] for r in evicted] == [0, 1, 2]
+    assert [(r.result["received"], len(r.result["servers"]), r.result["omitted"]) for r in evicted] == \
+        [(120, 100, 20), (120, 100, 20), (120, 100, 20)]
+    rest = analyzer.finish()
+    assert [(r.result["stream"], r.result["received"], len(r.result["servers"]), r.result["omitted"])
+            for r in rest] == [(3, 120, 100, 20), (4, 120, 100, 20)]
+    assert [f.code for r in rest for f in r.findings] == ["soldat.missing_end"] * 2
+    assert analyzer.held_entries == 0 and analyzer.held_bytes == 0
+
+
+def test_long_names_count_against_the_byte_budget(monkeypatch):
+    import dissect.analysis.soldat as analysis
+    monkeypatch.setattr(analysis, "MAX_HELD_BYTES", 200_000)
+    analyzer = analysis.SoldatAnalyzer()
+    entry = list(sp.SERVERS[0])
+    entry[7] = "N" * 60000
+    records = []
+    for stream in range(3):
+        (server,) = _lines(stream, sp.server_entry(entry))
+        for _ in range(2):
+            records += analyzer.feed(_Frame(1), server, False)
+    assert analyzer.held_bytes <= 200_000
+    assert [r.result["stream"] for r in records] == [0, 1]
+    assert [f.code for r in records for f in r.findings] == ["soldat.state_evicted"] * 2
+    seen = analyzer.stats()["servers"][0]
+    assert len(seen["name"]) < 300 and seen["responses"] == 6
+    # one list alone past the budget keeps what fits and counts the rest
+    alone = analysis.SoldatAnalyzer()
+    (server,) = _lines(9, sp.server_entry(entry))
+    assert [r for _ in range(5) for r in alone.feed(_Frame(1), server, False)] == []
+    (record,) = alone.finish()
+    assert (record.result["received"], len(record.result["servers"]), record.result["omitted"]) == (5, 3, 2)

@@ -142,14 +142,15 @@ def teeframe_damaged(path):
 
 def odamex_session(path):
     """A launcher asks the master for its list, then each listed server for its info."""
-    team_players = od.PLAYERS
+    ffa_players = [("Doomguy", 12, 48, 0), ("Marine", 3, 112, 1)]
     peers = [
-        od.master([("127.0.0.1", 10666), ("127.0.0.1", 10667), ("127.0.0.1", 10668)], port=15000),
-        od.server(port=10666, players=[("Doomguy", 12, 48, 0), ("Marine", 3, 112, 0)]),   # spec, teamplay off
-        od.server(port=10667, players=team_players, teamplay=True, layout="real",          # real, team game,
-                  team_scores={"blue": 17, "red": 9}, extension={}),                       # newer extension
-        od.server(port=10668, players=team_players, ctf=True, teamplay=True, layout="spec",
+        od.master([("127.0.0.1", port) for port in range(10666, 10670)], port=15000),
+        od.server(port=10666, players=ffa_players, layout="real", mode="dm", teams=2),     # real, free-for-all
+        od.server(port=10667, players=od.REAL_PLAYERS, layout="real", mode="tdm", teams=3,  # real, team game
+                  team_scores={"blue": 17, "red": 9}),
+        od.server(port=10668, players=od.PLAYERS, ctf=True, teamplay=True, layout="spec",  # spec, CTF
                   team_scores={"blue": 2, "red": 1, "gold": 0}, name="CTF server", map_name="MAP07"),
+        od.server(port=10669, players=od.PLAYERS, layout="spec"),                           # spec, teamplay off
     ]
     for peer in peers:
         peer.start()
@@ -159,8 +160,9 @@ def odamex_session(path):
         od.query("127.0.0.1", 10666)
         od.query("127.0.0.1", 10667, key=b"\x11\x22\x33\x44")
         od.query("127.0.0.1", 10668)
+        od.query("127.0.0.1", 10669)
     try:
-        live_capture(path, "udp and host 127.0.0.1 and (port 15000 or portrange 10666-10668)", exchange)
+        live_capture(path, "udp and host 127.0.0.1 and (port 15000 or portrange 10666-10669)", exchange)
     finally:
         for peer in peers:
             peer.stop()
@@ -184,6 +186,9 @@ def odamex_damaged(path):
     send(server, launcher, od.server_info(players=od.PLAYERS, max_players=2))               # players > max
     send(server, launcher, good[:120])                                                       # truncated
     send(server, launcher, good + b"\x99\x98")                                               # trailing bytes
+    real = od.server_info(players=od.REAL_PLAYERS, layout="real", mode="dm", teams=2)
+    marine = od.s("Marine") + bytes.fromhex("feff 70000000")                                  # frags -2, ping 112
+    send(server, launcher, real.replace(marine + b"\x03", marine + b"\x07"))                  # team 7, no team game
     capkit.write_pcap(path, frames)
 
 

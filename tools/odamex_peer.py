@@ -1,10 +1,17 @@
 """Odamex launcher-protocol peers over real UDP sockets: a server, a master, and a launcher.
 
-The builders write both layouts of the server-info reply: the spec's (CTF bool
-after the WAD hashes) and the real servers' (CTF bool right after teamplay),
-with or without the newer servers' extension.
+The builders write the server-info reply in three layouts:
+- ``real``: as Odamex's own server writes it (its old-protocol launcher reply): a
+  bool "deathmatch" where the spec has the game type, the CTF bool right after
+  the teamplay bool, a team byte for every player (Odamex's numbers: blue 0, red 1,
+  green 2, TEAM_NONE after NUMTEAMS), the team block only in team deathmatch and
+  CTF with one entry per team of the build, and the newer servers' extension;
+- ``spec``: the spec's table as written: a team byte for every player (0 while
+  teamplay is off), the CTF bool after the PWAD hashes, the three team bools
+  always, the score limit and the scores only when teamplay or CTF is on;
+- ``compact``: the spec without team bytes or team bools while teams are off.
 
-    python tools/odamex_peer.py serve --port 10666
+    python tools/odamex_peer.py serve --port 10666 [--mode dm|coop|tdm|ctf] [--teams 2|3] [--layout real|spec]
     python tools/odamex_peer.py master --port 15000
     python tools/odamex_peer.py query 127.0.0.1 10666
 """
@@ -22,6 +29,8 @@ from udp_responder import UdpResponder  # noqa: E402
 LAUNCHER = struct.pack("<i", 777123)
 SERVER_INFO = struct.pack("<i", 5560020)
 HASH = "a6f8ea9e4b8ce10fd9a5bb6e0ef17d24"
+SPEC_TEAMS = ("blue", "red", "gold")
+REAL_TEAMS = ("blue", "red", "green")
 
 
 def s(text):
@@ -42,34 +51,101 @@ def master_list(servers, count=None):
 def server_info(token=7, name="Odamex test server", players=(), max_players=8, map_name="MAP01",
                 pwads=(("ukraine.wad", HASH),), game_type=1, skill=3, teamplay=False, ctf=False,
                 website="https://odamex.example", score_limit=5, team_scores=None, layout="spec", key=None,
-                extension=None):
-    """``players``: (name, frags, ping, team) tuples; ``team_scores``: {'blue': n, 'red': n, 'gold': n}."""
-    teams = teamplay or (ctf and layout == "real")
+                extension=None, mode=None, teams=3, teams_in_play=2):
+    """``players``: (name, frags, ping, team) tuples, teams numbered as the layout numbers them;
+    ``team_scores``: {'blue': n, 'red': n, 'gold' or 'green': n}. ``extension``: None for the layout's
+    habit (real servers always write it), False for none, or a dict of ``extension_block`` arguments.
+    The real layout takes its game ``mode`` (coop, dm, tdm, ctf; by default from game_type, teamplay
+    and ctf) and the build's team count ``teams``."""
+    common = dict(token=token, name=name, players=players, max_players=max_players, map_name=map_name, pwads=pwads,
+                  skill=skill, website=website, score_limit=score_limit, team_scores=team_scores, key=key)
+    if layout == "real":
+        mode = mode or ("ctf" if ctf else "tdm" if teamplay else "dm" if game_type else "coop")
+        out = real_server_info(mode=mode, teams=teams, teams_in_play=teams_in_play, **common)
+        return out + extension_block(len(players), **(extension or {})) if extension is not False else out
+    writer = compact_server_info if layout == "compact" else spec_server_info
+    out = writer(game_type=game_type, teamplay=teamplay, ctf=ctf, **common)
+    return out if extension is None or extension is False else out + extension_block(len(players), **extension)
+
+
+def _head(token, key, name, players, max_players, map_name, pwads):
     out = SERVER_INFO + struct.pack("<i", token) + (key or b"") + s(name)
     out += bytes([len(players), max_players]) + s(map_name) + bytes([len(pwads)])
-    out += b"".join(s(pwad) for pwad, _ in pwads)
-    out += bytes([game_type, skill, int(teamplay)])
-    if layout == "real":
-        out += bytes([int(ctf)])
+    return out + b"".join(s(pwad) for pwad, _ in pwads)
+
+
+def _player(pname, frags, ping):
+    return s(pname) + struct.pack("<hi", frags, ping)
+
+
+def _hashes(pwads):
+    return b"".join(s(digest) for _, digest in pwads)
+
+
+def real_server_info(token=7, name="Odamex test server", players=(), max_players=8, map_name="MAP01",
+                     pwads=(("ukraine.wad", HASH),), mode="dm", skill=3, website="https://odamex.example",
+                     score_limit=5, team_scores=None, key=None, teams=3, teams_in_play=2):
+    """The reply up to the team block as Odamex's server writes it (its extension is ``extension_block``).
+    ``mode``: coop, dm, tdm or ctf; ``teams``: the build's team count (2, or 3 since 2020)."""
+    team_game = mode in ("tdm", "ctf")
+    team_none = teams + 1  # team_t: TEAM_BLUE, TEAM_RED[, TEAM_GREEN], NUMTEAMS, TEAM_NONE
+    out = _head(token, key, name, players, max_players, map_name, pwads)
+    out += bytes([mode in ("dm", "tdm"), skill, mode == "tdm", mode == "ctf"])
     for pname, frags, ping, team in players:
-        out += s(pname) + struct.pack("<hi", frags, ping) + (bytes([team]) if teams else b"")
-    out += b"".join(s(digest) for _, digest in pwads)
-    if layout == "spec":
-        out += bytes([int(ctf)])
-    out += s(website)
-    if teamplay or ctf:
+        out += _player(pname, frags, ping) + bytes([team if team_game else team_none])
+    out += _hashes(pwads) + s(website)
+    if team_game:
         out += struct.pack("<i", score_limit)
-        for team in ("blue", "red", "gold"):
-            score = (team_scores or {}).get(team)
-            out += bytes([score is not None]) + (struct.pack("<i", score) if score is not None else b"")
-    if extension is not None:
-        out += extension_block(len(players), **extension)
+        in_play = 2 if mode == "ctf" else teams_in_play
+        for index, team in enumerate(REAL_TEAMS[:teams]):
+            score = (team_scores or {}).get(team, 0)
+            out += (b"\1" + struct.pack("<i", score)) if index < in_play else b"\0"
     return out
 
 
-def extension_block(count, version=5, email="admin@odamex.example", time_limit=20, time_left=12, frag_limit=50,
-                    flags=(1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1, 0), stats=None, max_players=8, spectators=None,
-                    password=0, game_version=0x000A00, patches=()):
+def spec_server_info(token=7, name="Odamex test server", players=(), max_players=8, map_name="MAP01",
+                     pwads=(("ukraine.wad", HASH),), game_type=1, skill=3, teamplay=False, ctf=False,
+                     website="https://odamex.example", score_limit=5, team_scores=None, key=None):
+    """The spec's table as written: every player's team byte (0 while teamplay is off), the CTF bool after
+    the hashes, the three team bools always; the score limit and the scores only with teamplay or CTF."""
+    teams_on = teamplay or ctf
+    out = _head(token, key, name, players, max_players, map_name, pwads)
+    out += bytes([game_type, skill, int(teamplay)])
+    for pname, frags, ping, team in players:
+        out += _player(pname, frags, ping) + bytes([team if teamplay else 0])
+    out += _hashes(pwads) + bytes([int(ctf)]) + s(website)
+    if teams_on:
+        out += struct.pack("<i", score_limit)
+    for team in SPEC_TEAMS:
+        score = (team_scores or {}).get(team)
+        out += bytes([score is not None])
+        if teams_on and score is not None:
+            out += struct.pack("<i", score)
+    return out
+
+
+def compact_server_info(token=7, name="Odamex test server", players=(), max_players=8, map_name="MAP01",
+                        pwads=(("ukraine.wad", HASH),), game_type=1, skill=3, teamplay=False, ctf=False,
+                        website="https://odamex.example", score_limit=5, team_scores=None, key=None):
+    """The spec's fields without team bytes while teamplay is off and without the team block while teams are."""
+    out = _head(token, key, name, players, max_players, map_name, pwads)
+    out += bytes([game_type, skill, int(teamplay)])
+    for pname, frags, ping, team in players:
+        out += _player(pname, frags, ping) + (bytes([team]) if teamplay else b"")
+    out += _hashes(pwads) + bytes([int(ctf)]) + s(website)
+    if teamplay or ctf:
+        out += struct.pack("<i", score_limit)
+        for team in SPEC_TEAMS:
+            score = (team_scores or {}).get(team)
+            out += bytes([score is not None]) + (struct.pack("<i", score) if score is not None else b"")
+    return out
+
+
+def extension_block(count, version=65, email="admin@odamex.example", time_limit=20, time_left=12, frag_limit=50,
+                    flags=(1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0), stats=None, max_players=8, spectators=None,
+                    password=0, game_version=10 * 256 + 6 * 10, patches=()):
+    """What newer servers write after the team block. Real servers write version 65, cleanmaps false, game
+    version 10.6.0 (major * 256 + minor * 10 + patch) and no patch files."""
     out = struct.pack("<h", version) + s(email) + struct.pack("<hhh", time_limit, time_left, frag_limit)
     out += bytes(flags)
     for i in range(count):
@@ -82,7 +158,8 @@ def extension_block(count, version=5, email="admin@odamex.example", time_limit=2
     return out
 
 
-PLAYERS = [("Doomguy", 12, 48, 1), ("Marine", -2, 112, 2), ("Chaingunner", 5, 33, 1)]
+PLAYERS = [("Doomguy", 12, 48, 1), ("Marine", -2, 112, 2), ("Chaingunner", 5, 33, 1)]  # spec: Blue, Red, Blue
+REAL_PLAYERS = [("Doomguy", 12, 48, 0), ("Marine", -2, 112, 1), ("Chaingunner", 5, 33, 0)]  # Blue, Red, Blue
 
 
 class Peer(UdpResponder):
@@ -125,6 +202,10 @@ def main():
         cmd = sub.add_parser(name)
         cmd.add_argument("--host", default="127.0.0.1")
         cmd.add_argument("--port", type=int, default=port)
+    serve = sub.choices["serve"]
+    serve.add_argument("--layout", choices=("real", "spec", "compact"), default="real")
+    serve.add_argument("--mode", choices=("coop", "dm", "tdm", "ctf"), default="dm", help="real layout's game mode")
+    serve.add_argument("--teams", type=int, choices=(2, 3), default=3, help="real layout: the build's team count")
     ask = sub.add_parser("query")
     ask.add_argument("host")
     ask.add_argument("port", type=int)
@@ -133,8 +214,11 @@ def main():
         reply = query(args.host, args.port)
         print(reply.hex(" ") if reply else "no reply")
         return
-    peer = (server(args.host, args.port, players=PLAYERS) if args.command == "serve"
-            else master([("127.0.0.1", 10666)], args.host, args.port))
+    if args.command == "serve":
+        players = REAL_PLAYERS if args.layout == "real" else PLAYERS
+        peer = server(args.host, args.port, players=players, layout=args.layout, mode=args.mode, teams=args.teams)
+    else:
+        peer = master([("127.0.0.1", 10666)], args.host, args.port)
     peer.start().serve_forever()
 
 

@@ -2,7 +2,7 @@
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
-from ..protocols.odamex import GAME_TYPES
+from ..protocols.odamex import F, REAL, SPEC_TEAMS, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_latest, merge_servers, merge_timings
@@ -11,7 +11,6 @@ MAX_PENDING = 16384
 MAX_SERVERS = 10000
 MAX_LISTED = 10000
 MAX_MASTERS = 8                # masters remembered per listed server
-
 
 
 class OdamexAnalyzer(Analyzer):
@@ -39,7 +38,7 @@ class OdamexAnalyzer(Analyzer):
         result = {"launcher": launcher, ("master" if msg.name == "master_list" else "server"): peer}
         frames = [record.number]
         if request is not None:
-            elapsed = annotate_response(record, msg, tree, request[0], request[1], "odamex")
+            elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.answered += 1
             self.timings[msg.name].add(elapsed)
             result.update(request_frame=request[0], response_time=elapsed)
@@ -65,17 +64,17 @@ class OdamexAnalyzer(Analyzer):
         data = msg.values
 
         def full_result():
-            info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "game_type", "skill",
-                                                   "teamplay", "ctf", "website", "pwads", "layout")}
-            info["player_list"] = data.get("player_list")
-            info["team_scores"] = data.get("team_scores")
+            info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "mode", "game_type",
+                                                   "deathmatch", "skill", "teamplay", "ctf", "website", "pwads",
+                                                   "layout", "teams_in_build", "score_limit", "team_scores")}
+            info["player_list"] = _named_teams(data)
             if data.get("ext"):
                 info["extension"] = data["ext"]
             return dict(result, request_was="server info request", info=info)
         entry = self.servers.get(server) or {"server": server, "responses": 0}
         entry["responses"] += 1
         entry.update(name=data.get("name"), map=data.get("map"), players=data.get("players"),
-                     max_players=data.get("max_players"), game_type=GAME_TYPES.get(data.get("game_type")),
+                     max_players=data.get("max_players"), game_type=data.get("mode"),
                      layout=data.get("layout"), last_frame=frames[-1])
         if "response_time" in result:
             entry["response_time"] = result["response_time"]
@@ -110,3 +109,13 @@ def _merge_listings(older, newer):
     """One server listed in two workers: the masters of both, the newer listing's last."""
     masters = [m for m in older["masters"] if m not in newer["masters"]] + newer["masters"]
     return {"masters": masters[-MAX_MASTERS:], "last_frame": newer["last_frame"]}
+
+
+def _named_teams(data):
+    """The decoded players, each with its team's name in the numbering of the layout read."""
+    players = data.get("player_list")
+    if players is None:
+        return None
+    names = real_teams(data.get("teams_in_build") or 2) if data.get("layout") == REAL else SPEC_TEAMS
+    return [dict(player, team_name=names.get(player["team"])) if "team" in player else dict(player)
+            for player in players]

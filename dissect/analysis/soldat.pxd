@@ -4,8 +4,8 @@
 from dissect.analysis.base cimport Analyzer
 
 cdef class SoldatAnalyzer(Analyzer):
-    cdef public object exchanges, servers, timing, requests, answered
+    cdef public object exchanges, servers, timing, requests, answered, held_entries, held_bytes
 
 cdef class _Exchange:
-    cdef public object client, lobby, filters, announced, servers, received, frames, start_ts, elapsed
-    cdef public object ended
+    cdef public object client, lobby, filters, announced, servers, received, cost, frames, start_ts, elapsed
+    cdef public object ended, lost

@@ -1,37 +1,56 @@
-"""Soldat across lines: one record per list exchange (request, list begin, servers, list end)."""
+"""Soldat across lines: one record per list exchange (request, list begin, servers, list end).
 
-from ..core import AnalysisRecord, Finding
+What the open lists hold is budgeted in all, not per list: at most MAX_HELD_ENTRIES server
+entries and MAX_HELD_BYTES bytes (estimated, text included) across every list not yet
+concluded. Past the budget the oldest open list is concluded early (soldat.state_evicted);
+a list that alone reaches it, or MAX_SERVERS_PER_LIST, counts its further servers without
+keeping them (the result's ``omitted``).
+"""
+
+import sys
+
+from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
-from ..protocols.soldat import GAME_STYLES, REQUEST_FIELDS, SERVER_FIELDS
+from ..protocols.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
 from .base import Analyzer
 from .common import Timing, merge_counts, merge_servers
 
 MAX_EXCHANGES = 4096
 MAX_SERVERS_PER_LIST = 10000
+MAX_HELD_ENTRIES = 200_000
+MAX_HELD_BYTES = 64 * 1024 * 1024
 MAX_SERVERS = 10000
-FILTER_KEYS = [key for key, *_ in REQUEST_FIELDS]
-SERVER_KEYS = [key for key, *_ in SERVER_FIELDS]
+MAX_FRAMES = 64                   # frame numbers a list record keeps
+MAX_TEXT = 256                    # characters of a name or map kept in the servers-seen table
+_INDEX = {key: i for i, key in enumerate(SERVER_KEYS)}
+
+
+def _cost(values):
+    """Estimated bytes a kept tuple of values holds: the tuple, its slot in a list, and its text."""
+    return sys.getsizeof(values) + 8 + sum(sys.getsizeof(v) for v in values if type(v) is str)
 
 
 class _Exchange:
-    __slots__ = ("client", "lobby", "filters", "announced", "servers", "received", "frames", "start_ts", "elapsed",
-                 "ended")
+    __slots__ = ("client", "lobby", "filters", "announced", "servers", "received", "cost", "frames", "start_ts",
+                 "elapsed", "ended", "lost")
 
     def __init__(self, client, lobby):
         self.client = client
         self.lobby = lobby
-        self.filters = None
+        self.filters = None          # the request's filter values, in FILTER_KEYS order
         self.announced = None
-        self.servers = []
+        self.servers = []            # the server entries kept, each a tuple in SERVER_KEYS order
         self.received = 0
+        self.cost = 0                # estimated bytes held by filters and servers
         self.frames = []
         self.start_ts = None
         self.elapsed = None
         self.ended = False
+        self.lost = False            # bytes of the stream were lost while the list was open
 
 
 class SoldatAnalyzer(Analyzer):
-    __slots__ = ("exchanges", "servers", "timing", "requests", "answered")
+    __slots__ = ("exchanges", "servers", "timing", "requests", "answered", "held_entries", "held_bytes")
 
     def __init__(self):
         self.exchanges = BoundedDict(MAX_EXCHANGES)
@@ -39,6 +58,8 @@ class SoldatAnalyzer(Analyzer):
         self.timing = Timing()
         self.requests = 0
         self.answered = 0
+        self.held_entries = 0        # server entries kept by all open lists
+        self.held_bytes = 0          # their estimated bytes, and the filters'
 
     def feed(self, record, msg, tree):
         stream = msg.values.get("stream")
@@ -50,20 +71,20 @@ class SoldatAnalyzer(Analyzer):
         if name == "request_list" or exchange is None:
             if exchange is not None:
                 out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))
-            exchange = _Exchange(msg.values.get("client"), msg.values.get("server"))
-            evicted = self.exchanges.put(stream, exchange)
-            if evicted is not None:
-                out.append(self._conclude(*evicted, "too many list exchanges were open at once (evicted)"))
-        if record.number is not None and len(exchange.frames) < 64:
+            exchange = self._open(stream, msg, out)
+        if msg.values.get("after_gap"):
+            exchange.lost = True
+        if record.number is not None and len(exchange.frames) < MAX_FRAMES:
             exchange.frames.extend(f for f in msg.frames if f not in exchange.frames)
         if name == "request_list":
             self.requests += 1
-            exchange.filters = {key: msg.values.get(key) for key in FILTER_KEYS}
+            exchange.filters = tuple(_text(msg.values.get(key)) for key in FILTER_KEYS)
+            self._hold(exchange, 0, _cost(exchange.filters))
             exchange.start_ts = record.ts
         elif name == "list_begin":
             exchange.announced = msg.values.get("servercount")
         elif name == "server":
-            self._server(exchange, msg)
+            self._server(stream, exchange, msg, out)
         elif name == "list_end":
             exchange.ended = True
             if exchange.start_ts is not None and record.ts is not None:
@@ -74,40 +95,77 @@ class SoldatAnalyzer(Analyzer):
             out.append(self._conclude(stream, exchange))
         return out
 
-    def _server(self, exchange, msg):
+    def _open(self, stream, msg, out):
+        exchange = _Exchange(msg.values.get("client"), msg.values.get("server"))
+        evicted = self.exchanges.put(stream, exchange)
+        if evicted is not None:
+            out.append(self._evict(*evicted, f"more than {MAX_EXCHANGES} server lists were open at once"))
+        return exchange
+
+    def _server(self, stream, exchange, msg, out):
         exchange.received += 1
-        entry = {key: msg.values.get(key) for key in SERVER_KEYS}
+        values = tuple(msg.values.get(key) for key in SERVER_KEYS)
         if len(exchange.servers) < MAX_SERVERS_PER_LIST:
-            exchange.servers.append(entry)
-        address = f"{entry['ip']}:{entry['port']}"
+            cost = _cost(values)
+            self._make_room(stream, cost, out)
+            if self.held_entries < MAX_HELD_ENTRIES and self.held_bytes + cost <= MAX_HELD_BYTES:
+                exchange.servers.append(values)
+                self._hold(exchange, 1, cost)
+        self._seen(exchange, values, msg)
+
+    def _make_room(self, stream, cost, out):
+        """Conclude the oldest open lists, other than this stream's, until a new entry fits the budget."""
+        while (self.held_entries >= MAX_HELD_ENTRIES or self.held_bytes + cost > MAX_HELD_BYTES) \
+                and len(self.exchanges) > 1:
+            oldest = next(iter(self.exchanges))
+            if oldest == stream:
+                self.exchanges.move_to_end(stream)
+                oldest = next(iter(self.exchanges))
+            out.append(self._evict(oldest, self.exchanges.pop(oldest),
+                                   f"open server lists hold more than {MAX_HELD_ENTRIES} entries or "
+                                   f"{MAX_HELD_BYTES} bytes in all"))
+
+    def _hold(self, exchange, entries, cost):
+        exchange.cost += cost
+        self.held_entries += entries
+        self.held_bytes += cost
+
+    def _release(self, exchange):
+        self.held_entries -= len(exchange.servers)
+        self.held_bytes -= exchange.cost
+        exchange.cost = 0
+
+    def _seen(self, exchange, values, msg):
+        ip, port = values[_INDEX["ip"]], values[_INDEX["port"]]
+        address = f"{clip(str(ip), MAX_TEXT)}:{port}"
         seen = self.servers.get(address) or {"server": address, "responses": 0}
         seen["responses"] += 1
-        seen.update(name=entry["name"], map=entry["map"], players=entry["players"],
-                    max_players=entry["maxplayers"], game_type=GAME_STYLES.get(entry["gamestyle"]),
-                    version=entry["version"], password=None if entry["passworded"] is None
-                    else bool(entry["passworded"]), listed_by=exchange.lobby,
+        passworded = values[_INDEX["passworded"]]
+        seen.update(name=_text(values[_INDEX["name"]]), map=_text(values[_INDEX["map"]]),
+                    players=values[_INDEX["players"]], max_players=values[_INDEX["maxplayers"]],
+                    game_type=GAME_STYLES.get(values[_INDEX["gamestyle"]]), version=values[_INDEX["version"]],
+                    password=None if passworded is None else bool(passworded), listed_by=exchange.lobby,
                     last_frame=msg.frames[-1] if msg.frames else 0)
         self.servers.put(address, seen)
 
-    def _conclude(self, stream, exchange, why=None):
+    def _evict(self, stream, exchange, why):
+        return self._conclude(stream, exchange, evicted=f"{why}: the oldest (stream {stream}) is concluded early")
+
+    def _conclude(self, stream, exchange, why=None, evicted=None):
+        self._release(exchange)
         findings = []
-        if not exchange.ended:
-            findings.append(Finding("soldat.missing_end", "warning",
-                                    f"the list never reached its end line h ({why or 'the stream ended'}; spec: "
-                                    f"'104 List End ... signifies the end of the server list')"))
+        if evicted:
+            findings.append(W.state_evicted.at(evicted))
+        elif not exchange.ended:
+            findings.append(W.missing_end.at(f"the list never reached its end line h ({why or 'the stream ended'})"))
         elif exchange.announced is not None and exchange.received != exchange.announced:
-            findings.append(Finding("soldat.count_mismatch", "warning",
-                                    f"{exchange.received} servers listed between f and h, but SERVERCOUNT is "
-                                    f"{exchange.announced} (spec: 'SERVERCOUNT is the number of servers in the "
-                                    f"list')"))
-        result = {"stream": stream, "client": exchange.client, "lobby": exchange.lobby, "filters": exchange.filters,
-                  "announced": exchange.announced, "received": exchange.received, "servers": exchange.servers,
-                  "complete": exchange.ended and exchange.received == exchange.announced}
-        if exchange.elapsed is not None:
-            result["time"] = exchange.elapsed
+            lost = "; bytes of the stream were lost" if exchange.lost else ""
+            findings.append(W.count_mismatch.at(f"{exchange.received} servers listed between f and h, but "
+                                                f"SERVERCOUNT is {exchange.announced}{lost}"))
         summary = (f"server list {exchange.lobby} → {exchange.client}: {exchange.received} servers"
                    f" of {exchange.announced}" + ("" if exchange.ended else " (no end line)"))
-        return AnalysisRecord("soldat", "server_list", exchange.frames, result, findings, summary)
+        return AnalysisRecord("soldat", "server_list", exchange.frames, lambda: _result(stream, exchange), findings,
+                              summary)
 
     def stream_closed(self, stream):
         exchange = self.exchanges.pop(stream, None)
@@ -127,3 +185,20 @@ class SoldatAnalyzer(Analyzer):
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {"list": self.timing.as_dict()}, "servers": list(self.servers.values())}
+
+
+def _text(value):
+    return clip(value, MAX_TEXT) if isinstance(value, str) else value
+
+
+def _result(stream, exchange):
+    """The record's result, built when a view reads it."""
+    filters = None if exchange.filters is None else dict(zip(FILTER_KEYS, exchange.filters))
+    result = {"stream": stream, "client": exchange.client, "lobby": exchange.lobby, "filters": filters,
+              "announced": exchange.announced, "received": exchange.received,
+              "servers": [dict(zip(SERVER_KEYS, values)) for values in exchange.servers],
+              "omitted": exchange.received - len(exchange.servers),
+              "complete": exchange.ended and exchange.received == exchange.announced}
+    if exchange.elapsed is not None:
+        result["time"] = exchange.elapsed
+    return result

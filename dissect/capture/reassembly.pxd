@@ -13,6 +13,9 @@ cdef class Gap:
 cdef class IPv4Defragmenter:
     cdef public object pending, max_bytes, total
 
+cdef class _Datagram:
+    cdef public object pieces, starts, ends, frames, end, cost
+
 cdef class TcpReassembler:
     cdef public object streams, max_pending, max_total, total_pending, next_index, recently_closed
 

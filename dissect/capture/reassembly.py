@@ -3,15 +3,21 @@
 TcpReassembler hands each direction's payload bytes on in sequence order, once:
 retransmissions and overlaps are cut away (an overlap whose bytes differ from
 what was delivered is a finding), out-of-order segments wait until the gap fills,
-and a gap that never fills (at FIN or RST, when too much waits behind it, or at
-the end of the capture) is delivered as a Gap so that parsers can resynchronize.
-Memory is bounded per stream and in total; evictions are reported.
+and a gap that never fills (at the sender's FIN, at RST, when too much waits
+behind it, or at the end of the capture) is delivered as a Gap so that parsers
+can resynchronize. Memory is bounded per stream and in total; evictions are
+reported.
+
+IPv4Defragmenter keeps each datagram's fragments as non-overlapping pieces and
+the ranges they cover merged and sorted, so that placing a fragment costs two
+bisections however many fragments are held; its bytes are bounded in total.
 """
 
 import heapq
+from bisect import bisect_left, bisect_right
 
-from ..core import Finding
 from ..core.bounded import BoundedDict
+from .tables import IP_FINDINGS, TCP_FINDINGS
 
 MAX_STREAMS = 4096                 # streams tracked at once; the least recently used is evicted
 MAX_PENDING_PER_STREAM = 256 * 1024
@@ -19,6 +25,7 @@ MAX_PENDING_TOTAL = 32 * 1024 * 1024
 MAX_PENDING_SEGMENTS = 4096        # segments held behind a gap, per direction
 HISTORY = 4096                     # delivered bytes kept per direction, to check overlaps
 RECENTLY_CLOSED = 4096             # closed connections remembered, so late retransmissions stay quiet
+PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its data (bookkeeping)
 
 FIN, SYN, RST = 0x01, 0x02, 0x04
 
@@ -134,10 +141,8 @@ class TcpReassembler:
             old = evicted[1]
             self._drop(old)
             delivery.evicted.append(old)
-            delivery.findings.append(Finding(
-                "tcp.stream_evicted", "warning",
-                f"more than {self.streams.limit} TCP streams open at once: stream {old.index} was dropped "
-                f"to keep memory bounded"))
+            delivery.findings.append(TCP_FINDINGS.stream_evicted.at(
+                f"more than {self.streams.limit} TCP streams open at once: stream {old.index} was dropped"))
         if stream.ignored:
             self._close_if_done(stream, packet, key, delivery)
             return delivery
@@ -171,6 +176,7 @@ class TcpReassembler:
             self._data(side, seq, bytes(data), frame, packet.payload_offset, delivery)
         if flags & FIN:
             side.fin_seq = (seq + len(data)) & 0xFFFFFFFF
+            self._finished(side, frame, delivery)
 
     def _data(self, side, seq, data, frame, offset, delivery):
         rel = seq_diff(seq, side.next_seq)
@@ -181,8 +187,7 @@ class TcpReassembler:
             overlap = min(-rel, len(data))
             self._check_overlap(side, -rel, data[:overlap], delivery)
             if overlap == len(data):
-                delivery.findings.append(Finding(
-                    "tcp.retransmission", "note",
+                delivery.findings.append(TCP_FINDINGS.retransmission.at(
                     f"retransmission of {len(data)} bytes already delivered (ignored)"))
                 return
             data, offset = data[overlap:], offset + overlap
@@ -196,13 +201,12 @@ class TcpReassembler:
         heapq.heappush(side.heap, stream_offset)
         side.pending_bytes += len(data)
         self.total_pending += len(data)
-        delivery.findings.append(Finding("tcp.out_of_order", "note",
-                                         f"segment {stream_offset - side.next_off} bytes ahead of the next expected "
-                                         f"byte: held until the gap fills"))
+        delivery.findings.append(TCP_FINDINGS.out_of_order.at(
+            f"segment {stream_offset - side.next_off} bytes ahead of the next expected byte: held until the gap "
+            f"fills"))
         if (side.pending_bytes > self.max_pending or self.total_pending > self.max_total
                 or len(side.pending) > MAX_PENDING_SEGMENTS):
-            delivery.findings.append(Finding(
-                "tcp.buffer_limit", "warning",
+            delivery.findings.append(TCP_FINDINGS.buffer_limit.at(
                 f"{side.pending_bytes} bytes in {len(side.pending)} segments wait behind a gap (limits: "
                 f"{self.max_pending} bytes and {MAX_PENDING_SEGMENTS} segments a stream, {self.max_total} bytes "
                 f"in all): the gap is declared lost"))
@@ -215,9 +219,9 @@ class TcpReassembler:
         start = len(history) - back
         kept = bytes(history[start:start + len(old_part)])
         if kept != old_part[:len(kept)]:
-            delivery.findings.append(Finding("tcp.overlap_conflict", "warning",
-                                             f"a segment overlaps {len(kept)} bytes already delivered with "
-                                             f"different contents; the first bytes are kept"))
+            delivery.findings.append(TCP_FINDINGS.overlap_conflict.at(
+                f"a segment overlaps {len(kept)} bytes already delivered with different contents; the first bytes "
+                f"are kept"))
 
     def _deliver(self, side, data, frame, offset, delivery):
         if not data:
@@ -247,15 +251,26 @@ class TcpReassembler:
 
     def _skip_gap(self, side, frame, delivery):
         """Give up on the bytes before the earliest held segment: report them lost and go on after them."""
-        missing = side.heap[0] - side.next_off
+        self._lose(side, side.heap[0] - side.next_off, frame, delivery)
+        self._drain(side, delivery)
+
+    def _lose(self, side, missing, frame, delivery):
         delivery.pieces.append((side.index, Gap(missing, frame)))
-        delivery.findings.append(Finding("tcp.lost_segment", "warning",
-                                         f"{missing} bytes of the stream never arrived (a lost segment); "
-                                         f"parsing resumes after them"))
+        delivery.findings.append(TCP_FINDINGS.lost_segment.at(f"{missing} bytes of the stream never arrived (a lost "
+                                                              f"segment); parsing resumes after them"))
         side.next_off += missing
         side.next_seq = (side.next_seq + missing) & 0xFFFFFFFF
         side.history.clear()
-        self._drain(side, delivery)
+
+    def _finished(self, side, frame, delivery):
+        """The sender's FIN: it has sent its last byte, so bytes still missing before the FIN were lost
+        (the capture missed them). The bytes held behind them are delivered now, in the FIN's frame, rather
+        than when the other side closes or the capture ends; a retransmission of the lost bytes that
+        comes later is reported as one and ignored."""
+        self._flush(side, frame, delivery)
+        missing = seq_diff(side.fin_seq, side.next_seq)
+        if missing > 0:
+            self._lose(side, missing, frame, delivery)
 
     def _flush(self, side, frame, delivery):
         while side.pending:
@@ -287,79 +302,116 @@ def _key(packet):
     return (a, b) if a <= b else (b, a)
 
 
+class _Datagram:
+    """The fragments of one IPv4 datagram received so far. ``pieces`` holds only bytes not received before
+    (the first bytes are kept), so they never overlap; ``starts``/``ends`` are the ranges they cover,
+    merged: sorted, disjoint and not touching, so that a fragment is placed with two bisections."""
+
+    __slots__ = ("pieces", "starts", "ends", "frames", "end", "cost")
+
+    def __init__(self):
+        self.pieces = {}     # offset -> bytes
+        self.starts = []
+        self.ends = []
+        self.frames = []
+        self.end = None      # the datagram's length, once the last fragment (MF clear) is seen
+        self.cost = 0        # estimated bytes held: the pieces and their bookkeeping
+
+    def add(self, offset, data):
+        """Keep the bytes of ``data`` (at ``offset``) that no earlier fragment brought; return how many
+        bytes it overlapped and the cost added."""
+        end = offset + len(data)
+        starts, ends, pieces = self.starts, self.ends, self.pieces
+        lo = bisect_left(ends, offset)       # the first range that ends at or after this fragment's start
+        hi = bisect_right(starts, end)       # past the last range that starts at or before its end
+        pos, overlap, cost = offset, 0, 0
+        for k in range(lo, hi):              # each range visited here is merged away below
+            if starts[k] > pos:
+                pieces[pos] = data[pos - offset:starts[k] - offset]
+                cost += starts[k] - pos + PIECE_COST
+            overlap += max(0, min(ends[k], end) - max(starts[k], offset))
+            pos = max(pos, ends[k])
+        if pos < end:
+            pieces[pos] = data[pos - offset:]
+            cost += end - pos + PIECE_COST
+        if lo < hi:
+            offset, end = min(offset, starts[lo]), max(end, ends[hi - 1])
+        starts[lo:hi] = [offset]
+        ends[lo:hi] = [end]
+        self.cost += cost
+        return overlap, cost
+
+    def payload(self):
+        """The whole datagram, or None while bytes are missing."""
+        if self.end is None or len(self.starts) != 1 or self.starts[0] != 0 or self.ends[0] < self.end:
+            return None
+        return b"".join(self.pieces[offset] for offset in sorted(self.pieces))[:self.end]
+
+
 class IPv4Defragmenter:
-    """Collects IPv4 fragments by (src, dst, protocol, id) until the datagram is whole."""
+    """Collects IPv4 fragments by (src, dst, protocol, id) until the datagram is whole. The work per
+    fragment does not grow with the fragments already held; the bytes held are bounded in all."""
 
     __slots__ = ("pending", "max_bytes", "total")
 
     def __init__(self, max_datagrams=1024, max_bytes=16 * 1024 * 1024):
         self.pending = BoundedDict(max_datagrams)
         self.max_bytes = max_bytes
-        self.total = 0
+        self.total = 0       # estimated bytes held by all datagrams in reassembly
 
     def add(self, packet, frame):
         """Return (payload, frames, findings) when a datagram completes, else (None, None, findings)."""
         findings = []
-        key = (packet.src, packet.dst, packet.transport, packet.ip_id)
+        key = (packet.src, packet.dst, packet.ip_proto, packet.ip_id)
         offset, more = packet.fragment
         data = bytes(packet.payload or b"")
-        entry = self.pending.get(key)
-        if entry is None:
-            entry = {"parts": {}, "frames": [], "end": None, "bytes": 0}
-            evicted = self.pending.put(key, entry)
-            if evicted is not None:
-                self.total -= evicted[1]["bytes"]
-                findings.append(Finding("ip.fragments_evicted", "warning",
-                                        f"more than {self.pending.limit} IPv4 datagrams in reassembly: the oldest "
-                                        f"(frames {evicted[1]['frames'][:4]}) was dropped"))
         if offset + len(data) > 65535:
-            findings.append(Finding("ip.bad_fragment", "warning",
-                                    f"fragment at offset {offset} runs past 65535 bytes; ignored"))
+            findings.append(IP_FINDINGS.bad_fragment.at(f"fragment at offset {offset} runs past 65535 bytes; "
+                                                        f"ignored"))
             return None, None, findings
-        previous = entry["parts"].get(offset)
-        if previous is not None and previous != data:
-            findings.append(Finding("ip.fragment_overlap", "warning",
-                                    f"fragment at offset {offset} repeated with different bytes; the first is kept"))
-        elif previous is None:
-            if self._overlaps(entry["parts"], offset, data):
-                findings.append(Finding("ip.fragment_overlap", "warning",
-                                        f"fragment at offset {offset} overlaps another fragment"))
-            entry["parts"][offset] = data
-            entry["bytes"] += len(data)
-            self.total += len(data)
-        if len(entry["frames"]) < 64:
-            entry["frames"].append(frame)
+        datagram = self._datagram(key, findings)
+        if data:
+            self._place(datagram, offset, data, findings)
+        if len(datagram.frames) < 64:
+            datagram.frames.append(frame)
         if not more:
-            entry["end"] = offset + len(data)
-        while self.total > self.max_bytes and len(self.pending) > 1:
-            _, old = self.pending.popitem(last=False)
-            self.total -= old["bytes"]
-            findings.append(Finding("ip.fragments_evicted", "warning",
-                                    f"IPv4 reassembly holds more than {self.max_bytes} bytes: the oldest datagram "
-                                    f"was dropped"))
-        payload = self._assemble(entry)
+            datagram.end = offset + len(data)
+        self._evict_beyond_limit(key, findings)
+        payload = datagram.payload()
         if payload is None:
             return None, None, findings
         del self.pending[key]
-        self.total -= entry["bytes"]
-        return payload, entry["frames"], findings
+        self.total -= datagram.cost
+        return payload, datagram.frames, findings
 
-    @staticmethod
-    def _overlaps(parts, offset, data):
-        end = offset + len(data)
-        return any(o < end and offset < o + len(d) for o, d in parts.items())
+    def _datagram(self, key, findings):
+        datagram = self.pending.get(key)
+        if datagram is not None:
+            self.pending.move_to_end(key)
+            return datagram
+        datagram = _Datagram()
+        evicted = self.pending.put(key, datagram)
+        if evicted is not None:
+            self.total -= evicted[1].cost
+            findings.append(IP_FINDINGS.fragments_evicted.at(
+                f"more than {self.pending.limit} IPv4 datagrams in reassembly: the oldest (frames "
+                f"{evicted[1].frames[:4]}) was dropped"))
+        return datagram
 
-    @staticmethod
-    def _assemble(entry):
-        end = entry["end"]
-        if end is None:
-            return None
-        out = bytearray(end)
-        covered = 0
-        for offset in sorted(entry["parts"]):
-            part = entry["parts"][offset]
-            if offset > covered:
-                return None
-            out[offset:offset + len(part)] = part
-            covered = max(covered, offset + len(part))
-        return bytes(out[:end]) if covered >= end else None
+    def _place(self, datagram, offset, data, findings):
+        repeated = datagram.pieces.get(offset)
+        overlap, cost = datagram.add(offset, data)
+        self.total += cost
+        if not overlap or (overlap == len(data) and repeated == data):  # new bytes, or a plain duplicate
+            return
+        what = "repeated with different bytes" if repeated is not None and overlap == len(data) else \
+            f"overlaps {overlap} bytes of other fragments"
+        findings.append(IP_FINDINGS.fragment_overlap.at(f"fragment at offset {offset} {what}; the first bytes "
+                                                        f"are kept"))
+
+    def _evict_beyond_limit(self, key, findings):
+        while self.total > self.max_bytes and len(self.pending) > 1:
+            old_key, old = self.pending.popitem(last=False)   # never this datagram: it was moved to the end
+            self.total -= old.cost
+            findings.append(IP_FINDINGS.fragments_evicted.at(
+                f"IPv4 reassembly holds more than {self.max_bytes} bytes: the oldest datagram was dropped"))

@@ -4,14 +4,27 @@ Messages: the launcher request (int 777123, alone or with a 4-byte key), the
 master's server list (777123, server count, then IP and port per server), and
 the server-info reply (int 5560020).
 
-Real peers versus the spec (shared/DESIGN.md): real servers send the CTF bool
-right after the teamplay bool, before the player list, where the spec puts it
-after the WAD hashes; a request's 4-byte key is echoed after the token; newer
-servers append an extension after the team block. The server-info reply is
-decoded in every layout that could apply; the one that reads the packet exactly
-to its end with valid values wins (the spec's first), and a note says so when it
-is not the spec's. If none fits, the layout that read furthest is shown with an
-error finding where it broke.
+Real servers versus the spec (docs/odamex.md has the tables). Odamex's own writer
+(the old-protocol launcher reply) differs from the spec's table in five ways:
+the spec's "game type" byte is a bool *deathmatch*; the CTF bool follows the
+teamplay bool instead of the PWAD hashes; every player carries a team byte, the
+player's team in team games and TEAM_NONE otherwise, with Odamex's numbering
+(blue 0, red 1, green 2 in three-team builds, then NUMTEAMS, then TEAM_NONE: 3
+with two teams, 4 with three; NUMTEAMS itself is read as no team too); the team
+block (score limit, then a bool and a score per team of the build) is written
+only in team deathmatch and CTF; and newer servers append an extension. A
+request's 4-byte key is echoed after the token.
+
+The spec's own layout is read as its table is written: a team byte for every
+player (0 while teamplay is off), the three team bools always, the score limit
+and the scores only when teamplay or CTF is on. An older reading of it (no team
+byte and no team bools while teams are off) is kept as a last resort.
+
+The reply is decoded in every candidate layout; the first that reads it exactly
+to its end with valid values and without warnings wins (real servers' first:
+replies that fit two layouts have no players, and real servers are their likely
+source), and a note names a layout that is not the spec's. If none fits, the
+candidate that read furthest is shown with an error where it broke.
 """
 
 import socket
@@ -20,7 +33,8 @@ import struct
 from ..core import I16LE, I32LE, U16LE, U32LE, Cursor, Message, Truncated
 from ..core.bounded import BoundedDict
 from ..core.fmt import named
-from ..registry import Dissector, register
+from ..core.tables import FieldTable, FindingTable
+from ..registry import Dissector
 
 LAUNCHER_TAG = 777123
 SERVER_INFO_TAG = 5560020
@@ -31,14 +45,167 @@ SERVER_PORT, MASTER_PORT = 10666, 15000
 
 GAME_TYPES = {0: "COOP", 1: "Deathmatch", 2: "Deathmatch 2.0"}
 SKILLS = {0: "ITYTD", 1: "HNTR", 2: "HMP", 3: "UV", 4: "NM"}
-TEAMS = {0: "None", 1: "Blue", 2: "Red", 3: "Gold"}
+SPEC_TEAMS = {0: "None", 1: "Blue", 2: "Red", 3: "Gold"}
+SPEC_BLOCK_TEAMS = ("Blue", "Red", "Gold")
+REAL_BLOCK_TEAMS = ("Blue", "Red", "Green")  # Odamex's team_t: TEAM_BLUE, TEAM_RED[, TEAM_GREEN], NUMTEAMS, TEAM_NONE
 EXTENSION_BOOLS = ("itemsrespawn", "weaponstay", "friendlyfire", "allowexit", "infiniteammo", "nomonsters",
                    "monstersrespawn", "fastmonsters", "allowjump", "freelook", "waddownload", "emptyreset",
                    "cleanmaps", "fragexitswitch")
-HEX = set("0123456789abcdefABCDEF")
+HEX = frozenset(b"0123456789abcdefABCDEF")
 
-LAYOUT_NAMES = {"spec": "spec (CTF bool after the WAD hashes)",
-                "real": "real servers (CTF bool right after the teamplay bool)"}
+SPEC, REAL, COMPACT = "spec", "real", "spec_compact"
+LAYOUT_NAMES = {SPEC: "spec (CTF bool after the PWAD hashes)",
+                REAL: "real servers (CTF bool right after the teamplay bool)",
+                COMPACT: "spec, without team bytes or team bools while teams are off"}
+
+
+def real_teams(count):
+    """Odamex's team numbers in a build with ``count`` teams. TEAM_NONE follows NUMTEAMS (3 with two teams);
+    NUMTEAMS itself, the value right after the last team, is read as no team too."""
+    names = dict(enumerate(REAL_BLOCK_TEAMS[:count]))
+    names[count] = "None (NUMTEAMS)"
+    names[count + 1] = "None (TEAM_NONE)"
+    return names
+
+
+def real_mode(deathmatch, teamplay, ctf):
+    """The game mode the real writer's three bools stand for."""
+    if ctf:
+        return "CTF"
+    if teamplay:
+        return "Team deathmatch"
+    return "Deathmatch" if deathmatch else "Cooperative"
+
+
+def _bool_text(value):
+    return {0: "false", 1: "true"}.get(value, f"{value} (not a bool)")
+
+
+def _milliseconds(value):
+    return f"{value} ms"
+
+
+def _tag_text(tag):
+    return {LAUNCHER_TAG: "777123 (launcher request / master list)",
+            SERVER_INFO_TAG: "5560020 (server info reply)"}.get(tag, str(tag))
+
+
+def _key_text(raw):
+    return f"{raw.hex(' ')} (echoed by the server after its token)"
+
+
+def _ip_text(value):
+    if isinstance(value, bytes):
+        return socket.inet_ntoa(value) if len(value) == 4 else value.hex(" ")
+    return str(value)
+
+
+def _version_text(value):
+    # Odamex's MAKEVER: major * 256 + minor * 10 + patch
+    return f"{value} ({value // 256}.{value % 256 // 10}.{value % 10})"
+
+
+def _marker_text(value):
+    return f"0x{value:08x}"
+
+
+F = FieldTable("odamex", messages=True, title="Odamex", entries=[
+    ("tag", "Tag", "int32", "777123: launcher request or master list; 5560020: server-info reply", _tag_text),
+    ("key", "Key", "bytes", "launcher request: 4 extra bytes, which a server echoes after its token", _key_text),
+    ("server_count", "Server count", "int16", "master list: the number of servers listed"),
+    ("server", "Server", "string", "master list: one server, ip:port", str),
+    ("server.ip", "Server IP", "address", "master list: the server's IPv4 address", _ip_text),
+    ("server.port", "Server Port", "uint16", "master list: the server's port"),
+    ("token", "Token", "int32", "server info: a random token the server issues"),
+    ("echoed_key", "Echoed key", "bytes", "server info: the 4-byte key of the request, echoed"),
+    ("name", "Server Name", "string", "server info: the server's name"),
+    ("players", "Players in server", "uint8", "server info: players in the game"),
+    ("max_players", "Maximum players", "uint8", "server info: player slots"),
+    ("map", "Current map", "string", "server info: the map being played"),
+    ("pwad_count", "PWAD count", "uint8", "server info: the number of PWAD names that follow (the IWAD is not "
+                                          "listed)"),
+    ("pwad", "PWAD name", "string", "server info: one PWAD's file name"),
+    ("game_type", "Game type", "uint8", "spec layout: 0 COOP, 1 Deathmatch, 2 Deathmatch 2.0", named(GAME_TYPES)),
+    ("deathmatch", "Deathmatch", "bool", "real layout: true in deathmatch and team deathmatch, false in coop and "
+                                         "CTF", _bool_text),
+    ("skill", "Skill level", "uint8", "server info: 0 ITYTD, 1 HNTR, 2 HMP, 3 UV, 4 NM", named(SKILLS)),
+    ("teamplay", "Teamplay?", "bool", "server info: team deathmatch (real layout) or teamplay (spec)", _bool_text),
+    ("ctf", "CTF mode?", "bool", "server info: capture the flag", _bool_text),
+    ("game_mode", "Game mode", "string", "generated, real layout: Cooperative, Deathmatch, Team deathmatch or CTF, "
+                                         "from the deathmatch, teamplay and CTF bools", str),
+    ("player", "Player", "none", "server info: one player's record"),
+    ("player.name", "Player name", "string", "the player's name"),
+    ("player.frags", "Player frags", "int16", "the player's frags"),
+    ("player.ping", "Player ping", "int32", "the player's ping in milliseconds", _milliseconds),
+    ("player.team", "Player team", "uint8", "spec layout: 0 None, 1 Blue, 2 Red, 3 Gold; real servers: 0 Blue, "
+                                            "1 Red, 2 Green (three-team builds), no team: TEAM_NONE, 3 with two "
+                                            "teams, 4 with three (or NUMTEAMS, the value before it)"),
+    ("pwad_hash", "PWAD MD5 hash", "string", "server info: one PWAD's MD5 digest in hex, in the order of the names"),
+    ("website", "Server Website address", "string", "server info: the server's web site (real servers: its "
+                                                    "download sites)"),
+    ("score_limit", "Teamplay/CTF score limit", "int32", "server info, team games: the score that ends the game"),
+    ("team", "Team", "string", "server info: one team of the team block, by name", str),
+    ("team.in_play", "Team in play?", "bool", "whether the team plays; its score follows when it does",
+     _bool_text),
+    ("team.score", "Team score", "int32", "the team's score"),
+    ("layout", "Layout", "string", "generated: the layout the reply was read in: spec, real or spec_compact"),
+    ("trailing", "Trailing bytes", "bytes", "bytes after the last field of the reply"),
+    ("ext", "Extension", "none", "server info: newer servers' fields after the team block (beyond the spec)"),
+    ("ext.version", "Version", "int16", "the server's protocol version (65 on real servers)"),
+    ("ext.email", "E-mail", "string", "the server administrator's e-mail address"),
+    ("ext.time_limit", "Time limit", "int16", "minutes"),
+    ("ext.time_left", "Time left", "int16", "minutes"),
+    ("ext.frag_limit", "Frag limit", "int16", "frags that end the game"),
+    *[(f"ext.{flag}", flag, "bool", f"the server's sv_{flag} setting", _bool_text) for flag in EXTENSION_BOOLS],
+    ("ext.player", "Player stats", "none", "one player's kills, deaths and minutes"),
+    ("ext.kills", "Kills", "int16", "the player's kills"),
+    ("ext.deaths", "Deaths", "int16", "the player's deaths"),
+    ("ext.minutes", "Minutes in game", "int16", "minutes since the player joined"),
+    ("ext.marker", "Marker", "uint32", "0x01020304 before the maximum players, 0x01020305 before the password",
+     _marker_text),
+    ("ext.max_players", "Max players", "int16", "the server's sv_maxplayers"),
+    ("ext.spectator", "Spectator?", "bool", "one player's spectator flag, in player order", _bool_text),
+    ("ext.password", "Password required", "int16", "1 when joining needs a password", _bool_text),
+    ("ext.game_version", "Game version", "uint32", "Odamex's version, major * 256 + minor * 10 + patch",
+     _version_text),
+    ("ext.patch_count", "Patch-file count", "uint8", "DeHackEd/BEX patch files named after it (0 on newer "
+                                                     "servers)"),
+    ("ext.patch", "Patch file", "string", "one patch file's name"),
+    ("request_in", "Request in frame", "uint32", "generated: the frame of the launcher request this reply answers"),
+    ("response_time", "Response time", "float", "generated: seconds from the request to this reply"),
+])
+
+W = FindingTable("odamex", messages=True, entries=[
+    ("truncated", "error", "spec: each field of the table follows the one before"),
+    ("trailing_bytes", "warning", "the layout read has no more fields"),
+    ("bad_tag", "warning", "spec: requests and master lists start with int 777123, server replies with 5560020"),
+    ("bad_value", "error", "spec: a bool is 'byte (1 or 0)'; game types, skill levels and player teams take the "
+                           "values the spec's notes list (real servers number teams blue 0, red 1, green 2, and "
+                           "TEAM_NONE after NUMTEAMS)"),
+    ("count_mismatch", "warning", "spec: '+Server IP ... (Server count)' and '+Player name (numplayers)': one entry "
+                                  "per count"),
+    ("too_many_players", "warning", "'Players in server' is at most 'Maximum players'"),
+    ("bad_hash", "warning", "spec: '+PWAD MD5 hashes': an MD5 digest, 32 hex digits"),
+    ("real_layout", "note", "real Odamex servers write a deathmatch bool where the spec has the game type, the CTF "
+                            "bool right after the teamplay bool (the spec: after the PWAD MD5 hashes), a team byte "
+                            "for every player, and the team block only in team games"),
+    ("compact_layout", "note", "the spec's table lists a team byte for every player and the three team bools "
+                               "always; this reply leaves them out while teamplay is off"),
+    ("extension", "note", "beyond the spec: newer servers append version, e-mail, limits, flags, per-player stats "
+                          "and markers 0x01020304 / 0x01020305 after the team block; decoded, not trailing bytes"),
+    ("bad_layout", "note", "no layout (real servers', the spec's, the spec's without team fields; each with and "
+                           "without an echoed key and the extension) reads this reply to its end with valid values"),
+])
+
+SEVERE = frozenset({"warning", "error"})
+SHARED = frozenset({W.too_many_players.code})  # found before the layouts part: no evidence for or against one
+# Entries read in loops, looked up once: a table lookup walks the dotted path on every call. (A child called
+# "name" is hidden by FieldSpec's own name attribute anyway: it is reached through its parent's children.)
+PLAYER_NAME, PLAYER_FRAGS, PLAYER_PING, PLAYER_TEAM = (F.player.children[part]
+                                                       for part in ("name", "frags", "ping", "team"))
+TEAM_IN_PLAY, TEAM_SCORE = F.team.in_play, F.team.score
+EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
+EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
 
 
 class _Broken(Exception):
@@ -49,18 +216,39 @@ class _Broken(Exception):
         self.offset = offset
 
 
-def _bool_text(value):
-    return {0: "false", 1: "true"}.get(value, f"{value} (not a bool)")
+class _Candidate:
+    """One way to read a server-info reply: a layout, the team count of the build, an echoed key, the extension."""
+
+    __slots__ = ("layout", "teams", "echo", "extension")
+
+    def __init__(self, layout, teams, echo, extension):
+        self.layout = layout
+        self.teams = teams
+        self.echo = echo
+        self.extension = extension
 
 
-@register
+def _candidates(echo_first):
+    # Real servers always append the extension: try it first for them; spec peers send none.
+    shapes = [(REAL, 2, (True, False)), (REAL, 3, (True, False)), (SPEC, 3, (False, True)),
+              (COMPACT, 3, (False, True))]
+    return tuple(_Candidate(layout, teams, echo, extension) for echo in ((True, False) if echo_first else (False, True))
+                 for layout, teams, extensions in shapes for extension in extensions)
+
+
+CANDIDATES = {echo_first: _candidates(echo_first) for echo_first in (True, False)}
+REAL_TEAM_NAMES = {count: real_teams(count) for count in (2, 3)}
+
+
 class Odamex(Dissector):
     key = "odamex"
     title = "Odamex"
     transports = ("udp",)
     ports = (SERVER_PORT, MASTER_PORT)
-    truncated_code = "odamex.truncated"
-    truncated_rule = "spec: each field of the table follows the one before"
+    fields = F
+    findings = W
+    analyzer = "dissect.analysis.odamex:OdamexAnalyzer"
+    truncated = W.truncated
 
     def __init__(self):
         # (launcher, server) -> True when the launcher's last request carried a 4-byte key.
@@ -83,7 +271,7 @@ class Odamex(Dissector):
 
     # -- decoding --------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        tag = cur.number(I32LE, "odamex.tag", "Tag", _tag_text)
+        tag = cur.number(I32LE, F.tag)
         msg.values["tag"] = tag
         if tag == LAUNCHER_TAG:
             if cur.end in (4, 8):
@@ -94,13 +282,12 @@ class Odamex(Dissector):
             self._server_info(cur, msg, packet)
         else:
             msg.name = "unknown"
-            cur.flag_last("odamex.bad_value", "warning", f"tag {tag} is neither 777123 nor 5560020")
+            cur.flag_last(W.bad_tag, f"tag {tag} is neither 777123 nor 5560020")
 
     def _request(self, cur, msg, packet):
         msg.name = "launcher_request"
         if cur.remaining() == 4:
-            key = cur.raw("odamex.key", "Key", 4, lambda v: f"{v.hex(' ')} (echoed by the server after its token)")
-            msg.values["key"] = key
+            msg.values["key"] = cur.raw(F.key, 4)
         port = packet.dport if packet is not None else None
         role = {SERVER_PORT: "server info", MASTER_PORT: "master list"}.get(port)
         msg.values["role_by_port"] = role
@@ -111,36 +298,34 @@ class Odamex(Dissector):
     # master list ---------------------------------------------------------------------------------
     def _master_list(self, cur, msg):
         msg.name = "master_list"
-        count = cur.number(I16LE, "odamex.server_count", "Server count")
+        count = cur.number(I16LE, F.server_count)
         servers = []
         msg.values.update(server_count=count, servers=servers)
         try:
             while cur.remaining():
                 servers.append(self._master_entry(cur))
         except Truncated as exc:
-            cur.finding("odamex.truncated", "error",
-                        f"{exc.available} bytes left where a server entry needs 6 (spec: IP as 4 bytes, then a "
-                        f"short port)", exc.offset, exc.available)
+            cur.finding(W.truncated, f"{exc.available} bytes left where a server entry needs 6 (an IP of 4 bytes, "
+                                     f"then a short port)", exc.offset, exc.available)
         if len(servers) != count:
-            cur.finding("odamex.count_mismatch", "warning",
-                        f"server count says {count} but {len(servers)} entries are present (spec: '+Server IP "
-                        f"... (Server count)')", 4, 2)
+            cur.finding(W.count_mismatch, f"server count says {count} but {len(servers)} entries are present", 4, 2)
         msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
                                                                        f" (count says {count})")
 
     @staticmethod
     def _master_entry(cur):
-        with cur.subtree("odamex.server", "Server") as node:
-            ip = socket.inet_ntoa(cur.raw("odamex.server.ip", "Server IP", 4, _ip_text))
-            port = cur.number(U16LE, "odamex.server.port", "Server Port")
-            node.display = node.value = f"{ip}:{port}"
+        with cur.subtree(F.server) as node:
+            ip = socket.inet_ntoa(cur.raw(F.server.ip, 4))
+            cur.set_last(ip)
+            port = cur.number(U16LE, F.server.port)
+            node.value = f"{ip}:{port}"
         return f"{ip}:{port}"
 
     # server info ---------------------------------------------------------------------------------
     def _server_info(self, cur, msg, packet):
         msg.name = "server_info"
         keyed = packet is not None and self.keyed.get((packet.dst, packet.dport, packet.src, packet.sport), False)
-        layout, echo, extension, broken, fitted = self._choose_layout(cur.data, keyed)
+        choice, broken, fitted = _choose_layout(cur.data, keyed)
         start = cur.pos
         try:
             if fitted is not None and not cur.tree:
@@ -149,228 +334,334 @@ class Odamex(Dissector):
                 msg.findings.extend(fitted.findings)
                 cur.pos = cur.end
             else:
-                _ServerInfo(cur, msg, layout, echo, extension).read()
+                _ServerInfo(cur, msg, choice).read()
             if cur.remaining():
                 left = cur.remaining()
-                cur.rest("odamex.trailing", "Trailing bytes")
-                cur.flag_last("odamex.trailing_bytes", "warning",
-                              f"{left} bytes after the last field of the server-info reply")
+                cur.rest(F.trailing)
+                cur.flag_last(W.trailing_bytes, f"{left} bytes after the last field of the server-info reply")
         except _Broken:
             pass  # the finding is already at the byte that broke
         except Truncated as exc:
             self._truncated(cur, msg, exc)
-        msg.values.update(layout=layout, echoed_key=echo, extension=extension)
-        cur.add("odamex.layout", "Layout", start, cur.end - start, layout, display=LAYOUT_NAMES[layout],
-                generated=True)
-        if broken:
-            msg.add_finding("odamex.bad_layout", "note",
-                            "no layout reads this reply to its end with valid values (spec layout, real-server "
-                            f"layout, with and without the extension); shown as the {layout} layout, which read "
-                            f"furthest", broken, 0)
-        elif layout != "spec":
-            msg.add_finding("odamex.real_layout", "note",
-                            "the CTF bool follows the teamplay bool, as real Odamex servers send it; the spec puts "
-                            "it after the PWAD MD5 hashes", 0, 0)
-        if extension and not broken:
-            msg.add_finding("odamex.extension", "note",
-                            "newer-server extension after the team block (version, e-mail, limits, flags, per-player "
-                            "stats, markers 0x01020304 and 0x01020305): beyond the spec, decoded, not trailing "
-                            "garbage", msg.values.get("extension_offset"), 0)
-        data = msg.values
-        msg.info = (f'Server info "{data.get("name")}" map={data.get("map")} players {data.get("players")}/'
-                    f'{data.get("max_players")} {GAME_TYPES.get(data.get("game_type"), "?")}')
+        values = msg.values
+        values.update(layout=choice.layout, echoed_key=choice.echo, extension=choice.extension)
+        if cur.tree:
+            cur.add(F.layout, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
+                    generated=True)
+        self._layout_findings(msg, choice, broken)
+        msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players {values.get("players")}/'
+                    f'{values.get("max_players")} {values.get("mode", "?")}')
 
-    def _truncated(self, cur, msg, exc):
-        cur.finding("odamex.truncated", "error",
-                    f"{exc.name} runs off the end of the reply at offset {exc.offset} ({self.truncated_rule})",
-                    exc.offset, exc.available)
+    @staticmethod
+    def _layout_findings(msg, choice, broken):
+        if broken is not None:
+            msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
+                       broken, 0)
+        elif choice.layout == REAL:
+            msg.report(W.real_layout, "read in the real servers' layout", 0, 0)
+        elif choice.layout == COMPACT:
+            msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
+        if choice.extension and broken is None:
+            msg.report(W.extension, "newer servers' extension after the team block",
+                       msg.values.get("extension_offset"), 0)
+
+    @staticmethod
+    def _truncated(cur, msg, exc):
+        cur.finding(W.truncated, f"{exc.name} runs off the end of the reply at offset {exc.offset}", exc.offset,
+                    exc.available)
         announced, decoded = msg.values.get("players"), msg.values.get("player_list")
         if decoded is not None and announced is not None and len(decoded) < announced:
-            cur.finding("odamex.count_mismatch", "warning",
-                        f"'Players in server' says {announced} but {len(decoded)} players could be decoded "
-                        f"(spec: '+Player name (numplayers)')", exc.offset, exc.available)
-
-    def _choose_layout(self, data, keyed):
-        """(layout, echo, extension, broken_at, fitted message): the first candidate that fits, else the best
-        partial one.
-
-        A partial extension decode is preferred only when it read the version and a terminated e-mail
-        string: with less, leftover bytes are more likely trailing bytes than a damaged extension.
-        """
-        # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
-        echo_first = keyed or any(b < 0x20 for b in data[8:12])
-        candidates = [(layout, echo, extension) for echo in ((True, False) if echo_first else (False, True))
-                      for layout in ("spec", "real") for extension in (False, True)]
-        best, best_rank = None, None
-        for layout, echo, extension in candidates:
-            reach, fits, marker_seen, trial = _trial(data, layout, echo, extension)
-            if fits:
-                return layout, echo, extension, None, trial
-            rank = (reach if not extension or marker_seen else -1, not extension)
-            if best_rank is None or rank > best_rank:
-                best, best_rank = (layout, echo, extension), rank
-        reach = best_rank[0] if best_rank[0] >= 0 else None
-        return best[0], best[1], best[2], reach if reach is not None else len(data), None
+            cur.finding(W.count_mismatch, f"'Players in server' says {announced} but {len(decoded)} players could "
+                                          f"be decoded", exc.offset, exc.available)
 
 
-def _trial(data, layout, echo, extension):
-    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized, the message)."""
+def _layout_text(choice, values):
+    text = LAYOUT_NAMES[choice.layout]
+    if choice.layout == REAL:
+        shown = values.get("teams_in_build")
+        text += f", {shown}-team build" if shown else ", team count not shown"
+    return text
+
+
+def _choose_layout(data, keyed):
+    """(candidate, offset where it broke or None, the trial message when it fitted).
+
+    The first candidate that fits without warnings wins; else the fitting one with the fewest warnings; else
+    the one that read furthest before its first complaint (a reading that goes on after a bad hash is not a
+    better one), ties to the earlier candidate. A partial extension counts only when it read the version and
+    a terminated e-mail string: with less, leftover bytes are more likely trailing bytes than a damaged
+    extension."""
+    # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
+    echo_first = keyed or any(b < 0x20 for b in data[8:12])
+    fit, fit_warnings, best, best_rank = None, None, None, None
+    heads = {}
+    for candidate in CANDIDATES[echo_first]:
+        if candidate.echo not in heads:
+            heads[candidate.echo] = _head_trial(data, candidate)
+        reach, fits, marker_seen, trial = _trial(data, candidate, heads[candidate.echo])
+        if fits:
+            warnings = sum(1 for f in trial.findings if f.severity in SEVERE)
+            if not warnings:
+                return candidate, None, trial
+            if fit is None or warnings < fit_warnings:
+                fit, fit_warnings = (candidate, trial), warnings
+            continue
+        if candidate.extension and not marker_seen:
+            continue  # no better than the same layout without the extension, which is tried too
+        rank = _partial_rank(reach, trial)
+        if best_rank is None or rank > best_rank:
+            best, best_rank = candidate, rank
+    if fit is not None:
+        return fit[0], None, fit[1]
+    return best, best_rank[1], None
+
+
+def _partial_rank(reach, trial):
+    """(bytes the layout itself read, bytes read in all) before the first complaint. The layout comes first: an
+    extension read from a byte the layout could still explain is a misreading."""
+    complaints = [f.offset for f in trial.findings if f.severity in SEVERE and f.code not in SHARED]
+    clean = min([reach] + complaints)
+    return min(clean, trial.values.get("extension_offset", clean)), clean
+
+
+def _head_trial(data, candidate):
+    """The fields every layout shares, read once for all candidates with the same echo: (where the layouts
+    begin or None when the head itself is cut, where it was cut, the message so far)."""
     msg = Message("odamex", payload=data)
     cur = Cursor(msg, data, tree=False, pos=4)
     try:
-        _ServerInfo(cur, msg, layout, echo, extension).read()
+        _ServerInfo(cur, msg, candidate).head()
+    except Truncated as exc:
+        return None, exc.offset, msg
+    return cur.pos, None, msg
+
+
+def _trial(data, candidate, head):
+    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized, the message)."""
+    pos, cut, shared = head
+    msg = Message("odamex", payload=data)
+    msg.values.update(shared.values)
+    msg.findings.extend(shared.findings)
+    if pos is None:
+        return cut, False, False, msg
+    cur = Cursor(msg, data, tree=False, pos=pos)
+    try:
+        _ServerInfo(cur, msg, candidate).body()
     except (_Broken, Truncated) as exc:
         return exc.offset, False, bool(msg.values.get("ext_recognized")), msg
     return cur.pos, cur.at_end(), bool(msg.values.get("ext_recognized")), msg
 
 
 class _ServerInfo:
-    """The server-info reply in one layout; raises _Broken at the first value out of range."""
+    """The server-info reply in one candidate layout; raises _Broken at the first value out of range."""
 
-    def __init__(self, cur, msg, layout, echo, extension):
+    __slots__ = ("cur", "values", "layout", "teams", "echo", "extension", "team_names")
+
+    def __init__(self, cur, msg, candidate):
         self.cur = cur
-        self.msg = msg
-        self.data = msg.values
-        self.layout = layout
-        self.echo = echo
-        self.extension = extension
+        self.values = msg.values
+        self.layout = candidate.layout
+        self.teams = candidate.teams
+        self.echo = candidate.echo
+        self.extension = candidate.extension
+        self.team_names = REAL_TEAM_NAMES[candidate.teams] if candidate.layout == REAL else SPEC_TEAMS
 
     def read(self):
-        cur, data = self.cur, self.data
-        data["token"] = cur.number(I32LE, "odamex.token", "Token")
-        if self.echo:
-            data["key"] = cur.raw("odamex.echoed_key", "Echoed key", 4)
-        data["name"] = cur.cstring("odamex.name", "Server Name", "latin-1")
-        data["players"] = cur.u8("odamex.players", "Players in server")
-        data["max_players"] = cur.u8("odamex.max_players", "Maximum players")
-        if data["players"] > data["max_players"]:
-            cur.flag_last("odamex.too_many_players", "warning",
-                          f"{data['players']} players in a server of {data['max_players']}")
-        data["map"] = cur.cstring("odamex.map", "Current map", "latin-1")
-        pwads = cur.u8("odamex.pwad_count", "PWAD count")
-        data["pwads"] = [cur.cstring("odamex.pwad", "PWAD name", "latin-1") for _ in range(pwads)]
-        data["game_type"] = self._enum("odamex.game_type", "Game type", GAME_TYPES)
-        data["skill"] = self._enum("odamex.skill", "Skill level", SKILLS)
-        data["teamplay"] = self._bool("odamex.teamplay", "Teamplay?")
-        if self.layout == "real":
-            data["ctf"] = self._bool("odamex.ctf", "CTF mode?")
-        teams = data["teamplay"] or (self.layout == "real" and data["ctf"])
-        data["player_list"] = []
-        for _ in range(data["players"]):
-            data["player_list"].append(self._player(teams))
-        data["hashes"] = [self._hash() for _ in range(pwads)]
-        if self.layout == "spec":
-            data["ctf"] = self._bool("odamex.ctf", "CTF mode?")
-        data["website"] = cur.cstring("odamex.website", "Server Website address", "latin-1")
-        if data["teamplay"] or data["ctf"]:
-            self._team_block()
+        self.head()
+        self.body()
+
+    def body(self):
+        """Everything after the PWAD names: the part the layouts differ in."""
+        cur, values = self.cur, self.values
+        pwads = values["pwads"]
+        if self.layout == REAL:
+            self._real_modes()
+        else:
+            self._spec_modes()
+        values["player_list"] = players = []
+        for _ in range(values["players"]):
+            players.append(self._player())
+        values["hashes"] = [self._hash() for _ in pwads]
+        if self.layout != REAL:
+            values["ctf"] = self._bool(F.ctf)
+            values["mode"] = _spec_mode(values)
+        values["website"] = cur.cstring(F.website, "latin-1")
+        self._team_block()
+        if self.layout == REAL and (players or "score_limit" in values):
+            values["teams_in_build"] = self.teams
         if self.extension:
             self._extension()
 
-    def _bool(self, key, name):
-        value = self.cur.u8(key, name, _bool_text)
-        if value not in (0, 1):
-            self._out_of_range(f"{name} is {value} (spec: bool is 'byte (1 or 0)')")
-        return bool(value)
+    def head(self):
+        """Token, echoed key, name, player counts, map and PWAD names: the same in every layout."""
+        cur, values = self.cur, self.values
+        values["token"] = cur.number(I32LE, F.token)
+        if self.echo:
+            values["key"] = cur.raw(F.echoed_key, 4)
+        values["name"] = cur.cstring(F.name, "latin-1")
+        values["players"] = cur.u8(F.players)
+        values["max_players"] = cur.u8(F.max_players)
+        if values["players"] > values["max_players"]:
+            cur.flag_last(W.too_many_players, f"{values['players']} players in a server of {values['max_players']}")
+        values["map"] = cur.cstring(F.map, "latin-1")
+        count = cur.u8(F.pwad_count)
+        values["pwads"] = [cur.cstring(F.pwad, "latin-1") for _ in range(count)]
 
-    def _enum(self, key, name, names):
-        value = self.cur.u8(key, name, named(names))
+    def _spec_modes(self):
+        values = self.values
+        values["game_type"] = self._enum(F.game_type, GAME_TYPES)
+        values["skill"] = self._enum(F.skill, SKILLS)
+        values["teamplay"] = self._bool(F.teamplay)
+
+    def _real_modes(self):
+        cur, values = self.cur, self.values
+        start = cur.pos
+        deathmatch = values["deathmatch"] = self._bool(F.deathmatch)
+        values["skill"] = self._enum(F.skill, SKILLS)
+        teamplay = values["teamplay"] = self._bool(F.teamplay)
+        ctf = values["ctf"] = self._bool(F.ctf)
+        values["mode"] = mode = real_mode(deathmatch, teamplay, ctf)
+        cur.add(F.game_mode, start, 4, mode, generated=True)
+
+    def _teams_on(self):
+        values = self.values
+        return values["teamplay"] or values.get("ctf", False)
+
+    # fields -------------------------------------------------------------------------------------
+    def _bool(self, spec):
+        cur = self.cur
+        value = cur.u8(spec)
+        if value > 1:
+            self._out_of_range(f"{spec.name} is {value}, not 0 or 1")
+        if cur.tree:
+            cur.set_last(value == 1)
+        return value == 1
+
+    def _enum(self, spec, names):
+        value = self.cur.u8(spec)
         if value not in names:
-            self._out_of_range(f"{name} {value} is not one of {', '.join(f'{k} = {v}' for k, v in names.items())}")
+            self._out_of_range(f"{spec.name} {value} is not one of "
+                               f"{', '.join(f'{k} = {v}' for k, v in names.items())}")
         return value
 
-    def _out_of_range(self, message):
+    def _out_of_range(self, detail):
         cur = self.cur
-        cur.flag_last("odamex.bad_value", "error", message)
+        cur.flag_last(W.bad_value, detail)
         raise _Broken(cur.last_offset)
 
-    def _player(self, teams):
+    def _player(self):
         cur = self.cur
-        with cur.subtree("odamex.player", "Player") as node:
-            player = {"name": cur.cstring("odamex.player.name", "Player name", "latin-1"),
-                      "frags": cur.number(I16LE, "odamex.player.frags", "Player frags"),
-                      "ping": cur.number(I32LE, "odamex.player.ping", "Player ping", _milliseconds)}
-            if teams:
-                player["team"] = self._enum("odamex.player.team", "Player team", TEAMS)
+        with cur.subtree(F.player) as node:
+            player = {"name": cur.cstring(PLAYER_NAME, "latin-1"),
+                      "frags": cur.number(I16LE, PLAYER_FRAGS),
+                      "ping": cur.number(I32LE, PLAYER_PING)}
+            if self.layout != COMPACT or self.values["teamplay"]:
+                player["team"] = self._team()
             if cur.tree:
                 node.name = f'Player "{player["name"]}"'
                 node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
-                    f", team {TEAMS.get(player.get('team'))}" if teams else "")
+                    f", team {self.team_names[player['team']]}" if "team" in player else "")
         return player
+
+    def _team(self):
+        cur = self.cur
+        team = cur.u8(PLAYER_TEAM)
+        allowed = self._allowed_teams()
+        if team not in allowed:
+            self._out_of_range(f"player team {team} is not one of "
+                               f"{', '.join(f'{k} = {self.team_names[k]}' for k in allowed)}")
+        if cur.tree:
+            cur.set_last(team, f"{self.team_names[team]} ({team})")
+        return team
+
+    def _allowed_teams(self):
+        """The team values the writer of this layout puts in a player record, with what is known so far."""
+        if self.layout == REAL:
+            no_team = [self.teams, self.teams + 1]
+            return list(range(self.teams)) + no_team if self._teams_on() else no_team
+        if self.layout == SPEC and not self.values["teamplay"]:
+            return [0]  # spec note: player teams other than 0 only appear if Teamplay/CTF is enabled
+        return list(SPEC_TEAMS)
 
     def _hash(self):
         cur = self.cur
-        value = cur.cstring("odamex.pwad_hash", "PWAD MD5 hash", "latin-1")
-        if len(value) != 32 or not set(value) <= HEX:
-            cur.flag_last("odamex.bad_hash", "warning", f'PWAD MD5 hash "{value}" is not 32 hex digits')
+        value = cur.cstring(F.pwad_hash, "latin-1")
+        raw = cur.last_raw
+        if len(raw) != 32 or not HEX.issuperset(raw):
+            cur.flag_last(W.bad_hash, f'PWAD MD5 hash "{value}" is not 32 hex digits')
         return value
 
+    # team block -----------------------------------------------------------------------------------
     def _team_block(self):
-        cur, data = self.cur, self.data
-        data["score_limit"] = cur.number(I32LE, "odamex.score_limit", "Teamplay/CTF score limit")
-        scores = {}
-        for team in ("blue", "red", "gold"):
-            title = team.capitalize()
-            if self._bool(f"odamex.{team}_team", f"{title} team?"):
-                scores[team] = cur.number(I32LE, f"odamex.{team}_score", f"{title} score")
-        data["team_scores"] = scores
+        teams_on = self._teams_on()
+        if self.layout == REAL:
+            if teams_on:
+                self._teams(REAL_BLOCK_TEAMS[:self.teams], with_limit=True, scored=True)
+        elif self.layout == SPEC:
+            self._teams(SPEC_BLOCK_TEAMS, with_limit=teams_on, scored=teams_on)
+        elif teams_on:
+            self._teams(SPEC_BLOCK_TEAMS, with_limit=True, scored=True)
 
+    def _teams(self, names, with_limit, scored):
+        cur, values = self.cur, self.values
+        if with_limit:
+            values["score_limit"] = cur.number(I32LE, F.score_limit)
+        scores = {}
+        for name in names:
+            with cur.subtree(F.team, value=name, name=f"{name} team") as node:
+                in_play = self._bool(TEAM_IN_PLAY)
+                if in_play and scored:
+                    scores[name.lower()] = cur.number(I32LE, TEAM_SCORE)
+                if cur.tree:
+                    node.display = (f"score {scores[name.lower()]}" if name.lower() in scores
+                                    else "in play" if in_play else "not in play")
+        values["team_scores"] = scores
+
+    # extension -------------------------------------------------------------------------------------
     def _extension(self):
-        cur, data = self.cur, self.data
-        data["extension_offset"] = cur.pos
+        cur, values, fields = self.cur, self.values, F.ext
+        values["extension_offset"] = cur.pos
         ext = {}
-        with cur.subtree("odamex.ext", "Extension (newer servers, beyond the spec)") as node:
-            ext["version"] = cur.number(I16LE, "odamex.ext.version", "Version")
-            ext["email"] = cur.cstring("odamex.ext.email", "E-mail", "latin-1")
-            data["ext_recognized"] = True
-            ext["time_limit"] = cur.number(I16LE, "odamex.ext.time_limit", "Time limit")
-            ext["time_left"] = cur.number(I16LE, "odamex.ext.time_left", "Time left")
-            ext["frag_limit"] = cur.number(I16LE, "odamex.ext.frag_limit", "Frag limit")
-            ext["flags"] = {name: self._bool(f"odamex.ext.{name}", name) for name in EXTENSION_BOOLS}
-            ext["player_stats"] = [self._player_stats(i) for i in range(data["players"])]
+        with cur.subtree(fields, name="Extension (newer servers, beyond the spec)") as node:
+            ext["version"] = cur.number(I16LE, fields.version)
+            ext["email"] = cur.cstring(fields.email, "latin-1")
+            values["ext_recognized"] = True
+            ext["time_limit"] = cur.number(I16LE, fields.time_limit)
+            ext["time_left"] = cur.number(I16LE, fields.time_left)
+            ext["frag_limit"] = cur.number(I16LE, fields.frag_limit)
+            ext["flags"] = {flag: self._bool(spec) for flag, spec in EXT_FLAGS}
+            ext["player_stats"] = [self._player_stats(i) for i in range(values["players"])]
             self._marker(EXTENSION_MARKER_1)
-            ext["max_players"] = cur.number(I16LE, "odamex.ext.max_players", "Max players")
-            ext["spectators"] = [self._bool("odamex.ext.spectator", f"Player {i} spectator?")
-                                 for i in range(data["players"])]
+            ext["max_players"] = cur.number(I16LE, fields.max_players)
+            ext["spectators"] = [self._bool(EXT_SPECTATOR) for _ in range(values["players"])]
             self._marker(EXTENSION_MARKER_2)
-            ext["password"] = cur.number(I16LE, "odamex.ext.password", "Password required", _bool_text)
-            ext["game_version"] = cur.number(U32LE, "odamex.ext.game_version", "Game version", _version_text)
-            patches = cur.u8("odamex.ext.patch_count", "Patch-file count")
-            ext["patches"] = [cur.cstring("odamex.ext.patch", "Patch file", "latin-1") for _ in range(patches)]
-            node.display = f"version {ext['version']}, {len(ext['patches'])} patch files"
-        data["ext"] = ext
+            ext["password"] = cur.number(I16LE, fields.password)
+            ext["game_version"] = cur.number(U32LE, fields.game_version)
+            patches = cur.u8(fields.patch_count)
+            ext["patches"] = [cur.cstring(fields.patch, "latin-1") for _ in range(patches)]
+            if cur.tree:
+                node.display = f"version {ext['version']}, {len(ext['patches'])} patch files"
+        values["ext"] = ext
 
     def _player_stats(self, index):
         cur = self.cur
-        with cur.subtree("odamex.ext.player", f"Player {index} stats") as node:
-            stats = {"kills": cur.number(I16LE, "odamex.ext.kills", "Kills"),
-                     "deaths": cur.number(I16LE, "odamex.ext.deaths", "Deaths"),
-                     "minutes": cur.number(I16LE, "odamex.ext.minutes", "Minutes in game")}
+        with cur.subtree(F.ext.player, name=f"Player {index} stats") as node:
+            stats = {"kills": cur.number(I16LE, EXT_KILLS),
+                     "deaths": cur.number(I16LE, EXT_DEATHS),
+                     "minutes": cur.number(I16LE, EXT_MINUTES)}
             if cur.tree:
                 node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
         return stats
 
     def _marker(self, expected):
         cur = self.cur
-        value = cur.number(U32LE, "odamex.ext.marker", "Marker", lambda v: f"0x{v:08x}")
+        value = cur.number(U32LE, F.ext.marker)
         if value != expected:
-            cur.flag_last("odamex.bad_value", "error", f"marker 0x{value:08x} is not 0x{expected:08x}")
-            raise _Broken(cur.last_offset)
+            self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
 
 
-def _milliseconds(value):
-    return f"{value} ms"
-
-
-def _tag_text(tag):
-    return {LAUNCHER_TAG: "777123 (launcher request / master list)",
-            SERVER_INFO_TAG: "5560020 (server info reply)"}.get(tag, str(tag))
-
-
-def _ip_text(raw):
-    return socket.inet_ntoa(raw)
-
-
-def _version_text(value):
-    return f"{value} ({value // 256 // 256}.{value // 256 % 256}.{value % 256})"
-
+def _spec_mode(values):
+    mode = GAME_TYPES[values["game_type"]]
+    if values["ctf"]:
+        return mode + " CTF"
+    return mode + " teamplay" if values["teamplay"] else mode

@@ -9,17 +9,28 @@ noted, and its strings are decoded in the matching encoding.
 Whitespace: the spec's server-entry format shows ``BOTS ©`` with a stray space.
 Spaces around a numeric field are accepted and trimmed, with a note; text fields
 (map, server name) keep their spaces.
+
+Limits, so that what one line costs does not grow with what a peer sends: a line
+is at most MAX_LINE bytes (a longer one is cut there before it is decoded, and
+parsing resumes after its ``\\n``); the first MAX_FIELDS fields of a line are
+split, the rest only counted; a number has at most MAX_DIGITS digits; the
+unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all.
 """
 
 import re
 
-from ..registry import Dissector, register
+from ..core.tables import FieldTable, FindingTable
+from ..registry import Dissector
 
 SEP_LATIN1 = b"\xa9"
 SEP_UTF8 = b"\xc2\xa9"
 EOL = b"\n"
 LOBBY_PORT = 13073
-MAX_LINE = 65536
+MAX_LINE = 65536                 # bytes of one line, its \n included
+MAX_FIELDS = 32                  # fields split per line: the longest layout has 19
+MAX_DIGITS = 20                  # digits of a number: every numeric field fits in far fewer
+MAX_HELD = 16 * 1024 * 1024      # bytes of unfinished lines held across all streams of a run
+MAX_QUOTED = 64                  # characters of a field's text quoted in a finding or an info line
 
 TYPES = {0x65: ("request_list", "101 Request List"), 0x66: ("list_begin", "102 List begin"),
          0x67: ("server", "103 Server Entry"), 0x68: ("list_end", "104 List End")}
@@ -28,15 +39,20 @@ GAME_TYPES = {-1: "do not care", 0: "DM only", 1: "PM only", 2: "TM only", 3: "C
 GAME_STYLES = {0: "DM", 1: "PM", 2: "TM", 3: "CTF", 4: "RM", 5: "INF", 6: "HTF"}
 CONNECTIONS = {0: "Modem", 1: "ISDN", 2: "DSL", 3: "T1"}
 OSES = {0: "Windows", 1: "Linux"}
-_INT = re.compile(r"^-?[0-9]+$")
-_COUNTRY = re.compile(r"^([A-Z]{2}|A1)$")
-_OCTET = re.compile(r"^[0-9]{1,3}$")
+_INT = re.compile(r"-?[0-9]+")
+_COUNTRY = re.compile(r"[A-Z]{2}|A1")
+_OCTET = re.compile(r"[0-9]{1,3}")
+
+
+def clip(text, limit=MAX_QUOTED):
+    """``text`` as quoted in a finding or an info line: its first ``limit`` characters."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 # -- field rules --------------------------------------------------------------------------------------
 # A rule checks a field's text and returns (value, display, problem or None, severity of the problem).
-# ``display`` is None where the rule's ``fmt`` can show the value when a view asks (the summary path
-# never does); it is given only for text that is not a value.
+# ``display`` is None where the rule's ``fmt`` (the field's formatter in the table) can show the value
+# when a view asks (the summary path never does); it is given only for text that is not a value.
 
 def _shown_with(fmt):
     def attach(rule):
@@ -52,8 +68,13 @@ def _number_display(names):
 
 
 def _number(text, low=None, high=None, names=None, rule=""):
-    if not _INT.match(text):
-        return None, f'"{text}" (not a number)', f'"{text}" is not a number ({rule})', "error"
+    if not _INT.fullmatch(text):
+        quoted = clip(text)
+        return None, f'"{quoted}" (not a number)', f'"{quoted}" is not a number ({rule})', "error"
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_DIGITS:  # int() of a long text costs time, and Python refuses past 4300 digits
+        return None, f"a number of {digits} digits (not decoded)", \
+            f"a number of {digits} digits is outside {rule} (at most {MAX_DIGITS} digits are decoded)", "warning"
     value = int(text)
     if (low is not None and value < low) or (high is not None and value > high) or (names and value not in names):
         return value, None, f"{value} is outside {rule}", "warning"
@@ -67,12 +88,6 @@ def _number_rule(low=None, high=None, names=None, rule=""):
     return check
 
 
-version = _number_rule(0, None, rule="VERSION is XY of Soldat 1.X.Y, e.g. 42")
-gametype = _number_rule(names=GAME_TYPES, rule="GAMETYPE -1 (do not care) or 0-6 (DM, PM, TM, CTF, RM, INF, HTF)")
-count = _number_rule(0, None, rule="SERVERCOUNT is the number of servers in the list")
-port = _number_rule(1, 65535, rule="PORT 1-65535")
-
-
 def _filter(meanings, allowed):
     def fmt(value):
         return f'"{value}" ({meanings[value]})' if value in meanings else f'"{value}"'
@@ -81,7 +96,7 @@ def _filter(meanings, allowed):
     def check(text):
         if text in meanings:
             return text, None, None, None
-        return text, None, f'"{text}" is not {allowed}', "warning"
+        return text, None, f'"{clip(text)}" is not {allowed}', "warning"
     return check
 
 
@@ -93,16 +108,29 @@ def filter2(on):
     return _filter({"1": on, "0": "do not care"}, f"1 ({on}) or 0 (do not care)")
 
 
+def non_negative(name):
+    return _number_rule(0, None, rule=f"{name} is a count")
+
+
+def enum(names, rule_text):
+    return _number_rule(names=names, rule=rule_text)
+
+
+def flag(meaning_1, meaning_0, name):
+    return enum({1: meaning_1, 0: meaning_0}, f"{name} 1 for {meaning_1}, 0 for {meaning_0}")
+
+
 def _quoted(value):
     return f'"{value}"'
 
 
 @_shown_with(str)
 def ip_address(text):
-    parts = text.split(".")
-    if len(parts) == 4 and all(_OCTET.match(p) and int(p) <= 255 for p in parts):
+    parts = text.split(".", 4)
+    if len(parts) == 4 and all(_OCTET.fullmatch(p) and int(p) <= 255 for p in parts):
         return text, None, None, None
-    return text, f'"{text}"', f'"{text}" is not a dotted-quad IP address (spec: IP in dotted-quad format)', "warning"
+    quoted = f'"{clip(text)}"'
+    return text, quoted, f"{quoted} is not a dotted-quad IP address (spec: IP in dotted-quad format)", "warning"
 
 
 @_shown_with(_number_display(GAME_STYLES))
@@ -115,18 +143,6 @@ def gamestyle(text):
     return value, display, problem, level
 
 
-def non_negative(name):
-    return _number_rule(0, None, rule=f"{name} is a count")
-
-
-def enum(names, rule_text):
-    return _number_rule(names=names, rule=rule_text)
-
-
-def flag(meaning_1, meaning_0):
-    return enum({1: meaning_1, 0: meaning_0}, f"1 for {meaning_1}, 0 for {meaning_0}")
-
-
 @_shown_with(_quoted)
 def text_field(text):
     return text, None, None, None
@@ -134,62 +150,148 @@ def text_field(text):
 
 @_shown_with(lambda value: f'"{value}"' + (" (unknown)" if value == "A1" else ""))
 def country(text):
-    if _COUNTRY.match(text):
+    if _COUNTRY.fullmatch(text):
         return text, None, None, None
-    return text, None, f'"{text}" is not a 2-letter country code or A1 (spec: COUNTRY)', "warning"
+    return text, None, f'"{clip(text)}" is not a 2-letter country code or A1 (spec: COUNTRY)', "warning"
 
 
-REQUEST_FIELDS = [
-    ("version", "VERSION", version, True),
-    ("dedicated", "DEDICATED", filter3("dedicated only", "not dedicated"), False),
-    ("passworded", "PASSWORDED", filter3("no password", "passworded"), False),
-    ("bots", "BOTS", filter3("no bots", "with bots"), False),
-    ("survival", "SURVIVAL", filter3("survival mode only", "not survival"), False),
-    ("realistic", "REALISTIC", filter3("realistic mode only", "not realistic"), False),
-    ("bonuses", "BONUSES", filter2("no bonuses"), False),
-    ("advance", "ADVANCE", filter3("advance mode only", "not advanced"), False),
-    ("wm", "WM", filter3("wm servers only", "not wm"), False),
-    ("full", "FULL", filter2("non-full games only"), False),
-    ("empty", "EMPTY", filter2("non-empty games only"), False),
-    ("gametype", "GAMETYPE", gametype, True),
-    ("be", "BE", filter2("BE-protected servers only"), False),
-]
-SERVER_FIELDS = [
-    ("version", "VERSION", version, True),
-    ("ip", "IP", ip_address, False),
-    ("port", "PORT", port, True),
-    ("gamestyle", "GAMESTYLE", gamestyle, True),
-    ("players", "PLAYERS", non_negative("PLAYERS"), True),
-    ("maxplayers", "MAXPLAYERS", non_negative("MAXPLAYERS"), True),
-    ("map", "MAP", text_field, False),
-    ("name", "NAME", text_field, False),
-    ("bots", "BOTS", non_negative("BOTS"), True),
-    ("bonusfreq", "BONUSFREQ", non_negative("BONUSFREQ"), True),
-    ("respawn", "RESPAWN", non_negative("RESPAWN"), True),
-    ("connection", "CONNECTION", enum(CONNECTIONS, "CONNECTION 0-3 (Modem, ISDN, DSL, T1)"), True),
-    ("survival", "SURVIVAL", flag("survival mode", "no survival mode"), True),
-    ("realistic", "REALISTIC", flag("realistic mode", "no realistic mode"), True),
-    ("dedicated", "DEDICATED", flag("dedicated", "not dedicated"), True),
-    ("os", "OS", enum(OSES, "OS 1 for Linux, 0 for Windows"), True),
-    ("passworded", "PASSWORDED", flag("password set", "no password"), True),
-    ("be", "BE", flag("BE-protected", "not BE-protected"), True),
-    ("country", "COUNTRY", country, False),
-]
-
-
-def _layout(prefix, fields):
-    """(field key, data key, spec name, rule, numeric) per field, keys built once."""
-    return [(f"soldat.{prefix}.{key}", key, name, rule, numeric) for key, name, rule, numeric in fields]
-
-
-LAYOUTS = {0x65: _layout("filter", REQUEST_FIELDS),
-           0x66: _layout("list", [("servercount", "SERVERCOUNT", count, True)]),
-           0x67: _layout("server", SERVER_FIELDS), 0x68: []}
+version = _number_rule(0, None, rule="VERSION is XY of Soldat 1.X.Y, e.g. 42")
+gametype = _number_rule(names=GAME_TYPES, rule="GAMETYPE -1 (do not care) or 0-6 (DM, PM, TM, CTF, RM, INF, HTF)")
+servercount = _number_rule(0, None, rule="SERVERCOUNT is the number of servers in the list")
+port = _number_rule(1, 65535, rule="PORT 1-65535")
+dedicated_filter = filter3("dedicated only", "not dedicated")
+passworded_filter = filter3("no password", "passworded")
+bots_filter = filter3("no bots", "with bots")
+survival_filter = filter3("survival mode only", "not survival")
+realistic_filter = filter3("realistic mode only", "not realistic")
+bonuses_filter = filter2("no bonuses")
+advance_filter = filter3("advance mode only", "not advanced")
+wm_filter = filter3("wm servers only", "not wm")
+full_filter = filter2("non-full games only")
+empty_filter = filter2("non-empty games only")
+be_filter = filter2("BE-protected servers only")
+players = non_negative("PLAYERS")
+maxplayers = non_negative("MAXPLAYERS")
+bots = non_negative("BOTS")
+bonusfreq = non_negative("BONUSFREQ")
+respawn = non_negative("RESPAWN")
+connection = enum(CONNECTIONS, "CONNECTION 0-3 (Modem, ISDN, DSL, T1)")
+survival = flag("survival mode", "no survival mode", "SURVIVAL")
+realistic = flag("realistic mode", "no realistic mode", "REALISTIC")
+dedicated = flag("dedicated", "not dedicated", "DEDICATED")
+os_rule = enum(OSES, "OS 1 for Linux, 0 for Windows")
+passworded = flag("password set", "no password", "PASSWORDED")
+be = flag("BE-protected", "not BE-protected", "BE")
 
 
 def _type_text(value):
     entry = TYPES.get(value)
     return f"'{chr(value)}' ({entry[1]})" if entry else f"0x{value:02x} (unknown type)"
+
+
+F = FieldTable("soldat", messages=True, title="Soldat", entries=[
+    ("type", "Type", "uint8", "the line's type byte: e (101) request list, f (102) list begin, g (103) server "
+                              "entry, h (104) list end", _type_text),
+    ("filter.version", "VERSION", "int", "request: Soldat version 1.X.Y written XY (42 is 1.4.2); 0 is do not care",
+     version.fmt),
+    ("filter.dedicated", "DEDICATED", "string", 'request filter: "1" dedicated only, "0" do not care, "!" not '
+                                                "dedicated", dedicated_filter.fmt),
+    ("filter.passworded", "PASSWORDED", "string", 'request filter: "1" no password, "0" do not care, "!" '
+                                                  "passworded", passworded_filter.fmt),
+    ("filter.bots", "BOTS", "string", 'request filter: "1" no bots, "0" do not care, "!" with bots', bots_filter.fmt),
+    ("filter.survival", "SURVIVAL", "string", 'request filter: "1" survival mode only, "0" do not care, "!" not '
+                                              "survival", survival_filter.fmt),
+    ("filter.realistic", "REALISTIC", "string", 'request filter: "1" realistic mode only, "0" do not care, "!" not '
+                                                "realistic", realistic_filter.fmt),
+    ("filter.bonuses", "BONUSES", "string", 'request filter: "1" no bonuses, "0" do not care', bonuses_filter.fmt),
+    ("filter.advance", "ADVANCE", "string", 'request filter: "1" advance mode only, "0" do not care, "!" not '
+                                            "advanced", advance_filter.fmt),
+    ("filter.wm", "WM", "string", 'request filter: "1" wm servers only, "0" do not care, "!" not wm', wm_filter.fmt),
+    ("filter.full", "FULL", "string", 'request filter: "1" non-full games only, "0" do not care', full_filter.fmt),
+    ("filter.empty", "EMPTY", "string", 'request filter: "1" non-empty games only, "0" do not care',
+     empty_filter.fmt),
+    ("filter.gametype", "GAMETYPE", "int", "request filter: -1 do not care, 0-6 DM, PM, TM, CTF, RM, INF, HTF only",
+     gametype.fmt),
+    ("filter.be", "BE", "string", 'request filter: "1" BE-protected servers only, "0" do not care', be_filter.fmt),
+    ("list.servercount", "SERVERCOUNT", "int", "list begin: the number of server entries that follow",
+     servercount.fmt),
+    ("server.version", "VERSION", "int", "server entry: Soldat version 1.X.Y written XY", version.fmt),
+    ("server.ip", "IP", "string", "server entry: the server's IPv4 address, dotted quad", ip_address.fmt),
+    ("server.port", "PORT", "int", "server entry: the server's port, 1-65535", port.fmt),
+    ("server.gamestyle", "GAMESTYLE", "int", "server entry: 1 PM, 2 TM, 3 CTF, 4 RM, 5 INF, 6 HTF (0 DM: a "
+                                             "departure, noted)", gamestyle.fmt),
+    ("server.players", "PLAYERS", "int", "server entry: players on the server", players.fmt),
+    ("server.maxplayers", "MAXPLAYERS", "int", "server entry: the player limit", maxplayers.fmt),
+    ("server.map", "MAP", "string", "server entry: the current map", text_field.fmt),
+    ("server.name", "NAME", "string", "server entry: the server's name", text_field.fmt),
+    ("server.bots", "BOTS", "int", "server entry: bots on the server", bots.fmt),
+    ("server.bonusfreq", "BONUSFREQ", "int", "server entry: bonus frequency", bonusfreq.fmt),
+    ("server.respawn", "RESPAWN", "int", "server entry: respawn time", respawn.fmt),
+    ("server.connection", "CONNECTION", "int", "server entry: 0 Modem, 1 ISDN, 2 DSL, 3 T1", connection.fmt),
+    ("server.survival", "SURVIVAL", "int", "server entry: 1 survival mode, 0 not", survival.fmt),
+    ("server.realistic", "REALISTIC", "int", "server entry: 1 realistic mode, 0 not", realistic.fmt),
+    ("server.dedicated", "DEDICATED", "int", "server entry: 1 dedicated, 0 not", dedicated.fmt),
+    ("server.os", "OS", "int", "server entry: 1 Linux, 0 Windows", os_rule.fmt),
+    ("server.passworded", "PASSWORDED", "int", "server entry: 1 password set, 0 no password", passworded.fmt),
+    ("server.be", "BE", "int", "server entry: 1 BE-protected, 0 not", be.fmt),
+    ("server.country", "COUNTRY", "string", "server entry: 2-letter country code, A1 for unknown", country.fmt),
+    ("field", "Field", "string", "a field of a line whose type byte is unknown"),
+    ("more_fields", "More fields", "uint32", f"generated: fields after the first {MAX_FIELDS} of a line, counted "
+                                             f"but not decoded", lambda v: f"{v} more fields (not decoded)"),
+    ("body", "Body", "bytes", "the rest of a line with no separator after its type byte"),
+    ("eol", "End of line", "bytes", "the line's \\n", lambda v: "\\n"),
+])
+
+W = FindingTable("soldat", messages=True, entries=[
+    ("bad_field_count", "error", "spec: each line type has a fixed format (13 filters after e, 1 after f, 19 after g)"),
+    ("bad_value", "warning", "spec: each field holds one of the values its description lists"),
+    ("unknown_type", "warning", "spec: every packet starts with 101-104 (e, f, g, h)"),
+    ("bad_separator", "error", "spec: '© is used as a field separator' (neither A9 nor C2 A9 follows the type byte)"),
+    ("unterminated_line", "warning", "spec: 'all packets to/from the lobby end with \\n'"),
+    ("bad_end_line", "warning", "spec: the list end 'only consists of five field separators and an end-line "
+                                "character'"),
+    ("whitespace", "note", "spaces around a number are accepted and trimmed (the spec's own format line shows "
+                           "'BOTS ©')"),
+    ("line_too_long", "warning", f"a line is at most {MAX_LINE} bytes, its \\n included, and unfinished lines hold "
+                                 f"at most {MAX_HELD} bytes across all streams: a longer line is cut and parsing "
+                                 f"resumes after its \\n"),
+    ("separator", "note", "spec: '© is used as a field separator'; a stream sends it as the one byte A9 or as the "
+                          "two bytes C2 A9, and both are accepted"),
+    ("mixed_separators", "warning", "one stream uses one encoding of ©"),
+    ("count_mismatch", "warning", "spec: 'SERVERCOUNT is the number of servers in the list'"),
+    ("missing_end", "warning", "spec: '104 List End ... signifies the end of the server list'"),
+    ("state_evicted", "warning", "server lists followed at once are limited in number, in server entries and in "
+                                 "bytes, to keep memory bounded"),
+])
+
+
+def _layout(specs_and_rules):
+    """(field spec, values key, rule, numeric) per field: the values key is the key's last part."""
+    return [(spec, spec.key.rsplit(".", 1)[1], rule, numeric) for spec, rule, numeric in specs_and_rules]
+
+
+REQUEST_LAYOUT = _layout([
+    (F.filter.version, version, True), (F.filter.dedicated, dedicated_filter, False),
+    (F.filter.passworded, passworded_filter, False), (F.filter.bots, bots_filter, False),
+    (F.filter.survival, survival_filter, False), (F.filter.realistic, realistic_filter, False),
+    (F.filter.bonuses, bonuses_filter, False), (F.filter.advance, advance_filter, False),
+    (F.filter.wm, wm_filter, False), (F.filter.full, full_filter, False), (F.filter.empty, empty_filter, False),
+    (F.filter.gametype, gametype, True), (F.filter.be, be_filter, False),
+])
+SERVER_LAYOUT = _layout([
+    (F.server.version, version, True), (F.server.ip, ip_address, False), (F.server.port, port, True),
+    (F.server.gamestyle, gamestyle, True), (F.server.players, players, True),
+    (F.server.maxplayers, maxplayers, True), (F.server.map, text_field, False), (F.server.name, text_field, False),
+    (F.server.bots, bots, True), (F.server.bonusfreq, bonusfreq, True), (F.server.respawn, respawn, True),
+    (F.server.connection, connection, True), (F.server.survival, survival, True),
+    (F.server.realistic, realistic, True), (F.server.dedicated, dedicated, True), (F.server.os, os_rule, True),
+    (F.server.passworded, passworded, True), (F.server.be, be, True), (F.server.country, country, False),
+])
+LAYOUTS = {0x65: REQUEST_LAYOUT, 0x66: _layout([(F.list.servercount, servercount, True)]), 0x67: SERVER_LAYOUT,
+           0x68: []}
+FILTER_KEYS = [short for _, short, _, _ in REQUEST_LAYOUT]
+SERVER_KEYS = [short for _, short, _, _ in SERVER_LAYOUT]
+END_SEPARATORS = 5
 
 
 def separator_of(line):
@@ -201,13 +303,36 @@ def separator_of(line):
     return None, None
 
 
-@register
+def split_fields(data, start, end, separator, limit=MAX_FIELDS):
+    """Fields each preceded by ``separator`` in ``data[start:end]``: [(offset, length)] of the first ``limit``,
+    and how many more follow (counted, not split, so that a line of separators costs no more than its bytes)."""
+    step = len(separator)
+    if not data.startswith(separator, start, end):
+        return [], 0
+    fields = []
+    offset = start + step
+    while len(fields) < limit:
+        following = data.find(separator, offset, end)
+        if following < 0:
+            fields.append((offset, end - offset))
+            return fields, 0
+        fields.append((offset, following - offset))
+        offset = following + step
+    return fields, data.count(separator, offset, end) + 1
+
+
 class Soldat(Dissector):
     key = "soldat"
     title = "Soldat"
     transports = ("tcp",)
     ports = (LOBBY_PORT,)
-    truncated_code = "soldat.bad_field_count"
+    fields = F
+    findings = W
+    analyzer = "dissect.analysis.soldat:SoldatAnalyzer"
+    truncated = W.bad_field_count
+
+    def __init__(self):
+        self.held = 0   # bytes of unfinished lines held by this run's stream parsers, all streams together
 
     def claims(self, payload, packet, on_port):
         return len(payload) >= 2 and payload[0] in TYPES and separator_of(payload)[0] is not None
@@ -217,145 +342,175 @@ class Soldat(Dissector):
 
     def decode(self, cur, msg, packet):
         line = cur.data
-        type_byte = cur.u8("soldat.type", "Type", _type_text)
+        type_byte = cur.u8(F.type)
         name, title = TYPES.get(type_byte, (f"unknown_0x{type_byte:02x}", "unknown"))
         msg.name = name
         msg.values["type"] = chr(type_byte)
-        terminated = len(line) >= 2 and line.endswith(EOL)
-        if terminated:
-            cur.end -= 1
         separator, encoding = separator_of(line)
         msg.values["encoding"] = encoding
-        if not terminated and separator == SEP_UTF8 and line.endswith(SEP_UTF8[:1]):
-            cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
+        terminated = self._bound(cur, line, separator)
         if type_byte not in TYPES:
-            cur.flag_last("soldat.unknown_type", "warning",
-                          f"type byte 0x{type_byte:02x} is not one of 101-104 (spec: e, f, g, h)")
+            cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
         if separator is None:
-            cur.finding("soldat.bad_separator", "error",
-                        "no © separator after the type byte (spec: '© is used as a field separator'; "
-                        "neither A9 nor C2 A9 follows)", min(1, len(line)), max(0, min(2, len(line) - 1)))
+            cur.finding(W.bad_separator, "no © separator after the type byte", min(1, len(line)),
+                        max(0, min(2, len(line) - 1)))
             if cur.remaining():
-                cur.rest("soldat.body", "Body")
+                cur.rest(F.body)
         else:
-            texts = self._fields(cur, msg, separator, encoding, type_byte)
-            msg.info = self._info(msg, texts)
-        cur.end = len(line)
+            count = self._fields(cur, msg, separator, encoding, type_byte)
+            msg.info = self._info(msg, count)
         if terminated:
-            cur.raw("soldat.eol", "End of line", 1, lambda v: "\\n")
-        else:
-            cur.finding("soldat.unterminated_line", "warning",
-                        "the stream ends before this line's \\n (spec: 'all packets to/from the lobby end with \\n')",
-                        len(line), 0)
+            cur.end = len(line)
+            cur.raw(F.eol, 1)
+        elif len(line) < MAX_LINE:
+            cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
         if not msg.info:
             msg.info = title
 
+    @staticmethod
+    def _bound(cur, line, separator):
+        """Set where the fields end: before the \\n, or at MAX_LINE for a longer line; whether it is terminated."""
+        size = len(line)
+        terminated = 2 <= size <= MAX_LINE and line.endswith(EOL)
+        if terminated:
+            cur.end -= 1
+        elif size >= MAX_LINE:
+            cur.end = MAX_LINE
+            longer = f" of a {size}-byte line" if size > MAX_LINE else ""
+            cur.finding(W.line_too_long, f"no \\n within the first {MAX_LINE} bytes{longer}: the line is cut there",
+                        MAX_LINE, size - MAX_LINE)
+        if not terminated and separator == SEP_UTF8 and line.startswith(SEP_UTF8[:1], cur.end - 1):
+            cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
+        return terminated
+
     def _fields(self, cur, msg, separator, encoding, type_byte):
-        texts = cur.separated(separator, encoding)
-        rules = LAYOUTS.get(type_byte)
-        if rules is None:
-            for start, length, text in texts:
-                cur.add("soldat.field", "Field", start, length, text)
-            return texts
-        self._check_count(cur, msg, type_byte, texts, rules)
-        for (start, length, text), spec in zip(texts, rules):
-            self._field(cur, msg, spec, start, length, text)
-        if type_byte == 0x68 and any(text for _, _, text in texts):
-            cur.finding("soldat.bad_end_line", "warning",
-                        "the list-end line carries data (spec: 'it only consists of five field separators and an "
-                        "end-line character')", 1, cur.end - 1)
-        self._cross_checks(cur, msg)
-        return texts
+        """Decode the fields after the type byte; return how many the line has."""
+        data = cur.data
+        spans, more = split_fields(data, cur.pos, cur.end, separator)
+        cur.pos = cur.end
+        count = len(spans) + more
+        layout = LAYOUTS.get(type_byte)
+        if layout is None:
+            for start, length in spans:
+                cur.add(F.field, start, length, data[start:start + length].decode(encoding, "replace"))
+        else:
+            self._check_count(cur, msg, type_byte, count, layout)
+            for (start, length), spec in zip(spans, layout):
+                self._field(cur, msg, spec, start, length, data[start:start + length].decode(encoding, "replace"))
+            if type_byte == 0x68 and any(length for _, length in spans):
+                cur.finding(W.bad_end_line, "the list-end line carries data", 1, cur.end - 1)
+            self._cross_checks(cur, msg)
+        if more:
+            start = spans[-1][0] + spans[-1][1]
+            cur.add(F.more_fields, start, cur.end - start, more, generated=True)
+        return count
 
-    def _check_count(self, cur, msg, type_byte, texts, rules):
-        expected = 5 if type_byte == 0x68 else len(rules)
-        msg.values["field_count"] = len(texts)
-        if len(texts) != expected:
-            what = "separators" if type_byte == 0x68 else "fields"
-            cur.finding("soldat.bad_field_count" if type_byte != 0x68 else "soldat.bad_end_line",
-                        "error" if type_byte != 0x68 else "warning",
-                        f"{TYPES[type_byte][1]} has {len(texts)} {what}, the spec's format has {expected}",
-                        0, cur.end)
+    def _check_count(self, cur, msg, type_byte, count, layout):
+        end_line = type_byte == 0x68
+        expected = END_SEPARATORS if end_line else len(layout)
+        msg.values["field_count"] = count
+        if count != expected:
+            what = "separators" if end_line else "fields"
+            cur.finding(W.bad_end_line if end_line else W.bad_field_count,
+                        f"{TYPES[type_byte][1]} has {count} {what}, the spec's format has {expected}", 0, cur.end)
 
-    def _field(self, cur, msg, spec, start, length, text):
-        key, short, name, rule, numeric = spec
+    def _field(self, cur, msg, layout_entry, start, length, text):
+        spec, short, rule, numeric = layout_entry
         stripped = text.strip(" ") if numeric else text
         value, display, problem, level = rule(stripped)
-        cur.add(key, name, start, length, value, rule.fmt, display)
+        cur.add(spec, start, length, value, display)
         msg.values[short] = value
         if stripped != text:
-            cur.finding("soldat.whitespace", "note",
-                        f"{name} has spaces around its value ({text!r}); accepted and trimmed (the spec's own "
-                        f"format line shows 'BOTS ©')", start, length)
+            cur.finding(W.whitespace, f"{spec.name} has spaces around its value ({clip(text)!r})", start, length)
         if problem:
-            cur.finding("soldat.bad_value", level, f"{name}: {problem}",
-                        start, length)
+            msg.findings.append(W.bad_value.at(f"{spec.name}: {problem}", start, length, severity=level))
 
     def _cross_checks(self, cur, msg):
         data = msg.values
         players, maximum = data.get("players"), data.get("maxplayers")
         if isinstance(players, int) and isinstance(maximum, int) and players > maximum:
-            cur.finding("soldat.bad_value", "warning",
-                        f"PLAYERS {players} exceeds MAXPLAYERS {maximum} (spec: MAXPLAYERS is the player limit)")
+            cur.finding(W.bad_value, f"PLAYERS {players} exceeds MAXPLAYERS {maximum} (MAXPLAYERS is the player "
+                                     f"limit)")
 
     @staticmethod
-    def _info(msg, texts):
+    def _info(msg, count):
         data = msg.values
         if msg.name == "request_list":
             return f"Request List version={data.get('version')} gametype={data.get('gametype')}"
         if msg.name == "list_begin":
             return f"List begin: {data.get('servercount')} servers"
         if msg.name == "server":
-            return (f'Server {data.get("ip")}:{data.get("port")} "{data.get("name")}" map={data.get("map")} '
-                    f'players {data.get("players")}/{data.get("maxplayers")}')
+            return (f'Server {clip(str(data.get("ip")))}:{data.get("port")} "{clip(str(data.get("name")))}" '
+                    f'map={clip(str(data.get("map")))} players {data.get("players")}/{data.get("maxplayers")}')
         if msg.name == "list_end":
             return "List End"
-        return f"{len(texts)} fields"
+        return f"{count} fields"
+
+
+def _line_starts_at(data, pos):
+    """Whether a line seems to begin at ``pos``: a known type byte, then a separator."""
+    return pos < len(data) and data[pos] in TYPES and (data.startswith(SEP_LATIN1, pos + 1)
+                                                       or data.startswith(SEP_UTF8, pos + 1))
 
 
 class LineParser:
-    """Cuts one direction of a TCP stream into lines and dissects each."""
+    """Cuts one direction of a TCP stream into lines and dissects each.
+
+    A line that reaches MAX_LINE bytes without its \\n is cut there before it is dissected, and the
+    bytes up to the next \\n are skipped; so is a line that would take the bytes held for unfinished
+    lines of all streams past MAX_HELD. After lost bytes (a gap), parsing resumes at the next line start."""
+
+    __slots__ = ("dissector", "buffer", "spans", "counted", "skipping", "after_gap", "lost", "encoding")
 
     def __init__(self, dissector):
         self.dissector = dissector
         self.buffer = bytearray()
         self.spans = []              # (frame, frame_offset, length) of the buffered bytes
-        self.resync = False          # after lost bytes: drop everything up to the next \n
+        self.counted = 0             # bytes of the buffer counted in the run's budget (dissector.held)
+        self.skipping = False        # drop everything up to the next \n
+        self.after_gap = False       # bytes were lost: resume at the next line start
+        self.lost = False            # bytes were lost since the last line: the next one says so
         self.encoding = None
 
     def feed(self, chunk, tree, packet):
         messages = []
         data, frame, offset = chunk.data, chunk.frame, chunk.frame_offset
-        if self.resync:
-            newline = data.find(EOL)
-            if newline < 0:
-                return messages
-            data, offset = data[newline + 1:], offset + newline + 1
-            self.resync = False
-        start = 0
-        while True:
-            newline = data.find(EOL, start)
-            if newline < 0:
-                break
-            self._append(data[start:newline + 1], frame, offset + start)
-            messages.append(self._line(tree, packet))
-            start = newline + 1
-        if start < len(data):
-            self._append(data[start:], frame, offset + start)
-            if len(self.buffer) > MAX_LINE:
-                msg = self._line(tree, packet)
-                msg.add_finding("soldat.line_too_long", "warning",
-                                f"no \\n within {MAX_LINE} bytes: the line is cut here and parsing resumes after "
-                                f"the next \\n")
-                messages.append(msg)
-                self.resync = True
+        start, end = self._resume(data, 0), len(data)
+        while start < end:
+            room = MAX_LINE - len(self.buffer)
+            newline = data.find(EOL, start, start + room)
+            stop = newline + 1 if newline >= 0 else min(end, start + room)
+            self._append(data, start, stop, frame, offset)
+            if newline >= 0:
+                messages.append(self._line(tree, packet))
+            elif len(self.buffer) >= MAX_LINE:
+                messages.append(self._line(tree, packet))  # the decoder reports the cut
+                self.skipping = True
+            elif self.dissector.held - self.counted + len(self.buffer) > MAX_HELD:
+                messages.append(self._cut(tree, packet))
+            start = self._resume(data, stop)
+        self._hold()
         return messages
+
+    def _resume(self, data, pos):
+        """Where parsing goes on in ``data`` from ``pos``: after a gap, at the next line start; while
+        skipping, after the next \\n (the end of ``data`` when there is none)."""
+        if self.after_gap and pos < len(data):
+            self.after_gap = False
+            self.skipping = not _line_starts_at(data, pos)
+        if self.skipping:
+            newline = data.find(EOL, pos)
+            if newline < 0:
+                return len(data)
+            self.skipping = False
+            return newline + 1
+        return pos
 
     def gap(self):
         """Bytes were lost: the line in progress cannot be completed."""
-        self.buffer.clear()
-        self.spans.clear()
-        self.resync = True
+        self._release()
+        self.skipping = False
+        self.after_gap = self.lost = True
 
     def close(self, tree, packet):
         """The stream ended: a line still waiting for its \\n is dissected as it is."""
@@ -363,30 +518,53 @@ class LineParser:
             return []
         return [self._line(tree, packet)]
 
-    def _append(self, data, frame, offset):
-        self.buffer += data
-        if self.spans and self.spans[-1][0] == frame and self.spans[-1][1] + self.spans[-1][2] == offset:
-            f, o, n = self.spans[-1]
-            self.spans[-1] = (f, o, n + len(data))
+    def _append(self, data, start, stop, frame, offset):
+        self.buffer += data[start:stop]
+        offset += start
+        last = self.spans[-1] if self.spans else None
+        if last is not None and last[0] == frame and last[1] + last[2] == offset:
+            self.spans[-1] = (frame, last[1], last[2] + stop - start)
         else:
-            self.spans.append((frame, offset, len(data)))
+            self.spans.append((frame, offset, stop - start))
+
+    def _hold(self):
+        """Count what this parser keeps for the next segment in the run's budget."""
+        self.dissector.held += len(self.buffer) - self.counted
+        self.counted = len(self.buffer)
+
+    def _release(self):
+        self.dissector.held -= self.counted
+        self.counted = 0
+        self.buffer.clear()
+        self.spans.clear()
+
+    def _cut(self, tree, packet):
+        msg = self._line(tree, packet)
+        msg.report(W.line_too_long, f"unfinished lines of all streams would hold more than {MAX_HELD} bytes: this "
+                                    f"line is cut after {msg.length} bytes", msg.length, 0)
+        self.skipping = True
+        return msg
 
     def _line(self, tree, packet):
         line = bytes(self.buffer)
         frames = list(dict.fromkeys(span[0] for span in self.spans))
         offset = self.spans[0][1] if len(frames) == 1 else None
-        self.buffer.clear()
-        self.spans.clear()
+        self._release()
         msg = self.dissector.dissect(line, tree, packet, offset)
         msg.frames.extend(frames)
+        if self.lost:
+            msg.values["after_gap"] = True
+            self.lost = False
+        self._note_separator(msg)
+        return msg
+
+    def _note_separator(self, msg):
         encoding = msg.values.get("encoding")
         if encoding and self.encoding is None:
             self.encoding = encoding
-            msg.add_finding("soldat.separator", "note",
-                            "this stream uses the UTF-8 separator C2 A9" if encoding == "utf-8" else
-                            "this stream uses the single Latin-1 byte A9 as separator (as the original Delphi "
-                            "client and lobby sent it)", 1, 2 if encoding == "utf-8" else 1)
+            msg.report(W.separator, "this stream uses the UTF-8 separator C2 A9" if encoding == "utf-8" else
+                       "this stream uses the single Latin-1 byte A9 as separator (as the original Delphi client and "
+                       "lobby sent it)", 1, 2 if encoding == "utf-8" else 1)
         elif encoding and encoding != self.encoding:
-            msg.add_finding("soldat.mixed_separators", "warning",
-                            f"this line's separator is {encoding}, the stream began with {self.encoding}", 1, 2)
-        return msg
+            msg.report(W.mixed_separators, f"this line's separator is {encoding}, the stream began with "
+                                           f"{self.encoding}", 1, 2)
