@@ -16,7 +16,8 @@ import os
 from collections import deque
 from typing import BinaryIO, Iterable, Iterator, Sequence, Union
 
-from .capture.files import CaptureError, CaptureFiles, open_file
+from .capture.files import CaptureError
+from .capture.sources import CaptureFiles, open_input
 from .core.model import AnalysisRecord, Message
 from .pipeline import FrameRecord
 from .registry import Dissector, UsageError, load_protocols
@@ -34,12 +35,12 @@ class Capture:
     reason is kept in ``errors`` (the command prints these and exits 2)."""
 
     def __init__(self, sources: Sequence[Source], filter: str | None = None,
-                 decode_as: Iterable[str] = (), tree: bool = True):
+                 decode_as: Iterable[str] = (), tree: bool = True, count: int | None = None):
         for source in sources:
-            if not hasattr(source, "read"):
-                open_file(os.fspath(source)).close()  # CaptureError now, not in the middle of the loop
+            if not hasattr(source, "read") and source != "-":
+                open_input(os.fspath(source)).close()  # CaptureError now, not in the middle of the loop
         self._queue: deque = deque()
-        self._files = CaptureFiles([s if hasattr(s, "read") else os.fspath(s) for s in sources])
+        self._files = CaptureFiles([s if hasattr(s, "read") else os.fspath(s) for s in sources], limit=count)
         self._session = Session(_Collector(self._queue), decode_as=list(decode_as), display_filter=filter,
                                 tree=tree, stats=True)
         self._records = self._run()
@@ -73,6 +74,17 @@ class Capture:
                 pass
         return self._session.stats_dict()
 
+    def to_arrow(self) -> dict:
+        """The records the loop has not taken, as the tables ``--to-parquet`` writes: a dict of
+        ``pyarrow.Table`` (frames, messages, findings, analysis). Needs pyarrow (the extra ``scale``)."""
+        from .columnar import arrow_tables
+        return arrow_tables(self, lambda: self._files.paths[self._files.index])
+
+    def to_pandas(self) -> dict:
+        """``to_arrow()`` as pandas DataFrames (needs pandas too)."""
+        from .columnar import pandas_frames
+        return pandas_frames(self.to_arrow())
+
     def close(self) -> None:
         self._records.close()
 
@@ -99,17 +111,18 @@ class _Collector:
 
 
 def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # noqa: A001 - like io.open
-         decode_as: Iterable[str] = (), tree: bool = True) -> Capture:
-    """Open a capture: a path, several paths (read in turn as one capture, as the command does), or a
-    binary file object. ``filter`` is a display filter (``-Y``); ``decode_as`` takes ``-d`` strings
-    such as ``"udp.port==9000,teeframe"``; ``tree=False`` skips the field trees (faster; then
-    ``msg[key]`` finds nothing). Raises UsageError for a bad filter or decode-as, CaptureError for a
-    file that cannot be opened."""
+         decode_as: Iterable[str] = (), tree: bool = True, count: int | None = None) -> Capture:
+    """Open a capture: a path, several paths (read in turn as one capture, as the command does), ``"-"``
+    (standard input), or a binary file object; pcap or pcapng, plain or compressed (gzip, bzip2, xz,
+    zstd, lz4). ``filter`` is a display filter (``-Y``); ``decode_as`` takes ``-d`` strings such as
+    ``"udp.port==9000,teeframe"``; ``tree=False`` skips the field trees (faster; then ``msg[key]``
+    finds nothing); ``count`` stops after that many frames (``-c``). Raises UsageError for a bad
+    filter or decode-as, CaptureError for a file that cannot be opened."""
     if isinstance(source, (str, bytes, os.PathLike)) or hasattr(source, "read"):
         sources = [source]
     else:
         sources = list(source)
-    return Capture(sources, filter=filter, decode_as=decode_as, tree=tree)
+    return Capture(sources, filter=filter, decode_as=decode_as, tree=tree, count=count)
 
 
 def dissect_payload(payload: bytes, protocol: str, tree: bool = True) -> Message:

@@ -6,11 +6,14 @@ import os
 import sys
 
 from . import __version__
-from .capture.files import CaptureFiles
+from .capture.sources import CaptureFiles, rereadable
+from .capture.writer import WriteError, open_writer, pick_format
+from .filter import check_keys
 from .progress import Progress
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols
+from .render.fields import FieldOptions
 from .render.printer import Printer
-from .session import Session
+from .session import Session, filter_fields
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -22,18 +25,31 @@ def build_parser():
     parser = _ArgumentParser(
         prog="dissect",
         description="Dissect game-server query traffic (TeeFrame, NetQuake, Odamex, Soldat) in pcap/pcapng files.")
-    parser.add_argument("files", nargs="*", metavar="FILE", help="pcap or pcapng files, read in turn as one capture")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="pcap or pcapng files (plain, gzip, bzip2, xz, zstd or lz4), read in turn as one "
+                             "capture; - reads standard input")
+    parser.add_argument("-r", "--read-file", action="append", default=[], metavar="FILE",
+                        help="read this capture (as tshark -r; - is standard input); repeatable")
     parser.add_argument("-V", "--verbose", action="store_true", help="field tree; every field shows [offset:length]")
     parser.add_argument("-x", "--hex", action="store_true", help="annotated hex dump of each frame")
-    parser.add_argument("-T", "--format", choices=("text", "json", "jsonl"), default="text")
+    parser.add_argument("-T", "--format", choices=("text", "json", "jsonl", "fields"), default="text")
+    parser.add_argument("-e", "--field", action="append", default=[], metavar="KEY",
+                        help="with -T fields: a column (repeatable), e.g. -e frame.number -e ip.src")
+    parser.add_argument("-E", "--field-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="with -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, "
+                             "aggregator=C (as tshark)")
     parser.add_argument("-Y", "--filter", metavar="EXPR", help="display filter, e.g. 'netquake.control.command == 0x83'")
     parser.add_argument("-d", "--decode-as", action="append", metavar="udp.port==N,PROTO", default=[],
                         help="force a dissector on a port (repeatable)")
     parser.add_argument("--stats", action="store_true",
-                        help="protocol counts, transactions, response times, findings, servers seen (no frame lines)")
+                        help="protocol counts, transactions, response times, findings, servers seen (no frame "
+                             "lines); counts what -Y shows")
     parser.add_argument("--fail-on", choices=("error", "warning", "note"),
                         help="exit 1 when a finding at or above this severity exists")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no per-frame output (with --stats, -w)")
+    parser.add_argument("-n", dest="no_resolve", action="store_true",
+                        help="no name resolution (accepted for tshark's habit: dissect never resolves names)")
     parser.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
                         help="dissect capture files in N processes, conversations spread over them; output and "
                              "analysis are the same as with one (0: one per CPU core)")
@@ -43,14 +59,18 @@ def build_parser():
     parser.add_argument("-G", dest="list_fields", choices=("fields", "findings"),
                         help="list every field key (key, protocol, type, name, description) or every finding code "
                              "(code, severity, rule), tab-separated, and exit")
+    parser.add_argument("-c", "--count", type=_positive, metavar="N", help="stop after N frames (files and live)")
+    parser.add_argument("-w", "--write", metavar="OUT",
+                        help="write the frames shown (all, without -Y) to OUT, byte for byte; - is standard output")
+    parser.add_argument("-F", dest="write_format", choices=("pcap", "pcapng"),
+                        help="format of -w (default: pcapng when OUT ends in .pcapng, else pcap)")
     live = parser.add_argument_group("live capture")
     live.add_argument("-i", "--interface", metavar="IFACE", help="capture live on this interface (needs root)")
     live.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter, e.g. 'udp port 26000'")
-    live.add_argument("-c", "--count", type=_positive, metavar="N", help="stop after N packets")
     live.add_argument("-a", "--autostop", metavar="duration:SECONDS", type=_duration,
                       help="stop after this many seconds")
-    live.add_argument("-w", "--write", metavar="OUT.pcap", help="also write the captured packets to a pcap file")
     live.add_argument("-D", "--list-interfaces", action="store_true", help="list the interfaces and exit")
+    parser.add_argument("-v", action="version", version=f"dissect {__version__}", help="print the version and exit")
     parser.add_argument("--version", action="version", version=f"dissect {__version__}")
     return parser
 
@@ -151,9 +171,10 @@ def use_color(choice, stream):
     return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
-def _printer(args, out):
+def _printer(args, out, writer=None):
     return Printer(out, format=args.format, verbose=args.verbose or args.payload_mode, hexdump=args.hex,
-                   color=use_color(args.color, out), stats=args.stats)
+                   color=use_color(args.color, out), stats=args.stats, quiet=args.quiet, fields=args.field,
+                   field_options=args.field_options, writer=writer)
 
 
 def _session(args, printer):
@@ -165,6 +186,7 @@ def _run(args, out):
     args.payload_mode = args.payload is not None or args.payload_file is not None
     if args.list_fields:
         return _list_fields(args.list_fields, out)
+    _check_views(args)
     _tune_garbage_collector()
     if args.list_interfaces:
         from .capture.live import list_interfaces
@@ -175,35 +197,74 @@ def _run(args, out):
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
-    live_only = [flag for flag, value in (("-f", args.capture_filter), ("-c", args.count), ("-a", args.autostop),
-                                          ("-w", args.write)) if value is not None]
+    args.files = args.files + args.read_file
+    live_only = [flag for flag, value in (("-f", args.capture_filter), ("-a", args.autostop)) if value is not None]
     if args.interface:
         if args.files:
             raise UsageError("give capture files or -i IFACE, not both")
         if args.jobs > 1:
             raise UsageError("-j works on capture files; live capture runs in one process")
+        if args.write_format == "pcapng":
+            raise UsageError("live capture writes pcap: -F pcapng goes with capture files")
         return _run_live(args, out)
     if live_only:
         raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")
     if not args.files:
-        raise UsageError("no input: give a capture FILE, -i IFACE, or --payload HEX --protocol PROTO (see --help)")
-    if args.jobs > 1 and not all(map(_rereadable, args.files)):
-        print("dissect: -j reads its files twice (once to share the work out): input that cannot be read "
-              "twice runs in one process", file=sys.stderr)
+        raise UsageError("no input: give a capture FILE (- for standard input), -i IFACE, or --payload HEX "
+                         "--protocol PROTO (see --help)")
+    if args.files.count("-") > 1:
+        raise UsageError("standard input can be read once: give - once")
+    if args.jobs > 1 and (args.write or args.count):
+        raise UsageError("-w and -c run in one process: leave out -j")
+    if args.jobs > 1 and not all(map(rereadable, args.files)):
+        print("dissect: -j reads its input twice (once to share the work out): standard input, a pipe or a FIFO "
+              "runs in one process", file=sys.stderr)
         args.jobs = 1
     if args.jobs > 1:
         from .parallel import run_parallel
         args.color = "always" if use_color(args.color, out) else "never"
         return run_parallel(args, out)
-    printer = _printer(args, out)
+    return _run_files(args, out)
+
+
+def _check_views(args):
+    """Options that the chosen view would ignore are errors, not silence (as tshark)."""
+    if args.format != "text" and (args.verbose or args.hex):
+        raise UsageError(f"-V and -x are text views: leave them out with -T {args.format}")
+    if args.format == "fields" and not args.field:
+        raise UsageError("-T fields needs at least one -e KEY")
+    if args.format != "fields" and (args.field or args.field_option):
+        raise UsageError("-e and -E go with -T fields")
+    if args.write == "-" and not (args.quiet or args.stats):
+        args.quiet = True  # standard output carries the capture: nothing else may be printed there
+    try:
+        args.field_options = FieldOptions.parse(args.field_option)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.field:
+        check_keys(args.field, filter_fields())
+
+
+def _run_files(args, out):
+    writer = _open_writer(args)
+    printer = _printer(args, out, writer)
     session = _session(args, printer)
-    files = CaptureFiles(args.files)
+    files = CaptureFiles(args.files, limit=args.count)
+    interrupted = False
     try:
         _read_files(files, session)
     except KeyboardInterrupt:  # Ctrl-C: conclude as the end of the capture does, then exit 130
+        interrupted = True
+    except WriteError as exc:  # -w failed: stop reading, conclude with what was read
+        files.errors.append(str(exc))
+        printer.writer = None
+    try:
         _conclude(session, printer)
+    except WriteError as exc:
+        files.errors.append(str(exc))
+    if interrupted:
         return 130
-    _conclude(session, printer)
+    _explain_failure(session)
     for error in files.errors:
         print(f"dissect: {error}", file=sys.stderr)
     if files.errors:
@@ -211,17 +272,24 @@ def _run(args, out):
     return 1 if session.failed else 0
 
 
+def _open_writer(args):
+    if not args.write:
+        return None
+    try:
+        return open_writer(args.write, pick_format(args.write, args.write_format))
+    except WriteError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _explain_failure(session):
+    """With -Y, a finding that fails the run may sit in a frame that is not shown: say which it was."""
+    if session.failed and session.filter is not None and not session.failed.shown:
+        print(f"dissect: --fail-on: {session.failed}", file=sys.stderr)
+
+
 def _conclude(session, printer):
     session.finish()
     printer.close(session.stats, session.analyzers)
-
-
-def _rereadable(path):
-    """A regular file can be read again from the start; a FIFO, a pipe or a terminal cannot."""
-    try:
-        return os.path.isfile(path)
-    except (OSError, ValueError):
-        return False
 
 
 def _tune_garbage_collector():

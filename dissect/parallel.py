@@ -22,7 +22,8 @@ import time
 import zlib
 from operator import itemgetter
 
-from .capture.files import CaptureError, CaptureFiles, open_capture
+from .capture.files import CaptureError
+from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ipv4_addresses
 from .pipeline import Pipeline
 from .progress import Progress
@@ -143,7 +144,7 @@ def run_parallel(args, out):
 # -- the parent ------------------------------------------------------------------------------------
 def _printer(args, out):
     return Printer(out, format=args.format, verbose=args.verbose, hexdump=args.hex, color=args.color == "always",
-                   stats=args.stats)
+                   stats=args.stats, quiet=args.quiet, fields=args.field, field_options=args.field_options)
 
 
 def _merge(args, printer, receivers):
@@ -253,6 +254,7 @@ def _worker(index, args, partition, conn):
 def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
+    args.field_options.header = False  # the parent writes the one header line
     sink = _Text()
     printer = _printer(args, sink)
     session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,

@@ -18,8 +18,9 @@ class Session:
     """One capture, frame by frame: call ``frame`` for each frame, then ``finish``.
 
     ``tree``: build field trees (views that show fields need them; a display filter turns them on).
-    ``stats``: count what ``--stats`` shows. ``fail_on``: a severity; ``failed`` becomes true when a
-    finding at or above it is seen, whether the filter shows its frame or not."""
+    ``stats``: count what ``--stats`` shows (the frames and records the filter shows). ``fail_on``: a
+    severity; ``failed`` becomes a true FailReason at the first finding at or above it, whether the
+    filter shows its frame or not."""
 
     __slots__ = ("sink", "filter", "pipeline", "stats", "fail_rank", "failed")
 
@@ -59,31 +60,51 @@ class Session:
             self.analysis(rec)
 
     def _frame(self, record):
-        if self.fail_rank is not None and not self.failed:
-            self._check_fail(record.all_findings())
-        if self.stats is not None:
-            self.stats.frame(record)
-        if self.filter is None or evaluate(self.filter, frame_values(record)):
+        shown = self.filter is None or evaluate(self.filter, frame_values(record))
+        if self.fail_rank is not None and self.failed is False:
+            self._check_fail(record.all_findings(), f"frame {record.number}", shown)
+        if shown:
+            if self.stats is not None:
+                self.stats.frame(record)
             self.sink.frame(record)
 
     def analysis(self, rec):
         """An analysis record concluded outside ``frame`` and ``finish`` (``-j`` merges use it)."""
-        if self.fail_rank is not None and not self.failed:
-            self._check_fail(rec.findings)
-        if self.stats is not None:
-            self.stats.analysis(rec)
-        if self.filter is None or evaluate(self.filter, analysis_values(rec)):
+        shown = self.filter is None or evaluate(self.filter, analysis_values(rec))
+        if self.fail_rank is not None and self.failed is False:
+            self._check_fail(rec.findings, f"the {rec.protocol} {rec.name} record of frames {rec.frames[:4]}", shown)
+        if shown:
+            if self.stats is not None:
+                self.stats.analysis(rec)
             self.sink.analysis(rec)
 
-    def _check_fail(self, findings):
+    def _check_fail(self, findings, where, shown):
         for finding in findings:
             if SEVERITY_RANK[finding.severity] >= self.fail_rank:
-                self.failed = True
+                self.failed = FailReason(finding.code, finding.severity, where, shown)
                 return
 
     def stats_dict(self):
         """The ``--stats`` result (the ``-T json`` stats record); needs ``stats=True``."""
         return self.stats.as_dict(self.pipeline.analyzers)
+
+
+class FailReason:
+    """The finding that made ``--fail-on`` fail the run: its code, severity, where, and whether it was shown."""
+
+    __slots__ = ("code", "severity", "where", "shown")
+
+    def __init__(self, code, severity, where, shown):
+        self.code = code
+        self.severity = severity
+        self.where = where
+        self.shown = shown
+
+    def __bool__(self):
+        return True
+
+    def __str__(self):
+        return f"{self.where} has {self.severity} {self.code}" + ("" if self.shown else " (not shown by the filter)")
 
 
 def finish_order(rec):

@@ -8,7 +8,8 @@ import netquake_peer as nq
 import pytest
 from conftest import capture, jsonl, run_cli
 
-from dissect.capture.files import CaptureError, open_capture
+from dissect.capture.files import CaptureError
+from dissect.capture.sources import open_capture
 from dissect.capture.layers import decode_frame
 
 PAYLOAD = nq.ccreq_server_info()

@@ -14,7 +14,7 @@ import pytest
 import teeframe_peer as tf
 from conftest import CAPTURES, ROOT, run_cli
 
-from dissect.capture.files import open_capture
+from dissect.capture.sources import open_capture
 from dissect.capture.layers import decode_frame
 from dissect.capture.files import Frame
 from dissect.parallel import Partition, address_pair
@@ -212,7 +212,7 @@ def test_servers_seen_in_several_workers_merge_as_in_one_process(tmp_path):
     """Two masters list one server and two launchers ask it; one worker saw each launcher's traffic.
     Merged, the two workers' analyzers say what one process says."""
     import odamex_peer as od
-    from dissect.capture.files import open_capture as frames_of
+    from dissect.capture.sources import open_capture as frames_of
     from dissect.pipeline import Pipeline
     server = ("198.51.100.1", 10666)
     exchanges = [(("10.7.0.1", 40000), ("10.7.0.100", 15000), od.master_list([server, ("198.51.100.2", 10666)])),

@@ -213,7 +213,7 @@ def best(cmd, runs):
 
 
 def count_frames(path):
-    from dissect.capture.files import open_capture
+    from dissect.capture.sources import open_capture
     return sum(1 for _ in open_capture(path))
 
 

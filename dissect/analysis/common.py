@@ -1,6 +1,7 @@
 """Helpers shared by the per-protocol trackers."""
 
 from ..core import Field
+from ..core.bounded import BoundedDict
 
 
 class Timing:
@@ -84,3 +85,75 @@ def merge_latest(mine, theirs, combine):
     mine.clear()
     for key, entry in sorted(combined.items(), key=lambda item: item[1]["last_frame"])[-mine.limit:]:
         mine[key] = entry
+
+
+class ServersSeen:
+    """The servers-seen table of ``--stats``: per server, the responses counted and each field's newest
+    value, newest by the frame that carried it (a missing value leaves the older one).
+
+    Each field keeps the frame it came from, so the table does not depend on the order in which
+    replies are concluded, nor on how ``-j`` split them between workers: merging two workers'
+    tables gives the table one process builds. Rows come out ordered by their newest frame."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, limit):
+        self.rows = BoundedDict(limit)  # server -> (entry, {field: frame})
+
+    def update(self, server, frame, fields):
+        row = self.rows.get(server)
+        if row is None:
+            row = ({"server": server, "responses": 0, "last_frame": frame}, {})
+        entry, stamps = row
+        entry["responses"] += 1
+        entry["last_frame"] = max(entry["last_frame"], frame)
+        for key, value in fields.items():
+            if value is not None and frame >= stamps.get(key, -1):
+                entry[key] = value
+                stamps[key] = frame
+        self.rows.put(server, row)
+
+    def merge(self, other):
+        """Fold in another ``-j`` worker's table."""
+        combined = dict(self.rows)
+        for server, (entry, stamps) in other.rows.items():
+            mine = combined.get(server)
+            if mine is not None:
+                entry, stamps = _newest_fields(mine, (entry, stamps))
+            combined[server] = (entry, stamps)
+        self.rows.clear()
+        for server, row in sorted(combined.items(), key=_row_order)[-self.rows.limit:]:
+            self.rows[server] = row
+
+    def entries(self):
+        """The rows, oldest first by their newest frame; each row's fields in one order (the count and
+        frame first, then by name), whichever reply set them first."""
+        return [_canonical(entry) for _, (entry, _) in sorted(self.rows.items(), key=_row_order)]
+
+    def get(self, server):
+        row = self.rows.get(server)
+        return None if row is None else row[0]
+
+    def __len__(self):
+        return len(self.rows)
+
+
+def _row_order(item):
+    server, (entry, _) = item
+    return entry["last_frame"], server
+
+
+def _canonical(entry):
+    head = {"server": entry["server"], "responses": entry["responses"], "last_frame": entry["last_frame"]}
+    return {**head, **{key: entry[key] for key in sorted(entry) if key not in head}}
+
+
+def _newest_fields(a, b):
+    (first, first_stamps), (second, second_stamps) = a, b
+    entry = {"server": first["server"], "responses": first["responses"] + second["responses"],
+             "last_frame": max(first["last_frame"], second["last_frame"])}
+    stamps = {}
+    for key in {**first_stamps, **second_stamps}:
+        one, two = first_stamps.get(key, -1), second_stamps.get(key, -1)
+        entry[key], stamps[key] = (first[key], one) if one >= two else (second[key], two)
+    return entry, stamps

@@ -52,63 +52,9 @@ PCAP_MAGICS = {
 PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 
 
-def open_capture(path):
-    """Yield the Frames of a pcap or pcapng file; raise CaptureError where it cannot go on."""
-    return read_capture(open_file(path), path)
-
-
-class CaptureFiles:
-    """Several files read in turn as one capture: frame numbers go on from file to file. Each is a
-    path or a binary file object open for reading (closed when read).
-
-    A file that cannot be read to its end adds its reason to ``errors``, and reading goes on with
-    the next one."""
-
-    def __init__(self, paths):
-        self.paths = paths
-        self.errors = []
-        self.index = 0
-        self.handle = None
-
-    def __iter__(self):
-        base = 0
-        for self.index, path in enumerate(self.paths):
-            last = 0
-            try:
-                self.handle = path if hasattr(path, "read") else open_file(path)
-                for frame in read_capture(self.handle, _name(path)):
-                    last = frame.number
-                    frame.number += base
-                    yield frame
-            except CaptureError as exc:
-                self.errors.append(str(exc))
-            base += last
-
-    def position(self):
-        """(index of the file being read, bytes read of it), for a progress line."""
-        try:
-            return self.index, self.handle.tell()
-        except (AttributeError, OSError, ValueError):  # not opened, or closed at its end
-            return self.index, 0
-
-
-def _name(source):
-    """What messages call a capture: its path, or a file object's name."""
-    if hasattr(source, "read"):
-        name = getattr(source, "name", None)
-        return name if isinstance(name, str) else "input"
-    return str(source)
-
-
-def open_file(path):
-    """The file opened for ``read_capture``, or CaptureError saying why not."""
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise CaptureError(f"{path}: cannot open: {exc.strerror}") from None
-
-
 def read_capture(handle, name="input"):
+    """Yield the Frames of a pcap or pcapng stream (closed when read); raise CaptureError where it cannot go
+    on. dissect.capture.sources opens paths, standard input and compressed captures for it."""
     with handle:
         head = handle.read(4)
         if len(head) < 4:

@@ -43,7 +43,8 @@ FRAME_FIELDS = (
         ("code", "Finding code", "string", "the code of a finding on the frame (e.g. netquake.bad_flags)"),
         ("severity", "Severity", "string", "a finding's severity: error, warning, note or chat"),
     ], title="Expert info"),
-    FieldTable("analysis", [], title="Analysis record (its name: analysis == \"server_info\")"),
+    FieldTable("analysis", [], title="Analysis", root_type="string",
+               root_description='the name of an analysis record (analysis == "server_info")'),
 )
 
 FRAME_FINDINGS = FindingTable("capture", [

@@ -22,7 +22,8 @@ class FieldSpec:
     """One declared field: its filter ``key``, the ``name`` a tree shows, value ``type``, ``description``.
 
     ``fmt`` turns a value into what a person reads (None: the default display). Attributes other than
-    these reach the entries declared under this key: ``spec.shirt`` for ``<key>.shirt``."""
+    these reach the entries declared under this key: ``spec.shirt`` for ``<key>.shirt``. A child whose
+    last part is one of the attribute names (``<key>.name``) is reached as ``spec.children["name"]``."""
 
     __slots__ = ("key", "name", "type", "description", "fmt", "children")
 
@@ -102,11 +103,13 @@ class FieldTable:
     protocol's table (``messages=True``) also holds the keys every protocol has: ``<key>.message`` (the
     message's name) and ``<key>.analysis`` (the name of an analysis record of the protocol)."""
 
-    def __init__(self, protocol, entries, title=None, messages=False):
+    def __init__(self, protocol, entries, title=None, messages=False, root_type="protocol",
+                 root_description=None):
         self.protocol = protocol
         self.root = _Namespace(protocol)
         self.by_key = {}
-        self._declare(FieldSpec(protocol, title or protocol, "protocol", f"the {title or protocol} protocol"))
+        self._declare(FieldSpec(protocol, title or protocol, root_type,
+                                root_description or f"the {title or protocol} protocol"))
         if messages:
             self._declare(FieldSpec(f"{protocol}.message", "Message", "string", "the message's name"))
             self._declare(FieldSpec(f"{protocol}.analysis", "Analysis", "string",

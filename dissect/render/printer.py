@@ -1,25 +1,33 @@
 """The command's output: the views a run asks for, fed the records a Session keeps, and the statistics."""
 
+from .fields import FieldsRenderer
 from .hexdump import HexRenderer
 from .jsonout import JsonRenderer
 from .text import SummaryRenderer, TreeRenderer
 
 
 class Printer:
-    """Sends each record to the chosen views: summary lines, ``-V`` trees, ``-x`` hex dumps, or JSON.
+    """Sends each record to the chosen views: summary lines, ``-V`` trees, ``-x`` hex dumps, JSON, or
+    ``-T fields`` columns; and each frame shown to ``writer`` (``-w``) when there is one.
 
-    With ``stats`` no record is printed: ``close`` writes the statistics instead (as text, or as JSON
-    records: one a server seen, then the stats record)."""
+    With ``stats`` or ``quiet`` no record is printed; with ``stats`` ``close`` writes the statistics
+    (as text, or as JSON records: one a server seen, then the stats record)."""
 
-    def __init__(self, out, format="text", verbose=False, hexdump=False, color=False, stats=False):
+    def __init__(self, out, format="text", verbose=False, hexdump=False, color=False, stats=False, quiet=False,
+                 fields=None, field_options=None, writer=None):
         self.out = out
         self.json = None
         self.views = []
-        if format != "text":
+        self.writer = writer
+        silent = stats or quiet
+        if format == "fields":
+            if not silent:
+                self.views.append(FieldsRenderer(out, fields, field_options))
+        elif format != "text":
             self.json = JsonRenderer(out, lines=format == "jsonl")
-            if not stats:
+            if not silent:
                 self.views.append(self.json)
-        elif not stats:
+        elif not silent:
             if verbose:
                 self.views.append(TreeRenderer(out, color))
             if hexdump:
@@ -33,6 +41,8 @@ class Printer:
         return any(not isinstance(view, SummaryRenderer) for view in self.views)
 
     def frame(self, record):
+        if self.writer is not None:
+            self.writer.write(record)
         for view in self.views:
             view.frame(record)
 
@@ -54,3 +64,6 @@ class Printer:
         if self.json is not None:
             self.json.close()
         self.out.flush()
+        if self.writer is not None:
+            writer, self.writer = self.writer, None
+            writer.close()

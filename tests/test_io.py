@@ -1,0 +1,181 @@
+"""Files in and out as tshark users expect: standard input, compressed captures, -w of the frames
+shown, -c, -T fields, and tshark's small habits (-q, -v, -n, views that ignore an option)."""
+
+import bz2
+import csv
+import gzip
+import io
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+
+import lz4.frame
+import pytest
+import zstandard
+
+from conftest import ROOT, capture, jsonl, run_cli
+from dissect.capture.sources import open_capture
+
+SESSION = capture("netquake-session.pcap")
+COMPRESSORS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress,
+               "zst": lambda data: zstandard.ZstdCompressor().compress(data), "lz4": lz4.frame.compress}
+
+
+def _run_stdin(*args, data):
+    proc = subprocess.run([sys.executable, "-m", "dissect", *map(str, args)], input=data, capture_output=True,
+                          cwd=ROOT, timeout=120)
+    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+
+
+@pytest.mark.parametrize("view", [(), ("-V",), ("-x",), ("-T", "jsonl"), ("-T", "json"), ("--stats",),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "netquake.control.command")])
+def test_standard_input_gives_what_the_file_gives(view):
+    data = open(SESSION, "rb").read()
+    expected = run_cli(*view, SESSION)
+    assert _run_stdin(*view, "-", data=data) == expected
+    assert _run_stdin(*view, "-r", "-", data=data) == expected
+    assert expected[0] == 0 and expected[1]
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_compressed_captures_are_recognized_by_their_bytes(tmp_path, suffix):
+    data = open(capture("soldat-session.pcap"), "rb").read()
+    packed = tmp_path / "capture.bin"  # no telling name: the magic bytes decide
+    packed.write_bytes(COMPRESSORS[suffix](data))
+    expected = run_cli("-T", "jsonl", capture("soldat-session.pcap"))
+    assert run_cli("-T", "jsonl", packed) == expected
+    assert _run_stdin("-T", "jsonl", "-", data=packed.read_bytes()) == expected
+
+
+def test_a_truncated_compressed_capture_keeps_the_frames_before_the_cut(tmp_path):
+    packed = tmp_path / "cut.pcap.gz"
+    whole = gzip.compress(open(SESSION, "rb").read())
+    packed.write_bytes(whole[:len(whole) // 2])
+    code, out, err = run_cli(packed)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"dissect: {packed}")
+    assert "Traceback" not in err and len(out.splitlines()) > 5
+
+
+def test_j_on_standard_input_runs_in_one_process():
+    data = open(SESSION, "rb").read()
+    code, out, err = _run_stdin("-j", "2", "-", data=data)
+    assert code == 0 and out == run_cli(SESSION)[1]
+    assert err == ("dissect: -j reads its input twice (once to share the work out): standard input, a pipe or a "
+                   "FIFO runs in one process\n")
+
+
+def _frames(path):
+    return [(frame.number, round(frame.ts, 6), frame.data, frame.linktype) for frame in open_capture(str(path))]
+
+
+@pytest.mark.parametrize("name,args", [("out.pcap", ()), ("out.pcapng", ()), ("out.bin", ("-F", "pcapng"))])
+def test_write_keeps_the_frames_the_filter_shows(tmp_path, name, args):
+    out = tmp_path / name
+    code, text, err = run_cli("-Y", "netquake.control.command == 0x84", "-w", out, *args, SESSION)
+    assert (code, err) == (0, "")
+    kept = [int(line.split()[0]) for line in text.splitlines()]
+    original = {number: rest for number, *rest in _frames(SESSION)}
+    written = _frames(out)
+    assert [tuple(rest) for _, *rest in written] == [tuple(original[number]) for number in kept]
+    assert open(out, "rb").read(4) == (b"\x0a\x0d\x0d\x0a" if name != "out.pcap" else b"\xd4\xc3\xb2\xa1")
+    assert jsonl(run_cli("-T", "jsonl", out)[1])[0]["info"].startswith("CCREP_PLAYER_INFO")
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+def test_written_files_read_back_in_tshark(tmp_path):
+    for name in ("out.pcap", "out.pcapng"):
+        out = tmp_path / name
+        assert run_cli("-q", "-c", "7", "-w", out, SESSION)[0] == 0
+        proc = subprocess.run(["tshark", "-r", str(out), "-T", "fields", "-e", "frame.number", "-e", "frame.len",
+                               "-e", "udp.dstport"], capture_output=True, text=True, timeout=120)
+        rows = [line.split("\t") for line in proc.stdout.splitlines()]
+        ours = [(str(n), str(len(data))) for n, _, data, _ in _frames(SESSION)[:7]]
+        assert [tuple(row[:2]) for row in rows] == ours
+        assert rows[0][2] == "26000"
+
+
+def test_write_to_standard_output_and_count(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "dissect", "-c", "3", "-w", "-", SESSION], capture_output=True,
+                          cwd=ROOT, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == b""
+    out = tmp_path / "piped.pcap"
+    out.write_bytes(proc.stdout)
+    assert [frame[2] for frame in _frames(out)] == [frame[2] for frame in _frames(SESSION)[:3]]
+
+
+def test_count_stops_and_concludes_as_the_end_does():
+    code, out, _ = run_cli("-c", "5", "-T", "jsonl", SESSION)
+    records = jsonl(out)
+    assert [r["frame"] for r in records if r["kind"] == "frame"] == [1, 2, 3, 4, 5]
+    walk = [r for r in records if r["kind"] == "analysis"]
+    assert walk and walk[0]["name"] == "player_walk" and walk[0]["result"]["complete"] is False
+
+
+def test_pcap_of_several_link_types_is_an_error_naming_the_conflict(tmp_path):
+    from capkit import ethernet, sll, udp_packet, write_pcapng
+    import netquake_peer as nq
+    mixed = tmp_path / "mixed.pcapng"
+    ip = udp_packet("10.0.0.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info())
+    write_pcapng(mixed, [(0, 1700000000.0, ethernet(ip)), (1, 1700000001.0, sll(ip))], [1, 113])
+    code, _, err = run_cli("-q", "-w", tmp_path / "out.pcap", mixed)
+    assert code == 2
+    assert err == (f"dissect: {tmp_path / 'out.pcap'}: frame 2 has link type 113 but the pcap holds link type 1: "
+                   f"a pcap has one link type (write pcapng: -F pcapng)\n")
+    assert run_cli("-q", "-w", tmp_path / "out.pcapng", mixed)[0] == 0
+    assert [f[3] for f in _frames(tmp_path / "out.pcapng")] == [1, 113]
+
+
+def test_field_columns_parse_as_csv():
+    code, out, err = run_cli("-T", "fields", "-E", "header=y", "-E", "separator=,", "-E", "quote=d",
+                             "-e", "frame.number", "-e", "ip.src", "-e", "netquake.control.host_name",
+                             "-e", "netquake.control.current_players", "-Y", "netquake.control.command == 0x83",
+                             SESSION)
+    assert (code, err) == (0, "")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["frame.number", "ip.src", "netquake.control.host_name", "netquake.control.current_players"]
+    assert rows[1] == ["2", "127.0.0.1", "dissect test server", "3"]
+
+
+def test_field_occurrence_and_aggregator():
+    args = ("-T", "fields", "-e", "ip.addr", "-c", "1", SESSION)
+    assert run_cli(*args)[1] == "127.0.0.1,127.0.0.1\n"
+    assert run_cli("-E", "occurrence=f", *args)[1] == "127.0.0.1\n"
+    assert run_cli("-E", "aggregator=/s", *args)[1] == "127.0.0.1 127.0.0.1\n"
+
+
+def test_field_columns_check_their_keys():
+    code, out, err = run_cli("-T", "fields", "-e", "netquake.control.curent_players", SESSION)
+    assert (code, out) == (2, "")
+    assert "did you mean netquake.control.current_players?" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (("-T", "json", "-V"), "-V and -x are text views: leave them out with -T json"),
+    (("-T", "jsonl", "-x"), "-V and -x are text views: leave them out with -T jsonl"),
+    (("-T", "fields",), "-T fields needs at least one -e KEY"),
+    (("-e", "frame.number"), "-e and -E go with -T fields"),
+    (("-E", "quote=x", "-T", "fields", "-e", "frame.number"), "bad -E 'quote=x': quote is one of d, s, n"),
+])
+def test_options_a_view_would_ignore_are_errors(args, message):
+    assert run_cli(*args, SESSION) == (2, "", f"dissect: {message}\n")
+
+
+def test_quiet_version_and_no_resolution():
+    assert run_cli("-q", SESSION) == (0, "", "")
+    code, out, _ = run_cli("-v")
+    assert code == 0 and out.startswith("dissect ")
+    assert run_cli("-n", SESSION) == run_cli(SESSION)
+
+
+def test_stats_count_what_the_filter_shows():
+    _, out, _ = run_cli("--stats", "-T", "jsonl", "-Y", "netquake.control.command == 0x83", SESSION)
+    stats = [r for r in jsonl(out) if r["kind"] == "stats"][0]
+    assert stats["frames"] == 2 and stats["protocols"] == {"netquake": 2}
+
+
+def test_fail_on_names_the_finding_the_filter_hides():
+    code, out, err = run_cli("--fail-on", "note", "-Y", "netquake.control.command == 0x83", SESSION)
+    assert code == 1 and len(out.splitlines()) == 2
+    assert err == "dissect: --fail-on: frame 4 has note netquake.little_endian_long (not shown by the filter)\n"
