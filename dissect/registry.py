@@ -22,10 +22,10 @@ from .core.tables import FieldTable, FindingTable
 
 ENTRY_POINT_GROUP = "dissect.protocols"
 BUILTINS = {
-    "netquake": "dissect.protocols.netquake:NetQuake",
-    "odamex": "dissect.protocols.odamex:Odamex",
-    "soldat": "dissect.protocols.soldat:Soldat",
-    "teeframe": "dissect.protocols.teeframe:TeeFrame",
+    "netquake": "dissect.dissectors.netquake:NetQuake",
+    "odamex": "dissect.dissectors.odamex:Odamex",
+    "soldat": "dissect.dissectors.soldat:Soldat",
+    "teeframe": "dissect.dissectors.teeframe:TeeFrame",
 }
 
 

@@ -26,7 +26,7 @@ def test_harness_catches_a_planted_bug(tmp_path):
     planted.write_text(
         "import runpy, sys\n"
         f"sys.path.insert(0, {ROOT!r})\n"
-        "import dissect.protocols.netquake as nq\n"
+        "import dissect.dissectors.netquake as nq\n"
         "def broken(self, cur, msg):\n"
         "    raise ValueError('planted')\n"
         "nq.BODIES[nq.CCREQ_SERVER_INFO] = broken\n"

@@ -141,7 +141,7 @@ def test_errors_are_one_line():
     assert code == 2 and "bad capture filter" in err and "Traceback" not in err
     code, _, err = run_cli("-a", "5s", "-i", "lo")
     assert code == 2 and "duration:SECONDS" in err
-    code, _, err = run_cli("-c", "3", "some.pcap")
+    code, _, err = run_cli("-f", "udp", "some.pcap")
     assert code == 2 and "go with -i" in err
 
 

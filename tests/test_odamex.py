@@ -12,7 +12,7 @@ import odamex_peer as od
 from conftest import capture, jsonl, run_cli
 from helpers import codes, dissect, field, span
 
-from dissect.protocols.odamex import F, W
+from dissect.dissectors.odamex import F, W
 
 
 def u8(value):

@@ -128,7 +128,7 @@ def test_unknown_type_bad_separator_unterminated():
 # -- tables ---------------------------------------------------------------------------------------------
 
 def test_every_key_and_code_emitted_is_declared():
-    from dissect.protocols.soldat import F, W
+    from dissect.dissectors.soldat import F, W
     bad = list(sp.SERVERS[0])
     bad[2], bad[3], bad[8] = "9" * 30, 0, " 2"
     lines = [sp.request(), sp.request(encoding=UTF8), sp.list_begin(4), sp.server_entry(bad), sp.list_end(),
@@ -155,7 +155,7 @@ def test_summary_path_builds_no_tree_but_same_values_and_findings():
 
 def test_a_16_mib_line_is_cut_at_64_kib_before_it_is_dissected():
     from dissect.capture.reassembly import Chunk
-    from dissect.protocols.soldat import MAX_FIELDS, MAX_LINE
+    from dissect.dissectors.soldat import MAX_FIELDS, MAX_LINE
     from dissect.registry import Registry
     soldat = Registry().get("soldat")
     parser = soldat.stream_parser()
@@ -176,7 +176,7 @@ def test_a_16_mib_line_is_cut_at_64_kib_before_it_is_dissected():
 
 
 def test_a_16_mib_payload_handed_to_the_api_costs_one_line():
-    from dissect.protocols.soldat import MAX_LINE
+    from dissect.dissectors.soldat import MAX_LINE
     msg = dissect("soldat", b"z" + b"\xa9x" * (8 * 1024 * 1024) + b"\n")
     assert len(msg.fields_with("soldat.field")) == 32 and msg.length == 16 * 1024 * 1024 + 2
     (too_long,) = [f for f in msg.findings if f.code == "soldat.line_too_long"]
@@ -186,7 +186,7 @@ def test_a_16_mib_payload_handed_to_the_api_costs_one_line():
 
 
 def test_unfinished_lines_of_all_streams_share_one_budget(monkeypatch):
-    import dissect.protocols.soldat as soldat_module
+    import dissect.dissectors.soldat as soldat_module
     from dissect.capture.reassembly import Chunk
     from dissect.registry import Registry
     monkeypatch.setattr(soldat_module, "MAX_HELD", 250)

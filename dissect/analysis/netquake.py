@@ -2,7 +2,7 @@
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
-from ..protocols.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
+from ..dissectors.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
                                   CCREQ_SERVER_INFO, COMMANDS, F, W)
 from ..core.fmt import endpoint

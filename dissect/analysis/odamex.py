@@ -2,7 +2,7 @@
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
-from ..protocols.odamex import F, REAL, SPEC_TEAMS, real_teams
+from ..dissectors.odamex import F, REAL, SPEC_TEAMS, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_latest, merge_servers, merge_timings

@@ -11,7 +11,7 @@ import sys
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
-from ..protocols.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
+from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
 from .base import Analyzer
 from .common import Timing, merge_counts, merge_servers
 

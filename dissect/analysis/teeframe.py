@@ -16,7 +16,7 @@ from collections import OrderedDict
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..core.fmt import endpoint
-from ..protocols.teeframe import F, INF3_MAX_RECORDS, W
+from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W
 from .base import Analyzer
 from .common import Timing, annotate_response, merge_counts, merge_servers
 

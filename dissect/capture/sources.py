@@ -10,6 +10,7 @@ import bz2
 import io
 import lzma
 import os
+import stat
 import sys
 import zlib
 
@@ -41,9 +42,9 @@ def rereadable(source):
     if hasattr(source, "read") or source == STDIN:
         return False
     try:
-        return os.path.isfile(source)
-    except (OSError, ValueError):
-        return False
+        return stat.S_ISREG(os.stat(source).st_mode)
+    except (OSError, ValueError):  # missing or unreadable: reading it reports that, in one process or several
+        return True
 
 
 def open_input(source):

@@ -53,6 +53,12 @@ W = FindingTable("quake3", messages=True, entries=[
 ])
 
 
+# A child whose last part is an attribute of the entry (F.player.name is the entry's display name,
+# F.info.key its key) is reached through ``children``.
+PLAYER_NAME = F.player.children["name"]
+INFO_KEY = F.info.children["key"]
+
+
 class Quake3(Dissector):
     key = "quake3"
     title = "Quake3"
@@ -129,7 +135,7 @@ def _info_string(cur, msg):
         offset = start + 1
         for index in range(0, len(parts), 2):
             key = parts[index].decode("latin-1")
-            cur.add(F.info.key, offset, len(parts[index]), key)
+            cur.add(INFO_KEY, offset, len(parts[index]), key)
             offset += len(parts[index]) + 1
             if index + 1 >= len(parts):
                 cur.finding(W.bad_infostring, f"key {key!r} has no value", offset - 1, 0)
@@ -163,12 +169,13 @@ def _players(cur):
     return players
 
 
+
 def _player(cur, start, stop, match, number):
     player = {"score": int(match.group(1)), "ping": int(match.group(2)), "name": match.group(3).decode("latin-1")}
     with cur.subtree(F.player, name=f"Player {number}: {player['name']}"):
         cur.add(F.player.score, start, len(match.group(1)), player["score"])
         cur.add(F.player.ping, start + match.start(2), len(match.group(2)), player["ping"])
-        cur.add(F.player.name, start + match.start(3), len(match.group(3)), player["name"])
+        cur.add(PLAYER_NAME, start + match.start(3), len(match.group(3)), player["name"])
         cur.pos = stop  # the subtree spans the line, its newline not included
     return player
 
