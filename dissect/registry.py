@@ -46,6 +46,7 @@ class Dissector:
     truncated = None     # FindingSpec for a field that runs off the end of the message
     unterminated = None  # FindingSpec for a string without its terminator (default: truncated)
     stream_parser = None  # TCP protocols: a method returning a parser with feed, gap and close
+    examples = ()        # valid messages (bytes): where property tests and fuzzers start from
 
     def claims(self, payload, packet, on_port):
         """Cheap test: is this payload ours? ``on_port`` is true on a default or forced port."""
@@ -171,6 +172,8 @@ def check_protocol(cls, name):
         raise ValueError(f"{cls.key}: analyzer must be a dissect.Analyzer subclass")
     if not cls.transports or not set(cls.transports) <= {"udp", "tcp"}:
         raise ValueError(f"{cls.key}: transports must be udp and/or tcp")
+    if not cls.examples or not all(isinstance(example, bytes) for example in cls.examples):
+        raise ValueError(f"{cls.key}: examples must hold at least one valid message (bytes)")
     if "tcp" in cls.transports and cls.stream_parser is None:
         raise ValueError(f"{cls.key}: a TCP protocol needs a stream_parser")
 

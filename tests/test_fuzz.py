@@ -5,12 +5,14 @@ import subprocess
 import sys
 
 import pytest
+
+import dissect
 from conftest import ROOT, TOOLS
 
 atheris = pytest.importorskip("atheris", reason="atheris (fuzzing) is not installed")
 
 
-@pytest.mark.parametrize("target", ["netquake", "teeframe", "odamex", "soldat", "capture"])
+@pytest.mark.parametrize("target", [*dissect.protocols(), "capture"])
 def test_short_fuzz_run(target, tmp_path):
     proc = subprocess.run([sys.executable, os.path.join(TOOLS, "fuzz.py"), target, "--runs", "2000"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)

@@ -7,25 +7,13 @@ import odamex_peer as od
 import pytest
 import soldat_peer as sp
 import teeframe_peer as tf
+import dissect as dissect_api
 from helpers import dissect
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-VALID = {
-    "netquake": [nq.ccreq_server_info(), nq.ccreq_connect(), nq.ccreq_player_info(3), nq.ccreq_rule_info("noexit"),
-                 nq.ccrep_accept(26001), nq.ccrep_reject("full"),
-                 nq.ccrep_server_info("1.2.3.4:26000", "host", "e1m1", 2, 8),
-                 nq.ccrep_player_info(1, "Ranger", 77, -3, 60, "1.2.3.4:5"), nq.ccrep_rule_info("a", "b"),
-                 nq.ccrep_rule_info(), nq.data_packet(0x0009, 5, b"xyz")],
-    "teeframe": [tf.gie3(0x1234, 0x2A), tf.vanilla_gie3(3), tf.iext(77, tf.sample_clients(5)),
-                 tf.iex_plus(77, 1, tf.sample_clients(3)), tf.inf3(4, tf.sample_clients(3))],
-    "odamex": [od.request(), od.request(b"abcd"), od.master_list([("1.2.3.4", 10666), ("5.6.7.8", 10667)]),
-               od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 3}),
-               od.server_info(players=od.PLAYERS, ctf=True, layout="real", team_scores={"red": 1}),
-               od.server_info(players=od.PLAYERS, teamplay=True, layout="real", extension={})],
-    "soldat": [sp.request(), sp.request(encoding=sp.UTF8), sp.list_begin(4), sp.server_entry(sp.SERVERS[0]),
-               sp.server_entry(sp.SERVERS[1], sp.UTF8), sp.list_end()],
-}
+# Every registered protocol, with the valid messages it declares (Dissector.examples).
+VALID = {key: list(cls.examples) for key, cls in dissect_api.protocols().items()}
 PROTOCOLS = sorted(VALID)
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -153,3 +141,12 @@ def test_round_trip_values():
     sol = dissect("soldat", sp.server_entry(sp.SERVERS[2], sp.UTF8))
     assert tuple(sol.values[k] for k in ("version", "ip", "port", "name", "country")) == \
         (41, "198.51.100.7", 23073, "Hold the flag", "A1")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_declared_examples_are_valid_messages(protocol):
+    """Every protocol declares examples, and they decode with no error or warning."""
+    assert VALID[protocol]
+    for payload in VALID[protocol]:
+        msg = dissect(protocol, payload)
+        assert [f.code for f in msg.findings if f.severity in ("error", "warning")] == [], msg.name

@@ -6,7 +6,7 @@ dissector error, or a field or finding outside its message: atheris saves the
 input as ``crash-*`` in the working directory, to become a regression test.
 
     python tools/fuzz.py [TARGET ...] [--runs N | --seconds S]
-    targets: netquake teeframe odamex soldat capture (default: all)
+    targets: any registered protocol, or capture (default: all)
 """
 
 import argparse
@@ -25,27 +25,20 @@ sys.path.insert(0, ROOT)
 # Coverage guidance comes from instrumenting Python bytecode: fuzz the source, not the compiled build.
 os.environ.setdefault("DISSECT_PURE_PYTHON", "1")
 
-TARGETS = ("netquake", "teeframe", "odamex", "soldat", "capture")
+
+
+def targets():
+    """Every registered protocol (built-ins and installed plugins), then the capture reader."""
+    import dissect
+    return (*dissect.protocols(), "capture")
 
 
 def seeds(target):
-    import netquake_peer as nq
-    import odamex_peer as od
-    import soldat_peer as sp
-    import teeframe_peer as tf
-    if target == "netquake":
-        return [nq.ccreq_server_info(), nq.ccrep_server_info("1.2.3.4:26000", "h", "e1m1", 2, 8),
-                nq.ccrep_player_info(1, "Ranger", 77, -3, 60, "x"), nq.ccrep_rule_info("a", "b"),
-                nq.ccrep_rule_info(), nq.ccrep_accept(26001), nq.data_packet(9, 1, b"x")]
-    if target == "teeframe":
-        return [tf.gie3(1, 2), tf.iext(77, tf.sample_clients(4)), tf.iex_plus(77, 1, tf.sample_clients(2)),
-                tf.inf3(3, tf.sample_clients(2))]
-    if target == "odamex":
-        return [od.request(b"abcd"), od.master_list([("1.2.3.4", 5)]),
-                od.server_info(players=od.PLAYERS, teamplay=True, team_scores={"blue": 1}),
-                od.server_info(players=od.PLAYERS, teamplay=True, layout="real", extension={})]
-    if target == "soldat":
-        return [sp.request(), sp.server_entry(sp.SERVERS[0], sp.UTF8), sp.list_begin(3), sp.list_end()]
+    """A protocol's declared examples; for the capture reader, the first bytes of each bundled capture."""
+    import dissect
+    protocols = dissect.protocols()
+    if target in protocols:
+        return list(protocols[target].examples)
     out = []
     for path in sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap"))):
         with open(path, "rb") as handle:
@@ -119,18 +112,19 @@ def main():
         child(target, extra)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("targets", nargs="*", metavar="TARGET", help=f"any of {', '.join(TARGETS)} (default: all)")
+    parser.add_argument("targets", nargs="*", metavar="TARGET", help="a registered protocol or capture (default: all)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--runs", type=int, default=None)
     budget.add_argument("--seconds", type=int, default=None)
     args = parser.parse_args()
-    unknown = [t for t in args.targets if t not in TARGETS]
+    known = targets()
+    unknown = [t for t in args.targets if t not in known]
     if unknown:
-        parser.error(f"unknown target {unknown[0]!r}: choose from {', '.join(TARGETS)}")
+        parser.error(f"unknown target {unknown[0]!r}: choose from {', '.join(known)}")
     limit = [f"-runs={args.runs}"] if args.runs else [f"-max_total_time={args.seconds or 60}"]
     failures = 0
     print(f"{'target':<10} {'inputs tried':>13} {'crashes':>8}")
-    for target in args.targets or TARGETS:
+    for target in args.targets or known:
         executed, crashed, proc = run(target, limit)
         failures += crashed
         print(f"{target:<10} {executed:>13,} {int(crashed):>8}", flush=True)

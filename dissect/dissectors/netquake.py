@@ -150,6 +150,20 @@ class NetQuake(Dissector):
     findings = W
     analyzer = "dissect.analysis.netquake:NetQuakeAnalyzer"
     truncated = W.truncated
+    # Valid messages, as the protocol's tests and fuzzers start from (see tests/test_properties.py).
+    examples = (
+        bytes.fromhex("8000000c025155414b450003"),
+        bytes.fromhex("8000000c015155414b450003"),
+        bytes.fromhex("800000060303"),
+        bytes.fromhex("8000000c046e6f6578697400"),
+        bytes.fromhex("800000098191650000"),
+        bytes.fromhex("8000000a8266756c6c00"),
+        bytes.fromhex("8000002083312e322e332e343a323630303000686f73740065316d3100020803"),
+        bytes.fromhex("80000023840152616e676572004d000000fdffffff3c000000312e322e332e343a3500"),
+        bytes.fromhex("800000098561006200"),
+        bytes.fromhex("8000000585"),
+        bytes.fromhex("0009000b0000000578797a"),
+    )
 
     def __init__(self):
         # Conversations where NetQuake was seen, so data packets on other ports are recognized.

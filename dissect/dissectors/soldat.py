@@ -330,6 +330,17 @@ class Soldat(Dissector):
     findings = W
     analyzer = "dissect.analysis.soldat:SoldatAnalyzer"
     truncated = W.bad_field_count
+    # Valid messages, as the protocol's tests and fuzzers start from (see tests/test_properties.py).
+    examples = (
+        bytes.fromhex("65a93432a931a930a921a930a930a931a930a930a931a930a92d31a9300a"),
+        bytes.fromhex("65c2a93432c2a931c2a930c2a921c2a930c2a930c2a931c2a930c2a930c2a931c2a930c2a92d31c2a9300a"),
+        bytes.fromhex("66a9340a"),
+        bytes.fromhex("67a93432a93139322e302e322e3130a93233303733a933a935a93132a96374665f417368a9536f6c6461742043544620"
+                      "436c6173736963a932a935a935a932a930a930a931a931a930a930a944450a"),
+        bytes.fromhex("67c2a93432c2a93139322e302e322e3131c2a93233303734c2a931c2a930c2a93136c2a9426c6f78c2a9506f696e746d"
+                      "6174636820c39c6e69746564c2a930c2a933c2a934c2a933c2a930c2a931c2a931c2a930c2a931c2a930c2a9504c0a"),
+        bytes.fromhex("68a9a9a9a9a90a"),
+    )
 
     def __init__(self):
         self.held = 0   # bytes of unfinished lines held by this run's stream parsers, all streams together
