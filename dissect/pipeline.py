@@ -11,6 +11,8 @@ from .core.fmt import endpoint
 from .render.jsonout import frame_dict
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
+CUT = "ended inside a line"
+HELD = "held this line behind lost bytes until the capture ended"
 
 
 class FrameRecord:
@@ -243,26 +245,32 @@ class Pipeline:
         stream.dissector = None
         return out
 
-    def _orphan(self, stream, direction, msg):
-        """A line flushed at the end of the capture has no frame of its own: report it as analysis."""
+    def _orphan(self, stream, direction, msg, why=CUT):
+        """A message completed only at the end of the capture has no frame of its own to be shown with:
+        report it as analysis. ``why``: it ended inside a line (CUT), or it was whole but held behind
+        bytes that never came (HELD)."""
         _tag(stream, direction, msg)
         analyzer = self.analyzers.get(msg.protocol)
         out = analyzer.feed(_NoFrame(), msg, self.tree) if analyzer is not None else []
         return out + [AnalysisRecord(msg.protocol, "stream_end", msg.frames,
-                               {"stream": stream.index, "message": msg.name, "info": msg.info},
-                               msg.findings, f"stream {stream.index} ended inside a line: {msg.info}")]
+                                     {"stream": stream.index, "message": msg.name, "info": msg.info},
+                                     msg.findings, f"stream {stream.index} {why}: {msg.info}")]
 
     def finish(self):
         records = []
         for delivery in self.tcp.finish():
             stream = delivery.stream
+            if delivery.findings:  # bytes declared lost now that the capture has ended
+                records.append(AnalysisRecord("tcp", "capture_end", [], {"stream": stream.index},
+                                              delivery.findings, f"stream {stream.index}: bytes held behind a gap "
+                                                                 f"when the capture ended"))
             if stream.dissector is not None:
                 for direction, piece in delivery.pieces:
                     if isinstance(piece, Gap):
                         stream.parsers[direction].gap()
                     else:
                         for msg in stream.parsers[direction].feed(piece, self.tree, None):
-                            records += self._orphan(stream, direction, msg)
+                            records += self._orphan(stream, direction, msg, HELD)
                 records += self._close_stream(stream, None, None)
         for analyzer in self.analyzers.values():
             records.extend(analyzer.finish())

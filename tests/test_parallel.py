@@ -238,3 +238,30 @@ def test_servers_seen_in_several_workers_merge_as_in_one_process(tmp_path):
         ("198.51.100.1:10666", 4, ["10.7.0.100:15000", "10.7.0.200:15000"]),
         ("198.51.100.2:10666", 0, ["10.7.0.100:15000"])]
     assert merged.stats()["response_times"]["server_info"]["count"] == 4
+
+
+def _one_server_two_clients(path, first_ts):
+    """Two browsers ask one TeeFrame server (5 ms and 1 ms answers); then an unrequested iext (token -1)
+    reaches a third address last. Each browser's address pair may land in another worker."""
+    server = ("10.3.0.1", 8303)
+    frames = []
+    for n, (client, delay) in enumerate(((("10.3.0.2", 50000), 0.005), (("10.3.0.3", 50001), 0.001))):
+        start = first_ts + n * 0.1
+        frames.append((start, capkit.udp_packet(*client, *server, tf.gie3(7, 0x10 + n))))
+        frames.append((start + delay, capkit.udp_packet(*server, *client, tf.iext((7 << 8) | (0x10 + n),
+                                                                                    tf.sample_clients(2)))))
+    frames.append((first_ts + 0.5, capkit.udp_packet(*server, "10.3.0.4", 50002, tf.iext(-1))))
+    capkit.write_pcap(path, [(ts, capkit.ethernet(ip)) for ts, ip in frames])
+
+
+def test_servers_seen_merge_as_one_process_keeps_them(tmp_path):
+    first, second = tmp_path / "first.pcap", tmp_path / "second.pcap"
+    _one_server_two_clients(first, capkit.DEFAULT_TS)
+    _one_server_two_clients(second, capkit.DEFAULT_TS + 10)
+    for view in (("--stats",), ("--stats", "-T", "jsonl"), ()):
+        single = run_cli(*view, first, second)
+        assert single[0] == 0 and single[1]
+        for jobs in ("2", "3"):
+            assert run_cli("-j", jobs, *view, first, second) == single
+    stats = run_cli("--stats", first)[1]
+    assert "rtt 1.000 ms" in stats  # the newest reply that had a request, not the unrequested one

@@ -64,13 +64,6 @@ def merge_timings(mine, theirs):
         mine.setdefault(name, Timing()).merge(timing)
 
 
-def merge_servers(mine, theirs):
-    """Fold another worker's servers-seen table into this one (``-j``): the newer entry's values win
-    and the responses add up."""
-    merge_latest(mine, theirs, lambda older, newer: {**older, **newer,
-                                                     "responses": older["responses"] + newer["responses"]})
-
-
 def merge_latest(mine, theirs, combine):
     """Fold another worker's table of entries that say when they were last updated (``last_frame``)
     into this one (``-j``). An entry in both becomes ``combine(older, newer)``; the table keeps the

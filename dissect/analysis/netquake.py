@@ -7,7 +7,7 @@ from ..dissectors.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT
                                   CCREQ_SERVER_INFO, COMMANDS, F, W)
 from ..core.fmt import endpoint
 from .base import Analyzer
-from .common import Timing, annotate_response, merge_counts, merge_servers, merge_timings
+from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_timings
 
 MAX_CONVERSATIONS = 4096
 MAX_SERVERS = 10000
@@ -57,7 +57,7 @@ class NetQuakeAnalyzer(Analyzer):
         self.timings = {}
         self.requests = 0
         self.answered = 0
-        self.servers = BoundedDict(MAX_SERVERS)
+        self.servers = ServersSeen(MAX_SERVERS)
 
     def feed(self, record, msg, tree):
         command = msg.values.get("command")
@@ -169,15 +169,10 @@ class NetQuakeAnalyzer(Analyzer):
     def _server_seen(self, server, record, msg):
         data = msg.values
         server = endpoint(*server)
-        entry = self.servers.get(server) or {"server": server, "responses": 0}
-        entry["responses"] += 1
-        entry["last_frame"] = record.number
-        for key, source in (("host_name", "host_name"), ("level_name", "level_name"),
-                            ("players", "current_players"), ("max_players", "max_players"),
-                            ("version", "version"), ("response_time", "response_time")):
-            if data.get(source) is not None:
-                entry[key] = data[source]
-        self.servers.put(server, entry)
+        self.servers.update(server, record.number, {
+            "host_name": data.get("host_name"), "level_name": data.get("level_name"),
+            "players": data.get("current_players"), "max_players": data.get("max_players"),
+            "version": data.get("version"), "response_time": data.get("response_time")})
 
     # -- state ----------------------------------------------------------------------
     def _conversation(self, key, out):
@@ -229,12 +224,12 @@ class NetQuakeAnalyzer(Analyzer):
         """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
-        merge_servers(self.servers, other.servers)
+        self.servers.merge(other.servers)
 
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in sorted(self.timings.items())},
-                "servers": list(self.servers.values())}
+                "servers": self.servers.entries()}
 
 
 def _past_last_player(number, current_players):

@@ -5,7 +5,7 @@ from ..core.bounded import BoundedDict
 from ..dissectors.odamex import F, REAL, SPEC_TEAMS, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
-from .common import Timing, annotate_response, merge_counts, merge_latest, merge_servers, merge_timings
+from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_latest, merge_timings
 
 MAX_PENDING = 16384
 MAX_SERVERS = 10000
@@ -18,7 +18,7 @@ class OdamexAnalyzer(Analyzer):
 
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
-        self.servers = BoundedDict(MAX_SERVERS)     # server info per server
+        self.servers = ServersSeen(MAX_SERVERS)     # server info per server
         self.listed = BoundedDict(MAX_LISTED)       # server named by a master reply -> {masters, last_frame}
         self.timings = {"master_list": Timing(), "server_info": Timing()}
         self.requests = 0
@@ -71,14 +71,10 @@ class OdamexAnalyzer(Analyzer):
             if data.get("ext"):
                 info["extension"] = data["ext"]
             return dict(result, request_was="server info request", info=info)
-        entry = self.servers.get(server) or {"server": server, "responses": 0}
-        entry["responses"] += 1
-        entry.update(name=data.get("name"), map=data.get("map"), players=data.get("players"),
-                     max_players=data.get("max_players"), game_type=data.get("mode"),
-                     layout=data.get("layout"), last_frame=frames[-1])
-        if "response_time" in result:
-            entry["response_time"] = result["response_time"]
-        self.servers.put(server, entry)
+        self.servers.update(server, frames[-1], {
+            "name": data.get("name"), "map": data.get("map"), "players": data.get("players"),
+            "max_players": data.get("max_players"), "game_type": data.get("mode"), "layout": data.get("layout"),
+            "response_time": result.get("response_time")})
         summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
         return AnalysisRecord("odamex", "server_info", frames, full_result, [], summary)
 
@@ -89,16 +85,16 @@ class OdamexAnalyzer(Analyzer):
         """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
-        merge_servers(self.servers, other.servers)
+        self.servers.merge(other.servers)
         merge_latest(self.listed, other.listed, _merge_listings)
 
     def stats(self):
         servers = []
-        for server in self.servers.values():
+        for server in self.servers.entries():
             listing = self.listed.get(server["server"])
             servers.append(dict(server, listed_by=listing["masters"] if listing else []))
         for address, listing in self.listed.items():
-            if address not in self.servers:
+            if self.servers.get(address) is None:
                 servers.append({"server": address, "listed_by": listing["masters"], "responses": 0,
                                 "last_frame": listing["last_frame"]})
         return {"requests": self.requests, "answered": self.answered,

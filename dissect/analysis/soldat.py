@@ -13,7 +13,7 @@ from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
 from .base import Analyzer
-from .common import Timing, merge_counts, merge_servers
+from .common import ServersSeen, Timing, merge_counts
 
 MAX_EXCHANGES = 4096
 MAX_SERVERS_PER_LIST = 10000
@@ -54,7 +54,7 @@ class SoldatAnalyzer(Analyzer):
 
     def __init__(self):
         self.exchanges = BoundedDict(MAX_EXCHANGES)
-        self.servers = BoundedDict(MAX_SERVERS)
+        self.servers = ServersSeen(MAX_SERVERS)
         self.timing = Timing()
         self.requests = 0
         self.answered = 0
@@ -138,15 +138,12 @@ class SoldatAnalyzer(Analyzer):
     def _seen(self, exchange, values, msg):
         ip, port = values[_INDEX["ip"]], values[_INDEX["port"]]
         address = f"{clip(str(ip), MAX_TEXT)}:{port}"
-        seen = self.servers.get(address) or {"server": address, "responses": 0}
-        seen["responses"] += 1
         passworded = values[_INDEX["passworded"]]
-        seen.update(name=_text(values[_INDEX["name"]]), map=_text(values[_INDEX["map"]]),
-                    players=values[_INDEX["players"]], max_players=values[_INDEX["maxplayers"]],
-                    game_type=GAME_STYLES.get(values[_INDEX["gamestyle"]]), version=values[_INDEX["version"]],
-                    password=None if passworded is None else bool(passworded), listed_by=exchange.lobby,
-                    last_frame=msg.frames[-1] if msg.frames else 0)
-        self.servers.put(address, seen)
+        self.servers.update(address, msg.frames[-1] if msg.frames else 0, {
+            "name": _text(values[_INDEX["name"]]), "map": _text(values[_INDEX["map"]]),
+            "players": values[_INDEX["players"]], "max_players": values[_INDEX["maxplayers"]],
+            "game_type": GAME_STYLES.get(values[_INDEX["gamestyle"]]), "version": values[_INDEX["version"]],
+            "password": None if passworded is None else bool(passworded), "listed_by": exchange.lobby})
 
     def _evict(self, stream, exchange, why):
         return self._conclude(stream, exchange, evicted=f"{why}: the oldest (stream {stream}) is concluded early")
@@ -180,11 +177,11 @@ class SoldatAnalyzer(Analyzer):
         """Fold in another ``-j`` worker's analyzer (its streams are disjoint from these)."""
         merge_counts(self, other)
         self.timing.merge(other.timing)
-        merge_servers(self.servers, other.servers)
+        self.servers.merge(other.servers)
 
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
-                "response_times": {"list": self.timing.as_dict()}, "servers": list(self.servers.values())}
+                "response_times": {"list": self.timing.as_dict()}, "servers": self.servers.entries()}
 
 
 def _text(value):

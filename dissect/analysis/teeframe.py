@@ -18,7 +18,7 @@ from ..core.bounded import BoundedDict
 from ..core.fmt import endpoint
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W
 from .base import Analyzer
-from .common import Timing, annotate_response, merge_counts, merge_servers
+from .common import ServersSeen, Timing, annotate_response, merge_counts
 
 MAX_PENDING = 4096          # responses being assembled at once
 MAX_REQUESTS = 16384        # requests waiting for their first reply
@@ -80,7 +80,7 @@ class TeeFrameAnalyzer(Analyzer):
         self.requests = BoundedDict(MAX_REQUESTS)
         self.latest_token = BoundedDict(MAX_PENDING)   # (client, server) -> token of the last request
         self.done = BoundedDict(MAX_DONE)
-        self.servers = BoundedDict(MAX_SERVERS)
+        self.servers = ServersSeen(MAX_SERVERS)
         self.timing = Timing()
         self.request_count = 0
         self.answered = 0
@@ -272,17 +272,12 @@ class TeeFrameAnalyzer(Analyzer):
         return f"response token {response.token} from {response.server} is incomplete: {have} before {why}"
 
     def _server_seen(self, response, info, elapsed):
-        entry = self.servers.get(response.server) or {"server": response.server, "responses": 0}
-        entry["responses"] += 1
-        entry.update(name=info.get("name"), map=info.get("map"), game_type=info.get("game_type"),
-                     version=info.get("version"), players=info.get("num_players"),
-                     max_players=info.get("max_players"), clients=info.get("num_clients"),
-                     max_clients=info.get("max_clients"),
-                     password=None if info.get("flags") is None else bool(info["flags"] & 1))
-        entry["last_frame"] = response.frames[-1] if response.frames else 0
-        if elapsed is not None:
-            entry["response_time"] = elapsed
-        self.servers.put(response.server, entry)
+        self.servers.update(response.server, response.frames[-1] if response.frames else 0, {
+            "name": info.get("name"), "map": info.get("map"), "game_type": info.get("game_type"),
+            "version": info.get("version"), "players": info.get("num_players"),
+            "max_players": info.get("max_players"), "clients": info.get("num_clients"),
+            "max_clients": info.get("max_clients"),
+            "password": None if info.get("flags") is None else bool(info["flags"] & 1), "response_time": elapsed})
 
     def finish(self):
         out = [self._conclude(response) for response in list(self.pending.values())]
@@ -293,11 +288,11 @@ class TeeFrameAnalyzer(Analyzer):
         """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
         merge_counts(self, other, ("request_count", "answered"))
         self.timing.merge(other.timing)
-        merge_servers(self.servers, other.servers)
+        self.servers.merge(other.servers)
 
     def stats(self):
         return {"requests": self.request_count, "answered": self.answered,
-                "response_times": {"gie3": self.timing.as_dict()}, "servers": list(self.servers.values())}
+                "response_times": {"gie3": self.timing.as_dict()}, "servers": self.servers.entries()}
 
 
 def _packet_number(msg):
