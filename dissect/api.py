@@ -20,7 +20,7 @@ from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_input
 from .core.model import AnalysisRecord, Message
 from .pipeline import FrameRecord
-from .registry import Dissector, UsageError, load_protocols
+from .registry import Dissector, UsageError, load_protocols, protocol_key
 from .session import Session
 
 Source = Union[str, "os.PathLike[str]", BinaryIO]
@@ -127,11 +127,11 @@ def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # 
 
 def dissect_payload(payload: bytes, protocol: str, tree: bool = True) -> Message:
     """Decode one bare message of ``protocol`` (as ``dissect --payload HEX --protocol P``)."""
-    protocols = load_protocols()
-    if protocol not in protocols:
-        raise UsageError(f"unknown protocol {protocol!r} (known: {', '.join(sorted(protocols))})")
+    key = protocol_key(protocol)
+    if key is None:
+        raise UsageError(f"unknown protocol {protocol!r} (known: {', '.join(sorted(load_protocols()))})")
     session = Session(_Collector(deque()), tree=tree)
-    return session.payload(bytes(payload), protocol).messages[0]
+    return session.payload(bytes(payload), key).messages[0]
 
 
 def protocols() -> dict[str, type[Dissector]]:

@@ -10,7 +10,7 @@ from .capture.sources import CaptureFiles, rereadable
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
 from .progress import Progress
-from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols
+from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
 from .render.printer import Printer
 from .session import Session, filter_fields
@@ -361,8 +361,9 @@ def _run_payload(args, out):
     protocols = load_protocols()
     if not args.protocol:
         raise UsageError(f"--payload needs --protocol (one of: {', '.join(sorted(protocols))})")
-    if args.protocol not in protocols:
+    if protocol_key(args.protocol) is None:
         raise UsageError(f"unknown protocol {args.protocol!r} (known: {', '.join(sorted(protocols))})")
+    args.protocol = protocol_key(args.protocol)
     if args.files:
         raise UsageError("--payload takes no capture files")
     printer = _printer(args, out)

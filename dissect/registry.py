@@ -186,7 +186,7 @@ def _field_clash(cls):
 
 
 # -- decode-as -------------------------------------------------------------------------------------
-DECODE_AS = re.compile(r"^(udp|tcp)\.port\s*==\s*(\d{1,5})\s*,\s*([a-z0-9_]+)$")
+DECODE_AS = re.compile(r"^(udp|tcp)\.port\s*==\s*(\d{1,5})\s*,\s*([A-Za-z0-9_]+)$", re.IGNORECASE)
 
 
 def parse_decode_as(specs):
@@ -197,14 +197,24 @@ def parse_decode_as(specs):
         match = DECODE_AS.match(spec.strip())
         if not match:
             raise UsageError(f"bad --decode-as {spec!r}: expected udp.port==N,PROTO or tcp.port==N,PROTO")
-        transport, port, proto = match.group(1), int(match.group(2)), match.group(3)
+        transport, port, name = match.group(1).lower(), int(match.group(2)), match.group(3)
         if port > 65535:
             raise UsageError(f"bad --decode-as {spec!r}: port {port} is out of range")
-        if proto not in protocols:
-            raise UsageError(f"bad --decode-as {spec!r}: unknown protocol {proto!r} "
+        proto = protocol_key(name)
+        if proto is None:
+            raise UsageError(f"bad --decode-as {spec!r}: unknown protocol {name!r} "
                              f"(known: {', '.join(sorted(protocols))})")
         table[(transport, port)] = proto
     return table
+
+
+def protocol_key(name):
+    """The key of the protocol named ``name`` by its key or its title, in any case; None when none is."""
+    wanted = name.lower()
+    for key, cls in load_protocols().items():
+        if wanted in (key, (cls.title or "").lower()):
+            return key
+    return None
 
 
 class Registry:

@@ -29,8 +29,8 @@ def test_verbose_tree_has_offsets_on_every_field():
     block = out.split("\n\n")[1]  # frame 2: CCREP_SERVER_INFO
     assert block.startswith("Frame 2:")
     assert "NetQuake CCREP_SERVER_INFO [42:49]" in block
-    assert '    host_name: "dissect test server" [21:20]' in block
-    assert "    current_players: 3 [46:1]" in block
+    assert '    Host Name: "dissect test server" [21:20]' in block
+    assert "    Current Players: 3 [46:1]" in block
     assert "[Request in frame: 1]" in block
     field_lines = [ln for ln in block.splitlines() if ln.startswith("    ") and not ln.startswith("    [")
                    and ":" in ln and not ln.startswith("    Arrival") and not ln.startswith("    Link")]
@@ -47,7 +47,7 @@ def test_hex_dump_labels_every_byte_of_the_message():
     assert [ln.split()[1] for ln in legend] == [
         "eth", "ip", "udp", "netquake.flags", "netquake.length", "netquake.control.command",
         "netquake.control.game_name", "netquake.control.net_protocol_version"]
-    assert '    g  netquake.control.game_name [47:6] game_name: "QUAKE"' in legend
+    assert '    g  netquake.control.game_name [47:6] Game Name: "QUAKE"' in legend
     # Row 0x20 holds the UDP header's end and the message start: flags at 0x2a (42), game_name at 0x2f (47).
     assert lines[5].startswith("0020  ") and lines[5].endswith(".Q")
     assert lines[6].split() == ["b", "--", "c", "--", "--", "--", "--", "--", "--", "--", "d", "--", "e", "--",
@@ -68,7 +68,7 @@ def test_json_records_follow_the_contract():
     assert set(msg) == {"protocol", "message", "frames", "offset", "length", "fields", "findings"}
     assert msg["message"] == "CCREP_SERVER_INFO" and msg["frames"] == [2] and msg["offset"] == 42
     host = [f for f in msg["fields"] if f["key"] == "netquake.control.host_name"][0]
-    assert host == {"key": "netquake.control.host_name", "name": "host_name", "offset": 21, "length": 20,
+    assert host == {"key": "netquake.control.host_name", "name": "Host Name", "offset": 21, "length": 20,
                     "value": "dissect test server", "display": '"dissect test server"', "children": []}
     analyses = [r for r in records if r["kind"] == "analysis"]
     assert {a["name"] for a in analyses} >= {"rule_walk", "player_walk"}
@@ -163,7 +163,7 @@ def test_payload_mode():
     code, out, err = run_cli("--payload", "80 00 00 0c 02 51 55 41 4b 45 00 03", "--protocol", "netquake")
     assert code == 0
     assert "NetQuake CCREQ_SERVER_INFO [0:12]" in out
-    assert '    game_name: "QUAKE" [5:6]' in out
+    assert '    Game Name: "QUAKE" [5:6]' in out
     code, out, _ = run_cli("--payload", "800000058500", "--protocol", "netquake", "-T", "jsonl")
     record = jsonl(out)[0]
     assert record["messages"][0]["message"] == "CCREP_RULE_INFO"
@@ -178,7 +178,7 @@ def test_payload_file(tmp_path):
     path = tmp_path / "msg.bin"
     path.write_bytes(nq.ccrep_rule_info("sv_gravity", "800"))
     code, out, _ = run_cli("--payload-file", path, "--protocol", "netquake")
-    assert code == 0 and '    value: "800" [16:4]' in out
+    assert code == 0 and '    Value: "800" [16:4]' in out
 
 
 def test_stats():
@@ -220,3 +220,26 @@ def test_arrival_time_formats():
     assert _utc(1700000000.5) == "2023-11-14 22:13:20.500000 UTC"  # the same second again: from the cache
     assert _utc(-5.25) == "1969-12-31 23:59:54.750000 UTC"  # before 1970: the fraction stays positive
     assert _utc(float("nan")) == _utc(1e30) == "invalid time"
+
+
+def test_decode_as_names_a_protocol_by_title_in_any_case_and_shows_no_python_repr(tmp_path):
+    from capkit import ethernet, udp_packet, write_pcap
+    path = tmp_path / "other.pcap"
+    write_pcap(path, [(1700000000.0, ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 8303, b"\x01\x02hello")))])
+    code, out, err = run_cli("-d", "udp.port==8303,TeeFrame", path)
+    assert (code, err) == (0, "")
+    assert "TeeFrame" in out and "b'" not in out and 'b"' not in out
+
+
+def test_tree_shows_names_and_no_range_for_generated_fields():
+    _, out, _ = run_cli("-V", "-c", "2", capture("netquake-session.pcap"))
+    assert "    Game Name: \"QUAKE\" [5:6]" in out and "game_name" not in out
+    request_in = [line for line in out.splitlines() if "[Request in frame: 1]" in line]
+    assert request_in == ["    [Request in frame: 1]"]
+
+
+def test_hex_ascii_column_lines_up_on_a_short_last_row():
+    _, out, _ = run_cli("-x", "-c", "1", capture("netquake-session.pcap"))
+    rows = [line for line in out.splitlines() if line[:4].isalnum() and line[4:6] == "  "]
+    full, last = rows[0], rows[-1]
+    assert full.index("..") == 56 and len(last) > 56 and last[55] == " " and last[56] != " "

@@ -300,10 +300,11 @@ class TeeFrame(Dissector):
         cur.raw(F.header, min(6, cur.remaining()))
         cur.raw(F.padding, min(4, cur.remaining()))
         cur.raw(F.identifier, min(4, cur.remaining()))
-        cur.flag_last(W.unknown_identifier, f"message identifier {ident!r} is not a known one")
+        shown = _identifier_text(ident)
+        cur.flag_last(W.unknown_identifier, f"message identifier {shown} is not a known one")
         if cur.remaining():
             cur.rest(F.body)
-        msg.info = f"Unknown connectionless message {ident!r}"
+        msg.info = f"Unknown connectionless message {shown}"
 
     # legacy messages (outside the spec) --------------------------------------------------------
     def _legacy_note(self, cur, ident, what):
@@ -626,3 +627,12 @@ LEGACY_DECODERS = {
     b"inf2": TeeFrame._legacy_05_reply,
     b"dtsf": TeeFrame._dtsf,
 }
+
+
+def _identifier_text(ident):
+    """An identifier as people read it: its text in quotes, bytes that are not text in hex."""
+    if not ident:
+        return "(none: the packet ends before it)"
+    if all(0x20 <= byte < 0x7F for byte in ident):
+        return f'"{ident.decode("ascii")}"'
+    return ident.hex(" ")

@@ -127,7 +127,8 @@ class HexRenderer:
             hex_cells.append(cell)
             labels.append(label)
             ascii_cells.append(char)
-        pad = "   " * (16 - len(chunk))
+        shown = 3 * len(chunk) - 1 + (len(chunk) > 8)  # cells, spaces, and the gap between the halves
+        pad = " " * (48 - shown)
         self.out.write(f"{row:04x}  {_halves(hex_cells)}{pad}  {''.join(ascii_cells)}\n")
         label_row = f"      {_halves(labels)}".rstrip()
         if label_row:

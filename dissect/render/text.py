@@ -145,8 +145,9 @@ def _field_lines(fields, depth, append):
     """One line per field, children indented under their parent; generated fields in brackets."""
     indent = INDENT[min(depth, len(INDENT) - 1)]
     for field in fields:
-        if field.generated:
-            line = f"{indent}[{field.name}: {field.display}] [{field.offset}:{field.length}]"
+        if field.generated:  # as Wireshark: a generated field covering no bytes shows no range
+            where = f" [{field.offset}:{field.length}]" if field.length else ""
+            line = f"{indent}[{field.name}: {field.display}]{where}"
         else:
             line = f"{indent}{field.name}: {field.display} [{field.offset}:{field.length}]"
         append(safe(line))
