@@ -96,7 +96,25 @@ class _Namespace:
             raise AttributeError(f"no field {self.path}.{name} is declared") from None
 
 
-class FieldTable:
+class _Entries:
+    """What both tables offer: iteration over their entries, their count, membership and lookup by key."""
+
+    entries = {}  # key -> entry, given by each table
+
+    def __iter__(self):
+        return iter(self.entries.values())
+
+    def __len__(self):
+        return len(self.entries)
+
+    def __contains__(self, key):
+        return key in self.entries
+
+    def get(self, key):
+        return self.entries.get(key)
+
+
+class FieldTable(_Entries):
     """A protocol's fields. ``FieldTable("netquake", [(suffix, name, type, description[, fmt]), ...])``.
 
     The protocol key itself is a field too (true when the protocol is present), as in Wireshark. A
@@ -138,20 +156,12 @@ class FieldTable:
     def __getattr__(self, name):
         return getattr(self.root, name)
 
-    def __iter__(self):
-        return iter(self.by_key.values())
-
-    def __len__(self):
-        return len(self.by_key)
-
-    def __contains__(self, key):
-        return key in self.by_key
-
-    def get(self, key):
-        return self.by_key.get(key)
+    @property
+    def entries(self):
+        return self.by_key
 
 
-class FindingTable:
+class FindingTable(_Entries):
     """A protocol's findings. ``FindingTable("netquake", [(suffix, severity, rule), ...])``;
     ``T.length_mismatch`` is the entry for ``netquake.length_mismatch``. A protocol's table
     (``messages=True``) also holds ``<key>.dissector_error``, which every dissector may raise."""
@@ -174,14 +184,6 @@ class FindingTable:
         except KeyError:
             raise AttributeError(f"no finding {self.protocol}.{name} is declared") from None
 
-    def __iter__(self):
-        return iter(self.by_code.values())
-
-    def __len__(self):
-        return len(self.by_code)
-
-    def __contains__(self, code):
-        return code in self.by_code
-
-    def get(self, code):
-        return self.by_code.get(code)
+    @property
+    def entries(self):
+        return self.by_code
