@@ -111,7 +111,7 @@ def test_protocols_carry_their_tables():
     assert sorted(protocols) == ["netquake", "odamex", "soldat", "teeframe"]
     netquake = protocols["netquake"]
     spec = netquake.fields.get("netquake.control.current_players")
-    assert (spec.type, spec.name) == ("uint8", "current_players")
+    assert (spec.type, spec.name) == ("uint8", "Current Players")
     assert netquake.findings.get("netquake.bad_version").severity == "warning"
 
 
