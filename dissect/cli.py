@@ -62,6 +62,11 @@ def build_parser():
     parser.add_argument("-c", "--count", type=_positive, metavar="N", help="stop after N frames (files and live)")
     parser.add_argument("-w", "--write", metavar="OUT",
                         help="write the frames shown (all, without -Y) to OUT, byte for byte; - is standard output")
+    parser.add_argument("--html", metavar="REPORT.html",
+                        help="also write one self-contained HTML report: overview, server browser, plots, and "
+                             "linked packet list, field tree and hex dump")
+    parser.add_argument("--html-limit", type=_positive, default=None, metavar="N",
+                        help="frames in the report's panes (default 500,000); the overview counts all")
     parser.add_argument("-F", dest="write_format", choices=("pcap", "pcapng"),
                         help="format of -w (default: pcapng when OUT ends in .pcapng, else pcap)")
     live = parser.add_argument_group("live capture")
@@ -194,6 +199,8 @@ def _run(args, out):
             out.write(f"{index}. {name}\n")
         return 0
     if args.payload_mode:
+        if args.html:
+            raise UsageError("--html reports on captures, not on --payload")
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
@@ -206,6 +213,8 @@ def _run(args, out):
             raise UsageError("-j works on capture files; live capture runs in one process")
         if args.write_format == "pcapng":
             raise UsageError("live capture writes pcap: -F pcapng goes with capture files")
+        if args.html:
+            raise UsageError("--html goes with capture files (capture with -w, then report on the file)")
         return _run_live(args, out)
     if live_only:
         raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")
@@ -214,8 +223,8 @@ def _run(args, out):
                          "--protocol PROTO (see --help)")
     if args.files.count("-") > 1:
         raise UsageError("standard input can be read once: give - once")
-    if args.jobs > 1 and (args.write or args.count):
-        raise UsageError("-w and -c run in one process: leave out -j")
+    if args.jobs > 1 and (args.write or args.count or args.html):
+        raise UsageError("-w, -c and --html run in one process: leave out -j")
     if args.jobs > 1 and not all(map(rereadable, args.files)):
         print("dissect: -j reads its input twice (once to share the work out): standard input, a pipe or a FIFO "
               "runs in one process", file=sys.stderr)
@@ -248,7 +257,10 @@ def _check_views(args):
 def _run_files(args, out):
     writer = _open_writer(args)
     printer = _printer(args, out, writer)
+    report = _open_report(args, printer, args.files)
     session = _session(args, printer)
+    if report is not None:
+        report.watch(session.analyzers)
     files = CaptureFiles(args.files, limit=args.count)
     interrupted = False
     try:
@@ -262,6 +274,8 @@ def _run_files(args, out):
         _conclude(session, printer)
     except WriteError as exc:
         files.errors.append(str(exc))
+    if report is not None:
+        _close_report(report, session, files.errors)
     if interrupted:
         return 130
     _explain_failure(session)
@@ -279,6 +293,26 @@ def _open_writer(args):
         return open_writer(args.write, pick_format(args.write, args.write_format))
     except WriteError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _open_report(args, printer, sources):
+    """``--html``: the report is one more view of the records (it needs field trees)."""
+    if not args.html:
+        return None
+    from .render.html import DEFAULT_LIMIT, HtmlReport
+    try:
+        report = HtmlReport(args.html, limit=args.html_limit or DEFAULT_LIMIT, sources=list(map(str, sources)))
+    except OSError as exc:
+        raise UsageError(f"{args.html}: cannot write: {exc.strerror or exc}") from None
+    printer.views.append(report)
+    return report
+
+
+def _close_report(report, session, errors):
+    try:
+        report.close(session.analyzers, errors)
+    except OSError as exc:
+        errors.append(f"{report.path}: cannot write: {exc.strerror or exc}")
 
 
 def _explain_failure(session):
