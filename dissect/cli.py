@@ -13,7 +13,8 @@ from .progress import Progress
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
 from .render.printer import Printer
-from .session import Session, filter_fields
+from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, check_thresholds
+from .session import Session, abuse_options, filter_fields
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -67,6 +68,16 @@ def build_parser():
                              "linked packet list, field tree and hex dump")
     parser.add_argument("--html-limit", type=_positive, default=None, metavar="N",
                         help="frames in the report's panes (default 500,000); the overview counts all")
+    parser.add_argument("--abuse-rate", type=float, default=DEFAULT_RATE, metavar="PER_SECOND",
+                        help=f"requests a second that count as a flood or a reflection (default {DEFAULT_RATE:g})")
+    parser.add_argument("--abuse-window", type=int, default=DEFAULT_WINDOW, metavar="SECONDS",
+                        help=f"... sustained over this many seconds (default {DEFAULT_WINDOW})")
+    parser.add_argument("--to-parquet", metavar="DIR",
+                        help="write frames, messages, findings and analysis tables as Parquet into DIR "
+                             "(pip install 'dissect-gameq[scale]')")
+    parser.add_argument("--dask", nargs="?", const="local", metavar="ADDRESS",
+                        help="dissect the files on a Dask cluster, one task a file: local (the default) starts "
+                             "one on this machine, tcp://HOST:PORT joins a running scheduler")
     parser.add_argument("-F", dest="write_format", choices=("pcap", "pcapng"),
                         help="format of -w (default: pcapng when OUT ends in .pcapng, else pcap)")
     live = parser.add_argument_group("live capture")
@@ -184,7 +195,7 @@ def _printer(args, out, writer=None):
 
 def _session(args, printer):
     return Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
-                   stats=args.stats, fail_on=args.fail_on)
+                   stats=args.stats, fail_on=args.fail_on, **abuse_options(args))
 
 
 def _run(args, out):
@@ -223,6 +234,8 @@ def _run(args, out):
                          "--protocol PROTO (see --help)")
     if args.files.count("-") > 1:
         raise UsageError("standard input can be read once: give - once")
+    if args.to_parquet is not None or args.dask is not None:
+        return _run_scale(args, out)
     if args.jobs > 1 and (args.write or args.count or args.html):
         raise UsageError("-w, -c and --html run in one process: leave out -j")
     if args.jobs > 1 and not all(map(rereadable, args.files)):
@@ -236,8 +249,24 @@ def _run(args, out):
     return _run_files(args, out)
 
 
+def _run_scale(args, out):
+    """``--to-parquet`` and ``--dask``: tables out, files as tasks (dissect/scale.py)."""
+    ignored = [flag for flag, value in (("-V", args.verbose), ("-x", args.hex), ("-w", args.write),
+                                        ("-c", args.count), ("--html", args.html),
+                                        ("-T fields", args.format == "fields")) if value]
+    if ignored:
+        raise UsageError(f"{', '.join(ignored)} do not go with --to-parquet or --dask")
+    from .scale import run_to_parquet
+    return run_to_parquet(args.files, args.to_parquet, decode_as=args.decode_as, display_filter=args.filter,
+                          dask=args.dask, stats=args.stats, out=out, format=args.format, fail_on=args.fail_on)
+
+
 def _check_views(args):
     """Options that the chosen view would ignore are errors, not silence (as tshark)."""
+    try:
+        check_thresholds(args.abuse_rate, args.abuse_window)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.format != "text" and (args.verbose or args.hex):
         raise UsageError(f"-V and -x are text views: leave them out with -T {args.format}")
     if args.format == "fields" and not args.field:

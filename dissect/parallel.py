@@ -10,8 +10,9 @@ worker 0 too. ``Partition`` says how address pairs are dealt out.
 Workers send their text in chunks of consecutive frame numbers; the parent interleaves the chunks by
 frame number, so the output is the one a single process writes. What the end of the capture
 concludes is ordered by first frame, as in one process. ``--stats`` adds up the workers' counts
-and merges their servers-seen tables. The limits on state (conversations, streams, pending
-responses) hold per worker.
+and merges their servers-seen tables. The abuse analysis looks across conversations: the parent
+merges the workers' and writes what it concludes, last, as one process does. The limits on state
+(conversations, streams, pending responses) hold per worker.
 """
 
 import itertools
@@ -22,6 +23,7 @@ import time
 import zlib
 from operator import itemgetter
 
+from .analysis.abuse import KEY as ABUSE
 from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ipv4_addresses
@@ -30,7 +32,7 @@ from .progress import Progress
 from .registry import Registry, UsageError, parse_decode_as
 from .render.printer import Printer
 from .render.stats import StatsCollector
-from .session import Session, finish_order
+from .session import Session, abuse_options, finish_order
 
 CHUNK = 2048  # frame numbers per message from a worker
 
@@ -169,13 +171,17 @@ def _merge(args, printer, receivers):
     ends = [message[1] for message in messages]
     finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
     _write(out, json, (text for _, text in finished))
-    stats = _merged_stats(ends) if args.stats else None
-    printer.close(stats, _merged_analyzers(ends))
+    traffic = _merged_traffic(ends)
+    concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,
+                        fail_on=args.fail_on, **abuse_options(args))
+    concluded.conclude(traffic)
+    stats = _merged_stats(ends, concluded.stats) if args.stats else None
+    printer.close(stats, _merged_analyzers(ends, traffic))
     for error in ends[0]["errors"]:
         print(f"dissect: {error}", file=sys.stderr)
     if ends[0]["errors"]:
         return 2
-    return 1 if any(end["failed"] for end in ends) else 0
+    return 1 if concluded.failed or any(end["failed"] for end in ends) else 0
 
 
 def _receive(conn, index):
@@ -198,19 +204,33 @@ def _write(out, json, texts):
                 json.encoded(line)
 
 
-def _merged_stats(ends):
+def _merged_stats(ends, concluded):
+    """The workers' counts, and those of the parent's records (``concluded``: the abuse analysis's)."""
     merged = StatsCollector()
     for end in ends:
         merged.merge(end["stats"])
+    merged.merge(concluded)
     merged.first_ts, merged.last_ts = ends[0]["clock"]
     return merged
 
 
-def _merged_analyzers(ends):
+def _merged_traffic(ends):
+    """The workers' abuse analyses folded into one, as one process would have kept it."""
+    traffic = ends[0]["traffic"]
+    for end in ends[1:]:
+        traffic.merge(end["traffic"])
+    return traffic
+
+
+def _merged_analyzers(ends, traffic):
+    """The workers' analyzers folded into the first's; the abuse analysis is ``traffic``, merged already."""
     analyzers = ends[0]["analyzers"]
     for end in ends[1:]:
         for key, analyzer in analyzers.items():
-            analyzer.merge(end["analyzers"][key])
+            if key != ABUSE:
+                analyzer.merge(end["analyzers"][key])
+    if ABUSE in analyzers:
+        analyzers[ABUSE] = traffic
     return analyzers
 
 
@@ -258,7 +278,7 @@ def _work(index, args, partition, conn):
     sink = _Text()
     printer = _printer(args, sink)
     session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
-                      stats=args.stats, fail_on=args.fail_on)
+                      stats=args.stats, fail_on=args.fail_on, **abuse_options(args))
     chunk, chunk_end = [], CHUNK
     clock = [None, None]
     files = CaptureFiles(args.files)
@@ -286,4 +306,5 @@ def _work(index, args, partition, conn):
         if text:
             finished.append((finish_order(rec), text))
     return {"finished": finished, "errors": files.errors, "failed": session.failed, "stats": session.stats,
-            "analyzers": session.analyzers if session.stats is not None else {}, "clock": clock}
+            "analyzers": session.analyzers if session.stats is not None else {}, "clock": clock,
+            "traffic": session.pipeline.traffic}

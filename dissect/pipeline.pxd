@@ -6,4 +6,4 @@ cdef class FrameRecord:
     cdef public object first_ts
 
 cdef class Pipeline:
-    cdef public object registry, tree, analyzers, tcp, defrag, first_ts, last_ts
+    cdef public object registry, tree, analyzers, traffic, tcp, defrag, first_ts, last_ts

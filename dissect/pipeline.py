@@ -2,6 +2,7 @@
 
 import struct
 
+from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
 from .capture.files import Frame
 from .capture.layers import Packet, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
@@ -68,14 +69,18 @@ class FrameRecord:
 
 
 class Pipeline:
-    """Runs one capture: call ``frame`` for each frame, then ``finish``."""
+    """Runs one capture: call ``frame`` for each frame, then ``finish``.
 
-    __slots__ = ("registry", "tree", "analyzers", "tcp", "defrag", "first_ts", "last_ts")
+    ``traffic`` is the abuse analysis, fed every message of every protocol; ``abuse_rate`` (requests per
+    second) sustained over ``abuse_window`` (whole seconds) is its rules' threshold."""
 
-    def __init__(self, registry, tree=False):
+    __slots__ = ("registry", "tree", "analyzers", "traffic", "tcp", "defrag", "first_ts", "last_ts")
+
+    def __init__(self, registry, tree=False, abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
         self.registry = registry
         self.tree = tree
         self.analyzers = registry.make_analyzers()
+        self.traffic = TrafficAnalyzer.for_registry(registry, abuse_rate, abuse_window)
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
         self.first_ts = None
@@ -156,7 +161,9 @@ class Pipeline:
     def _add_message(self, record, msg):
         record.messages.append(msg)
         analyzer = self.analyzers.get(msg.protocol)
-        return analyzer.feed(record, msg, self.tree) if analyzer is not None else []
+        out = analyzer.feed(record, msg, self.tree) if analyzer is not None else []
+        self.traffic.feed(record, msg, msg.length, _wire_length(record, msg))
+        return out
 
     def _fragment(self, record, packet):
         if packet.src is None or ":" in packet.src or packet.payload is None:
@@ -274,6 +281,7 @@ class Pipeline:
                 records += self._close_stream(stream, None, None)
         for analyzer in self.analyzers.values():
             records.extend(analyzer.finish())
+        self.traffic.finish()  # its rules look across conversations: Session.finish concludes them
         return records
 
     def _corrupt(self, frame):
@@ -288,6 +296,19 @@ class _NoFrame:
     number = None
     ts = None
     src = dst = sport = dport = None
+
+
+def _wire_length(record, msg):
+    """The bytes on the wire a message cost: its frame's; for a datagram reassembled from IPv4 fragments,
+    its bytes and UDP header plus each fragment's lower headers (those of the last one); for a TCP
+    message, its bytes plus the headers of the frame that completed it, counted with the frame's first."""
+    packet = record.packet
+    if packet.transport == "tcp":
+        headers = record.wirelen - len(packet.payload or b"")
+        return msg.length + (headers if record.messages[0] is msg else 0)
+    if len(msg.frames) > 1:
+        return msg.length + 8 + len(msg.frames) * (packet.payload_offset or 0)
+    return record.wirelen
 
 
 def _tag(stream, direction, msg):

@@ -7,10 +7,11 @@ display filter, the ``--stats`` counters and the ``--fail-on`` verdict. What it 
 for the API.
 """
 
+from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import Pipeline
-from .registry import Registry, all_field_tables, parse_decode_as
+from .registry import Registry, UsageError, all_field_tables, parse_decode_as
 from .render.stats import StatsCollector
 
 
@@ -20,22 +21,30 @@ class Session:
     ``tree``: build field trees (views that show fields need them; a display filter turns them on).
     ``stats``: count what ``--stats`` shows (the frames and records the filter shows). ``fail_on``: a
     severity; ``failed`` becomes a true FailReason at the first finding at or above it, whether the
-    filter shows its frame or not."""
+    filter shows its frame or not. ``abuse_rate`` requests per second sustained over ``abuse_window``
+    seconds: the threshold of the abuse analysis's rules (``--abuse-rate``, ``--abuse-window``)."""
 
     __slots__ = ("sink", "filter", "pipeline", "stats", "fail_rank", "failed")
 
-    def __init__(self, sink, decode_as=(), display_filter=None, tree=False, stats=False, fail_on=None):
+    def __init__(self, sink, decode_as=(), display_filter=None, tree=False, stats=False, fail_on=None,
+                 abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
         self.sink = sink
+        try:
+            check_thresholds(abuse_rate, abuse_window)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         self.filter = compile_filter(display_filter, fields=filter_fields()) if display_filter else None
         registry = Registry(parse_decode_as(decode_as))
-        self.pipeline = Pipeline(registry, tree=bool(tree) or self.filter is not None)
+        self.pipeline = Pipeline(registry, tree=bool(tree) or self.filter is not None, abuse_rate=abuse_rate,
+                                 abuse_window=abuse_window)
         self.stats = StatsCollector() if stats else None
         self.fail_rank = SEVERITY_RANK[fail_on] if fail_on else None
         self.failed = False
 
     @property
     def analyzers(self):
-        return self.pipeline.analyzers
+        """Each protocol's analyzer by its key, and the abuse analysis under ``"abuse"``."""
+        return {**self.pipeline.analyzers, ABUSE: self.pipeline.traffic}
 
     def frame(self, frame, packet=None):
         """Dissect one frame (``packet``: the frame already decoded by ``decode_frame``, if it was)."""
@@ -55,8 +64,15 @@ class Session:
         self.pipeline.skip(frame)
 
     def finish(self):
-        """The capture ended: what is still pending is concluded, in the order its first frames came."""
+        """The capture ended: what is still pending is concluded, in the order its first frames came; then
+        what the abuse analysis concludes across conversations."""
         for rec in sorted(self.pipeline.finish(), key=finish_order):
+            self.analysis(rec)
+        self.conclude(self.pipeline.traffic)
+
+    def conclude(self, traffic):
+        """The abuse analysis's records for the whole capture (``-j``: ``traffic`` merged from the workers)."""
+        for rec in traffic.conclude():
             self.analysis(rec)
 
     def _frame(self, record):
@@ -86,7 +102,7 @@ class Session:
 
     def stats_dict(self):
         """The ``--stats`` result (the ``-T json`` stats record); needs ``stats=True``."""
-        return self.stats.as_dict(self.pipeline.analyzers)
+        return self.stats.as_dict(self.analyzers)
 
 
 class FailReason:
@@ -105,6 +121,11 @@ class FailReason:
 
     def __str__(self):
         return f"{self.where} has {self.severity} {self.code}" + ("" if self.shown else " (not shown by the filter)")
+
+
+def abuse_options(args):
+    """The Session's abuse thresholds from the command's options (--abuse-rate, --abuse-window)."""
+    return {"abuse_rate": args.abuse_rate, "abuse_window": args.abuse_window}
 
 
 def finish_order(rec):

@@ -215,11 +215,11 @@ def test_control_characters_are_escaped(tmp_path):
 
 
 def test_arrival_time_formats():
-    from dissect.render.text import _utc
-    assert _utc(1700000000.123456) == "2023-11-14 22:13:20.123456 UTC"
-    assert _utc(1700000000.5) == "2023-11-14 22:13:20.500000 UTC"  # the same second again: from the cache
-    assert _utc(-5.25) == "1969-12-31 23:59:54.750000 UTC"  # before 1970: the fraction stays positive
-    assert _utc(float("nan")) == _utc(1e30) == "invalid time"
+    from dissect.render.text import utc_text
+    assert utc_text(1700000000.123456) == "2023-11-14 22:13:20.123456 UTC"
+    assert utc_text(1700000000.5) == "2023-11-14 22:13:20.500000 UTC"  # the same second again: from the cache
+    assert utc_text(-5.25) == "1969-12-31 23:59:54.750000 UTC"  # before 1970: the fraction stays positive
+    assert utc_text(float("nan")) == utc_text(1e30) == "invalid time"
 
 
 def test_decode_as_names_a_protocol_by_title_in_any_case_and_shows_no_python_repr(tmp_path):

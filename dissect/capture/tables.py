@@ -45,6 +45,10 @@ FRAME_FIELDS = (
     ], title="Expert info"),
     FieldTable("analysis", [], title="Analysis", root_type="string",
                root_description='the name of an analysis record (analysis == "server_info")'),
+    FieldTable("abuse", [
+        ("analysis", "Analysis", "string", "the name of an abuse analysis record: request_flood, reflection, "
+                                           "unsolicited_replies or state_evicted"),
+    ], title="Abuse analysis", root_description="an abuse analysis record (reflection and flood analysis)"),
 )
 
 FRAME_FINDINGS = FindingTable("capture", [
@@ -72,4 +76,21 @@ DISSECT_FINDINGS = FindingTable("dissect", [
     ("internal_error", "error", "a bug in dissect: the frame is reported and the capture goes on"),
 ])
 
-SHARED_FINDINGS = (FRAME_FINDINGS, TCP_FINDINGS, IP_FINDINGS, DISSECT_FINDINGS)
+# Reflection and flood analysis (dissect/analysis/abuse.py) across every protocol. The thresholds are
+# options: a rate sustained over a window, at least rate x window requests in window consecutive seconds.
+ABUSE_FINDINGS = FindingTable("abuse", [
+    ("request_flood", "warning", "one source sends one server fewer query requests than the rate threshold "
+                                 "sustained over the window (--abuse-rate, default 20 per second; --abuse-window, "
+                                 "default 5 s)"),
+    ("reflection", "warning", "servers answer the address that asked: an address that sends nothing but query "
+                              "requests, or that sent none, while 3 or more servers are each asked by it, or answer "
+                              "it, at least once a second over the window and the rate threshold is reached in all, "
+                              "has the shape of a reflection victim"),
+    ("unsolicited_replies", "warning", "a reply answers a request seen in the capture and fits the protocol's size "
+                                       "limit; replies without a request, or over the limit, reaching one address "
+                                       "above the rate threshold are a sign of reflection or spoofing"),
+    ("state_evicted", "note", "addresses, servers, address pairs and open queries followed by the abuse analysis "
+                              "are limited to keep memory bounded"),
+])
+
+SHARED_FINDINGS = (FRAME_FINDINGS, TCP_FINDINGS, IP_FINDINGS, DISSECT_FINDINGS, ABUSE_FINDINGS)

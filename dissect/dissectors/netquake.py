@@ -150,6 +150,19 @@ class NetQuake(Dissector):
     findings = W
     analyzer = "dissect.analysis.netquake:NetQuakeAnalyzer"
     truncated = W.truncated
+    # The query requests and their replies, by message name: (role, the request a reply answers). The
+    # abuse analysis (dissect/analysis/abuse.py) measures amplification and request rates from these.
+    query_kinds = {
+        "CCREQ_CONNECT": ("request", "CCREQ_CONNECT"),
+        "CCREQ_SERVER_INFO": ("request", "CCREQ_SERVER_INFO"),
+        "CCREQ_PLAYER_INFO": ("request", "CCREQ_PLAYER_INFO"),
+        "CCREQ_RULE_INFO": ("request", "CCREQ_RULE_INFO"),
+        "CCREP_ACCEPT": ("reply", "CCREQ_CONNECT"),
+        "CCREP_REJECT": ("reply", "CCREQ_CONNECT"),
+        "CCREP_SERVER_INFO": ("reply", "CCREQ_SERVER_INFO"),
+        "CCREP_PLAYER_INFO": ("reply", "CCREQ_PLAYER_INFO"),
+        "CCREP_RULE_INFO": ("reply", "CCREQ_RULE_INFO"),
+    }
     # Valid messages, as the protocol's tests and fuzzers start from (see tests/test_properties.py).
     examples = (
         bytes.fromhex("8000000c025155414b450003"),

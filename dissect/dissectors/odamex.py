@@ -249,6 +249,13 @@ class Odamex(Dissector):
     findings = W
     analyzer = "dissect.analysis.odamex:OdamexAnalyzer"
     truncated = W.truncated
+    # The query request and its replies, by message name: (role, the request a reply answers). The abuse
+    # analysis (dissect/analysis/abuse.py) measures amplification and request rates from these.
+    query_kinds = {
+        "launcher_request": ("request", "launcher_request"),
+        "server_info": ("reply", "launcher_request"),
+        "master_list": ("reply", "launcher_request"),
+    }
     # Valid messages, as the protocol's tests and fuzzers start from (see tests/test_properties.py).
     examples = (
         bytes.fromhex("a3db0b00"),

@@ -330,6 +330,14 @@ class Soldat(Dissector):
     findings = W
     analyzer = "dissect.analysis.soldat:SoldatAnalyzer"
     truncated = W.bad_field_count
+    # The query request and its replies, by message name: (role, the request a reply answers). The abuse
+    # analysis (dissect/analysis/abuse.py) measures amplification and request rates from these.
+    query_kinds = {
+        "request_list": ("request", "request_list"),
+        "list_begin": ("reply", "request_list"),
+        "server": ("reply", "request_list"),
+        "list_end": ("reply", "request_list"),
+    }
     # Valid messages, as the protocol's tests and fuzzers start from (see tests/test_properties.py).
     examples = (
         bytes.fromhex("65a93432a931a930a921a930a930a931a930a930a931a930a92d31a9300a"),

@@ -169,6 +169,9 @@ W = FindingTable("teeframe", messages=True, entries=[
                                "reports, so its records are not counted against Num Clients and Num Players"),
     ("state_evicted", "warning", "responses pending at once, and the client records they hold in all, are limited "
                                  "to keep memory bounded"),
+    ("token_reuse", "warning", "real browsers choose a different token for each server they ask; one token in a "
+                               "source's requests to several servers (3 or more), at least rate x window times "
+                               "(--abuse-rate, --abuse-window), is a sign of a spoofing tool"),
 ])
 
 CLIENT = F.client
@@ -193,6 +196,18 @@ class TeeFrame(Dissector):
     analyzer = "dissect.analysis.teeframe:TeeFrameAnalyzer"
     truncated = W.truncated
     unterminated = W.unterminated_string
+    # The query requests and their replies, by message name: (role, the request a reply answers); the
+    # largest reply the spec allows; the msg.values key of a request's token (W.token_reuse). The abuse
+    # analysis (dissect/analysis/abuse.py) measures amplification and request rates from these.
+    query_kinds = {
+        "gie3": ("request", "gie3"), "iext": ("reply", "gie3"), "iex+": ("reply", "gie3"), "inf3": ("reply", "gie3"),
+        "gief": ("request", "gief"), "info": ("reply", "gief"),
+        "gie2": ("request", "gie2"), "inf2": ("reply", "gie2"),
+        "fstd": ("request", "fstd"), "dtsf": ("reply", "fstd"),
+        "gie": ("request", "gie"),
+    }
+    reply_limit = PACKET_LIMIT
+    request_token = "response_token"
     # Valid messages, as the protocol's tests and fuzzers start from (see tests/test_properties.py).
     examples = (
         bytes.fromhex("786512340000ffffffff676965332a"),

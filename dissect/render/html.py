@@ -32,7 +32,7 @@ from ..registry import load_protocols
 from . import html_page
 from .stats import StatsCollector
 from .svgplot import PALETTE, Series, line_chart, seconds_label, text
-from .text import _utc, protocol_title, safe
+from .text import protocol_title, safe, utc_text
 
 try:
     import orjson
@@ -604,7 +604,7 @@ def _fraction(players, most):
 
 
 def _time(ts):
-    return _utc(ts) if ts is not None else "no frames"
+    return utc_text(ts) if ts is not None else "no frames"
 
 
 class _Bounded:

@@ -1,12 +1,14 @@
-"""``--stats``: protocol counts, transactions and response times, findings by code, servers seen."""
+"""``--stats``: protocol counts, transactions and response times, abuse analysis, findings by code,
+servers seen."""
 
 from collections import Counter
 
-from ..capture.tables import FRAME_FINDINGS
+from ..capture.tables import ABUSE_FINDINGS, FRAME_FINDINGS
 from .text import protocol_title, safe
 
 _CORRUPT = FRAME_FINDINGS.corrupt.code
 _TIME_BACKWARDS = FRAME_FINDINGS.time_backwards.code
+_ABUSE = ABUSE_FINDINGS.protocol  # the abuse analysis's key among the analyzers
 
 
 class StatsCollector:
@@ -78,8 +80,9 @@ class StatsCollector:
         self.severity_of[finding.code] = finding.severity
 
     def as_dict(self, analyzers):
+        """The stats record; ``analyzers``: each protocol's by key, and the abuse analysis under "abuse"."""
         duration = (self.max_ts - self.min_ts) if self.min_ts is not None else 0.0
-        return {
+        data = {
             "kind": "stats", "frames": self.frames, "bytes": self.bytes, "duration": duration,
             "protocols": dict(sorted(self.protocols.items(), key=lambda item: (-item[1], item[0]))),
             "messages": [{"protocol": p, "message": m, "count": c}
@@ -87,8 +90,11 @@ class StatsCollector:
             "analyses": [{"protocol": p, "name": n, "count": c} for (p, n), c in sorted(self.analyses.items())],
             "findings": [{"code": code, "severity": self.severity_of[code], "count": count}
                          for code, count in sorted(self.findings.items())],
-            "transactions": {key: a.stats() for key, a in sorted(analyzers.items())},
+            "transactions": {key: a.stats() for key, a in sorted(analyzers.items()) if key != _ABUSE},
         }
+        if _ABUSE in analyzers:
+            data[_ABUSE] = analyzers[_ABUSE].stats()
+        return data
 
     def render_text(self, out, analyzers):
         data = self.as_dict(analyzers)
@@ -104,6 +110,8 @@ class StatsCollector:
                 w(f"  {protocol_title(row['protocol']):<10} {safe(row['message']):<24} {row['count']:>9}\n")
         for key, stats in data["transactions"].items():
             self._transactions(w, key, stats)
+        if data.get(_ABUSE, {}).get("protocols"):
+            render_abuse(w, data[_ABUSE])
         w("\nFindings\n")
         if not data["findings"]:
             w("  none\n")
@@ -124,6 +132,102 @@ class StatsCollector:
             w(f"\n{protocol_title(key)} servers seen: {len(servers)}\n")
             for server in servers:
                 w("  " + safe(server_line(server)) + "\n")
+
+
+def render_abuse(w, abuse):
+    """The abuse analysis of ``--stats``: amplification per protocol and request type, top talkers, top
+    servers, and what the rules found."""
+    limits = abuse["thresholds"]
+    w(f"\nAbuse analysis (threshold {limits['rate']:g} requests/s sustained over {limits['window']} s; "
+      f"reflection needs {limits['min_servers']} or more servers)\n")
+    w("  Amplification: reply bytes / request bytes of UDP payload (wire: whole frames); per query: "
+      "mean, median, max\n")
+    w(f"  {'Protocol':<10} {'Request':<18} {'Requests':>9} {'Answered':>9} {'Replies/req':>11} {'Req bytes':>10} "
+      f"{'Reply bytes':>12} {'Factor':>8} {'Wire':>7}  Per query\n")
+    for row in abuse["protocols"]:
+        for kind in (k for k in abuse["amplification"] if k["protocol"] == row["protocol"]):
+            _amplification_line(w, kind, kind["request"])
+        _amplification_line(w, dict(row, replies_per_request=None, per_query=None, answered=None), "all")
+        if row["unsolicited_replies"] or row["oversize_replies"]:
+            w(f"  {protocol_title(row['protocol']):<10} unsolicited: {row['unsolicited_replies']} replies to no "
+              f"request seen, {row['unsolicited_bytes']} bytes; {row['oversize_replies']} replies over the size "
+              f"limit\n")
+    for kind in abuse["amplification"]:
+        worst = kind["worst"]
+        if worst is not None:
+            w(f"  worst {protocol_title(kind['protocol'])} {kind['request']}: {worst['amplification']:.2f}x, "
+              f"request frame {worst['request_frame']}, replies in {_frames(worst['reply_frames'])} "
+              f"({safe(worst['client'])} ← {safe(worst['server'])})\n")
+    _top_talkers(w, abuse["top_talkers"])
+    _top_servers(w, abuse["top_servers"])
+    _suspicions(w, abuse["suspicions"])
+
+
+def _amplification_line(w, row, request):
+    per_query = row["per_query"]
+    spread = f"{per_query['mean']:.2f} / {per_query['median']:.2f} / {per_query['max']:.2f}" if per_query else ""
+    line = (f"  {protocol_title(row['protocol']):<10} {safe(request):<18} {row['requests']:>9} "
+            f"{_number(row['answered']):>9} {_number(row['replies_per_request']):>11} {row['request_bytes']:>10} "
+            f"{row['reply_bytes']:>12} {_number(row['amplification']):>8} {_number(row['wire_amplification']):>7}  "
+            f"{spread}")
+    w(line.rstrip() + "\n")
+
+
+def _top_talkers(w, talkers):
+    if not talkers:
+        return
+    w(f"\n  Top talkers (by requests)\n  {'Address':<40} {'Requests':>9} {'Mean/s':>8} {'Peak/s':>8} "
+      f"{'Servers':>8} {'Answered':>9} {'Reply bytes':>12}\n")
+    for row in talkers:
+        w(f"  {safe(row['address']):<40} {row['requests']:>9} {row['mean_rate']:>8.2f} {row['peak_rate']:>8.2f} "
+          f"{row['servers']:>8} {_percent(row['answered_share']):>9} {row['reply_bytes']:>12}\n")
+
+
+def _top_servers(w, servers):
+    if not servers:
+        return
+    w(f"\n  Top servers (by bytes sent)\n  {'Server':<46} {'Protocol':<10} {'Requests':>9} {'Replies':>9} "
+      f"{'Bytes out':>10} {'Wire out':>10} {'Requesters':>10}\n")
+    for row in servers:
+        w(f"  {safe(row['server']):<46} {protocol_title(row['protocol']):<10} {row['requests']:>9} "
+          f"{row['replies']:>9} {row['bytes_out']:>10} {row['wire_bytes_out']:>10} {row['requesters']:>10}\n")
+
+
+def _suspicions(w, suspicions):
+    w("\n  Suspicions (signs, not verdicts: a capture cannot tell a spoofed source from a real one)\n")
+    if not suspicions:
+        w("    none\n")
+    for row in suspicions:
+        w(f"    {row['rule']:<20} {safe(_suspicion_text(row))}\n")
+
+
+def _suspicion_text(row):
+    rule = row["rule"]
+    if rule == "request_flood":
+        return (f"{row['source']} → {row['server']} ({protocol_title(row['protocol'])}): peak "
+                f"{row['peak_rate']:.1f} requests/s, {row['requests']} requests")
+    if rule == "reflection":
+        side = "victim (sent no request)" if row["view"] == "victim" else "victim (its address sent the requests)"
+        return (f"{row['address']}, {side}: {row['servers']} servers, {row['replies']} replies, "
+                f"peak {row['peak_rate']:.1f}/s")
+    if rule == "unsolicited_replies":
+        return (f"{row['address']}: {row['unsolicited']} replies without a request, {row['oversize']} over the "
+                f"size limit, peak {row['peak_rate']:.1f}/s")
+    return f"{row['address']} ({protocol_title(row['protocol'])}): token {row['token']} in {row['requests']} requests"
+
+
+def _number(value):
+    if value is None:
+        return ""
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _percent(share):
+    return "" if share is None else f"{share * 100:.0f}%"
+
+
+def _frames(frames):
+    return ",".join(map(str, frames)) if frames else "none"
 
 
 def _sets_clock(record):

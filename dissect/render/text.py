@@ -93,7 +93,7 @@ class TreeRenderer:
     def frame(self, record):
         lines = [f"Frame {record.number}: {record.wirelen} bytes on wire ({record.wirelen * 8} bits), "
                  f"{record.caplen} bytes captured ({record.caplen * 8} bits)",
-                 f"    Arrival Time: {_utc(record.ts)} (epoch {record.ts:.6f})"]
+                 f"    Arrival Time: {utc_text(record.ts)} (epoch {record.ts:.6f})"]
         if record.linktype is not None:
             lines.append(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})")
         layers = [layer.key for layer in record.packet.layers]
@@ -155,7 +155,7 @@ def _field_lines(fields, depth, append):
             _field_lines(field.children, depth + 1, append)
 
 
-def _utc(ts):
+def utc_text(ts):
     try:
         whole = math.floor(ts)  # not int(): a time before 1970 has a negative whole part and a positive fraction
         return f"{_utc_second(whole)}.{min(999999, int(round((ts - whole) * 1e6))):06d} UTC"

@@ -1,0 +1,938 @@
+"""Reflection and flood analysis across every protocol: what query traffic costs the servers that answer
+it, who asks, who answers, and the traffic that has the shape of abuse.
+
+A protocol declares on its Dissector class which of its messages are query requests and which are
+replies: ``query_kinds``, message name -> ("request" | "reply", the request type a reply answers).
+Optionally ``reply_limit``, the largest reply its spec allows (bytes of payload), and ``request_token``,
+the ``msg.values`` key of a request's token, followed when its finding table declares
+``<key>.token_reuse``. Nothing here knows a protocol.
+
+A query is one request and the replies its server sends back to the asking endpoint, until that endpoint
+asks the server the same type of request again (or the capture ends). Its amplification is its reply
+bytes over its request bytes, counted in UDP payload (TCP: the message's bytes), and on the wire.
+
+Rates are counted in whole seconds of the capture clock: "rate r sustained over w seconds" holds where at
+least r x w messages fall within w consecutive seconds.
+
+For ``-j`` all that is kept here merges by addition, minimum, maximum or union, and the rules that look
+across servers run on the merged state (``conclude``). The tables are bounded, least recently used entry
+out first; merged, they keep the entries last used by the latest frames, as one process would. Two
+workers give one process's result while no table reached its limit, and when only entries that lived
+in one worker each were evicted (the limits hold per worker, as elsewhere).
+"""
+
+from collections import Counter
+
+from ..capture.tables import ABUSE_FINDINGS as W
+from ..core import AnalysisRecord
+from ..core.bounded import BoundedDict
+from ..core.fmt import endpoint
+
+KEY = W.protocol           # the key of the abuse analysis among the analyzers and in the --stats dict
+DEFAULT_RATE = 20.0        # requests per second ...
+DEFAULT_WINDOW = 5         # ... sustained over this many seconds
+DEFAULT_TOP = 10           # rows of the top talkers and top servers
+MIN_SERVERS = 3            # servers, each asked or answering once a second, before traffic is called reflection
+MAX_HOSTS = 8192           # addresses followed at once
+MAX_SERVERS = 10000        # server endpoints followed at once
+MAX_PAIRS = 8192           # (source address, server) pairs watched for floods at once
+MAX_OPEN = 8192            # queries waiting for more replies at once
+MAX_BINS = 3600            # seconds of rate history kept per address
+MAX_PEERS = 256            # distinct servers counted per address, distinct requesters per server
+MAX_TOKENS = 16            # distinct tokens followed per address; past that it varies them, as browsers do
+MAX_FLOODS = 1000          # request floods listed
+MAX_FRAMES = 8             # reply frames listed for the worst query
+MICRO = 1_000_000          # amplification factors are summed in millionths: integer sums merge exactly
+_NO_KINDS = {}
+
+
+class TrafficAnalyzer:
+    """Fed every message of every protocol (``feed``); ``finish`` closes the open queries at the end of the
+    capture, ``merge`` folds in another ``-j`` worker's analyzer, ``conclude`` gives the analysis records
+    of the rules, ``stats`` the ``abuse`` part of ``--stats``."""
+
+    __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
+                 "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted")
+
+    def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
+        """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
+        check_thresholds(rate, window)
+        self.kinds, self.limits, self.token_keys, self.token_findings = {}, {}, {}, {}
+        for key, kinds, limit, token_key, token_finding in declarations:
+            self.kinds[key] = dict(kinds)
+            if limit is not None:
+                self.limits[key] = limit
+            if token_key is not None and token_finding is not None:
+                self.token_keys[key] = token_key
+                self.token_findings[key] = token_finding
+        self.rate = float(rate)
+        self.window = int(window)
+        self.threshold = self.rate * self.window
+        self.top = top
+        self.amplification = {}                  # (protocol, request type) -> _Kind
+        self.unsolicited = {}                    # protocol -> _Unsolicited
+        self.hosts = BoundedDict(MAX_HOSTS)      # address -> _Host
+        self.servers = BoundedDict(MAX_SERVERS)  # (address, port) -> _Server
+        self.pairs = BoundedDict(MAX_PAIRS)      # (source address, server) -> _Pair
+        self.open = BoundedDict(MAX_OPEN)        # (protocol, request type, client, server) -> _Query
+        self.floods = {}                         # (source address, server) -> _Flood, the first MAX_FLOODS
+        self.evicted = Counter()                 # table -> entries evicted ("floods": past MAX_FLOODS)
+
+    @classmethod
+    def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
+        """The analyzer for the protocols of ``registry``, from what their classes declare."""
+        declarations = []
+        for key, dissector in sorted(registry.dissectors.items()):
+            findings = dissector.findings
+            declarations.append((key, getattr(dissector, "query_kinds", None) or {},
+                                 getattr(dissector, "reply_limit", None), getattr(dissector, "request_token", None),
+                                 findings.get(f"{key}.token_reuse") if findings is not None else None))
+        return cls(declarations, rate, window, top)
+
+    # -- feeding ---------------------------------------------------------------------------------------
+    def feed(self, record, msg, size, wire):
+        """Count one message of ``record``: ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
+        the wire, headers included."""
+        sender, receiver = _ends(record, msg)
+        if sender is None or record.ts is None:
+            return
+        kind = self.kinds.get(msg.protocol, _NO_KINDS).get(msg.name)
+        if kind is None:
+            self._host(sender[0]).other(record.number)
+            return
+        second = int(record.ts // 1)
+        if kind[0] == "request":
+            self._request(record.number, second, msg, kind[1], sender, receiver, size, wire)
+        else:
+            self._reply(record.number, second, msg.protocol, kind[1], receiver, sender, size, wire)
+
+    def _request(self, frame, second, msg, request, client, server, size, wire):
+        protocol = msg.protocol
+        key = (protocol, request, client, server)
+        kind = self._kind(protocol, request)
+        self._close(key, self.open.pop(key, None))
+        evicted = self.open.put(key, _Query(kind, frame, size, wire))
+        if evicted is not None:
+            self.evicted["queries"] += 1
+            self._close(*evicted)
+        kind.requests += 1
+        kind.request_bytes += size
+        kind.request_wire += wire
+        host = self._host(client[0])
+        host.request(frame, second, server, size, self.window)
+        self._server(server, protocol).request(client[0], frame)
+        self._asked(host, client[0], server, protocol, frame, second)
+        token_key = self.token_keys.get(protocol)
+        if token_key is not None and msg.values.get(token_key) is not None:
+            host.token(protocol, msg.values[token_key], server, frame)
+
+    def _reply(self, frame, second, protocol, request, client, server, size, wire):
+        answering = self._server(server, protocol)
+        answering.reply(frame, size, wire)
+        host = self._host(client[0])
+        host.receive(frame, second, server, size, self.window)
+        pair = self._pair(client[0], server, protocol, frame)
+        if pair.replied(second, self.window):
+            host.servers_replying_fast += 1
+        query = self.open.get((protocol, request, client, server))
+        if query is None:
+            self._unsolicited(protocol).add(size, wire)
+            answering.unsolicited += 1
+            host.unsolicited += 1
+        else:
+            kind = query.kind
+            if not query.replies:
+                kind.answered += 1
+                host.answered += 1
+            query.add(frame, size, wire)
+            kind.replies += 1
+            kind.reply_bytes += size
+            kind.reply_wire += wire
+            host.caused_bytes += size
+            host.caused_wire += wire
+        limit = self.limits.get(protocol)
+        oversize = limit is not None and size > limit
+        if oversize:
+            self._unsolicited(protocol).oversize += 1
+            answering.oversize += 1
+            host.oversize += 1
+        if query is None or oversize:
+            host.suspect(second, self.window)
+
+    def _asked(self, host, source, server, protocol, frame, second):
+        """A request from ``source`` to ``server``: the flood watch of the pair."""
+        pair = self._pair(source, server, protocol, frame)
+        count, fast = pair.asked(second, self.window)
+        if fast:
+            host.servers_asked_fast += 1
+        if count >= self.threshold:
+            self._flooding((source, server), pair, frame, count)
+
+    def _pair(self, source, server, protocol, frame):
+        key = (source, server)
+        pair = self.pairs.get(key)
+        if pair is None:
+            pair = _Pair(protocol, frame)
+            if self.pairs.put(key, pair) is not None:
+                self.evicted["pairs"] += 1
+        else:
+            self.pairs.move_to_end(key)
+            pair.last_frame = frame
+        return pair
+
+    def _flooding(self, key, pair, frame, count):
+        flood = pair.flood
+        if flood is None:
+            flood = self.floods.get(key)
+            if flood is None and len(self.floods) >= MAX_FLOODS:
+                self.evicted["floods"] += 1
+                flood = False
+            elif flood is None:
+                flood = self.floods[key] = _Flood(pair.protocol, pair.first_frame, frame)
+            pair.flood = flood
+        if flood:
+            flood.peak = max(flood.peak, count)
+            flood.requests = max(flood.requests, pair.total)
+
+    def _close(self, key, query):
+        """A query ends: its amplification joins its request type's."""
+        if query is not None:
+            query.kind.conclude(query, key[2], key[3])
+
+    def _kind(self, protocol, request):
+        kind = self.amplification.get((protocol, request))
+        if kind is None:
+            kind = self.amplification[(protocol, request)] = _Kind()
+        return kind
+
+    def _unsolicited(self, protocol):
+        entry = self.unsolicited.get(protocol)
+        if entry is None:
+            entry = self.unsolicited[protocol] = _Unsolicited()
+        return entry
+
+    def _host(self, address):
+        host = self.hosts.get(address)
+        if host is None:
+            host = _Host()
+            if self.hosts.put(address, host) is not None:
+                self.evicted["hosts"] += 1
+        else:
+            self.hosts.move_to_end(address)
+        return host
+
+    def _server(self, server, protocol):
+        entry = self.servers.get(server)
+        if entry is None:
+            entry = _Server(protocol)
+            if self.servers.put(server, entry) is not None:
+                self.evicted["servers"] += 1
+        else:
+            self.servers.move_to_end(server)
+        return entry
+
+    # -- the end and -j --------------------------------------------------------------------------------
+    def finish(self):
+        """The capture ended: the open queries are concluded (the table keeps them, only for ``merge`` to count
+        what the limit evicts). The rules wait for ``conclude``, which ``-j`` runs on the merged state."""
+        for key, query in self.open.items():
+            self._close(key, query)
+        return []
+
+    def merge(self, other):
+        """Fold in another ``-j`` worker's analyzer, after both finished."""
+        for key, kind in other.amplification.items():
+            self._kind(*key).merge(kind)
+        for protocol, entry in other.unsolicited.items():
+            self._unsolicited(protocol).merge(entry)
+        window = self.window
+        self.evicted.update({
+            "hosts": _merge_recent(self.hosts, other.hosts, lambda a, b: a.merge(b, window)),
+            "servers": _merge_recent(self.servers, other.servers, _Server.merge),
+            "pairs": _merge_recent(self.pairs, other.pairs, _Pair.merge),
+            "queries": _merge_recent(self.open, other.open, _Query.merge)})
+        floods = {**other.floods, **self.floods}
+        for key in self.floods.keys() & other.floods.keys():
+            floods[key] = self.floods[key].merge(other.floods[key])
+        ordered = sorted(floods.items(), key=lambda item: (item[1].frame, item[0]))
+        self.floods = dict(ordered[:MAX_FLOODS])
+        self.evicted["floods"] += max(0, len(ordered) - MAX_FLOODS)
+        self.evicted.update(other.evicted)
+        self.evicted = +self.evicted  # without the tables that evicted nothing
+
+    # -- the rules ---------------------------------------------------------------------------------------
+    def conclude(self):
+        """The analysis records of the rules, in the order of their first frames; then one note when state
+        was evicted."""
+        records = [self._record(suspicion) for suspicion in self.suspicions()]
+        records.sort(key=lambda rec: (rec.frames[0] if rec.frames else 0, rec.name, rec.summary))
+        if sum(self.evicted.values()):
+            records.append(self._evicted_record())
+        return records
+
+    def suspicions(self):
+        """What the rules found: one dict each, with its ``rule``, ``protocol``, ``frames`` and ``detail``."""
+        found = [self._flood_suspicion(key, flood) for key, flood in self.floods.items()]
+        answering = {address for (address, _), server in self.servers.items() if server.replies}
+        for address, host in self.hosts.items():
+            found.extend(self._host_suspicions(address, host, address in answering))
+        return found
+
+    def _flood_suspicion(self, key, flood):
+        source, server = key
+        rate = flood.peak / self.window
+        return {"rule": "request_flood", "protocol": flood.protocol, "frames": [flood.first_frame, flood.frame],
+                "source": source, "server": endpoint(*server), "requests": flood.requests,
+                "peak_requests": flood.peak, "peak_rate": rate,
+                "detail": f"{source} sent {flood.peak} requests to {endpoint(*server)} within {self.window} s "
+                          f"({rate:.1f}/s; {self._rule_text()})"}
+
+    def _host_suspicions(self, address, host, answers):
+        """``answers``: the address answers queries itself (a server)."""
+        found = []
+        reflection = None if answers else self._reflection(address, host)
+        if reflection is not None:
+            found.append(reflection)
+        elif host.suspects is not None and (peak := host.suspects.peak(self.window)) >= self.threshold:
+            found.append({"rule": "unsolicited_replies", "frames": [host.first_frame],
+                          "address": address, "unsolicited": host.unsolicited, "oversize": host.oversize,
+                          "peak_rate": peak / self.window,
+                          "detail": f"{address} received {peak} replies within {self.window} s that answer no "
+                                    f"request seen or exceed their protocol's size limit ({host.unsolicited} "
+                                    f"without a request, {host.oversize} oversize in all; {self._rule_text()})"})
+        tokens = sorted(_token_table(host.tokens).items(), key=_token_order)
+        for (protocol, token), (count, frame, servers) in tokens:
+            if count >= self.threshold and len(servers) >= MIN_SERVERS:
+                found.append({"rule": "token_reuse", "protocol": protocol, "frames": [frame], "address": address,
+                              "token": token, "requests": count,
+                              "detail": f"{address} sent token {token} in {count} requests to {len(servers)} or more "
+                                        f"servers (threshold: {self.threshold:g} requests to {MIN_SERVERS} "
+                                        f"servers)"})
+        return found
+
+    def _reflection(self, address, host):
+        """The shape of reflection, seen from the servers' side (the address asks several servers, each at least
+        once a second and fast in all, and does nothing else) or from the victim's (several servers answer it,
+        each at least once a second and fast in all, and it asked for nothing). A browser's refresh asks each
+        server once: it is neither."""
+        servers = _peer_count(host.repliers)
+        if servers < MIN_SERVERS or host.others:
+            return None
+        if host.requests:
+            peak = host.rates.peak(self.window)
+            if peak < self.threshold or host.servers_asked_fast < MIN_SERVERS:
+                return None
+            view = "sender"
+            detail = (f"{servers} servers replied to {address}, which sent nothing but query requests: "
+                      f"{host.requests} to {_peer_count(host.queried)} servers, {host.servers_asked_fast} of them "
+                      f"at least once a second, up to {peak} within {self.window} s ({peak / self.window:.1f}/s)")
+        else:
+            peak = host.replies.peak(self.window)
+            if peak < self.threshold or host.servers_replying_fast < MIN_SERVERS:
+                return None
+            view = "victim"
+            detail = (f"{servers} servers sent {host.received} replies to {address}, which sent no request; "
+                      f"{host.servers_replying_fast} of them at least once a second, up to {peak} within "
+                      f"{self.window} s ({peak / self.window:.1f}/s)")
+        return {"rule": "reflection", "frames": [host.first_frame], "address": address,
+                "view": view, "servers": servers, "requests": host.requests, "replies": host.received,
+                "reply_bytes": host.received_bytes, "peak_rate": peak / self.window,
+                "detail": f"{detail}; {self._rule_text()}"}
+
+    def _rule_text(self):
+        return f"threshold {self.rate:g}/s sustained over {self.window} s"
+
+    def _record(self, suspicion):
+        rule = suspicion["rule"]
+        if rule == "token_reuse":  # the protocol's own finding, and its record
+            protocol, spec = suspicion["protocol"], self.token_findings[suspicion["protocol"]]
+        else:
+            protocol, spec = KEY, getattr(W, rule)
+        result = {key: value for key, value in suspicion.items() if key not in ("rule", "frames", "detail")}
+        return AnalysisRecord(protocol, rule, suspicion["frames"], result, [spec.at(suspicion["detail"])],
+                              _summary(suspicion))
+
+    def _evicted_record(self):
+        counts = dict(sorted(self.evicted.items()))
+        listed = ", ".join(f"{count} {table}" for table, count in counts.items())
+        detail = (f"evicted to stay within the limits ({MAX_HOSTS} addresses, {MAX_SERVERS} servers, {MAX_PAIRS} "
+                  f"address pairs, {MAX_OPEN} open queries, {MAX_FLOODS} floods listed): {listed}; rates, "
+                  f"rankings and rules cover what was kept")
+        return AnalysisRecord(KEY, "state_evicted", [], counts, [W.state_evicted.at(detail)],
+                              f"abuse analysis state evicted: {listed}")
+
+    # -- --stats -------------------------------------------------------------------------------------
+    def stats(self):
+        """The ``abuse`` part of ``--stats``: amplification per protocol and request type, top talkers, top
+        servers, what the rules found. (No ``servers`` key: that name feeds the servers-seen tables.)"""
+        return {
+            "thresholds": {"rate": self.rate, "window": self.window, "min_servers": MIN_SERVERS},
+            "protocols": self._protocol_rows(),
+            "amplification": [kind.as_dict(protocol, request)
+                              for (protocol, request), kind in sorted(self.amplification.items())],
+            "top_talkers": self._top_talkers(),
+            "top_servers": self._top_servers(),
+            "suspicions": [{key: value for key, value in s.items() if key != "detail"}
+                           for s in sorted(self.suspicions(), key=_suspicion_order)],
+            "evicted": dict(sorted(self.evicted.items())),
+        }
+
+    def _protocol_rows(self):
+        rows = {}
+        for (protocol, _), kind in sorted(self.amplification.items()):
+            row = rows.setdefault(protocol, _protocol_row(protocol))
+            for name in ("requests", "request_bytes", "request_wire", "replies", "reply_bytes", "reply_wire"):
+                row[name] += getattr(kind, name)
+        for protocol, entry in sorted(self.unsolicited.items()):
+            row = rows.setdefault(protocol, _protocol_row(protocol))
+            row.update(unsolicited_replies=entry.count, unsolicited_bytes=entry.size, oversize_replies=entry.oversize)
+        out = []
+        for protocol, row in sorted(rows.items()):
+            row["amplification"] = _ratio(row["reply_bytes"], row["request_bytes"])
+            row["wire_amplification"] = _ratio(row["reply_wire"], row["request_wire"])
+            out.append(_renamed(row))
+        return out
+
+    def _top_talkers(self):
+        talkers = sorted(((address, host) for address, host in self.hosts.items() if host.requests),
+                         key=lambda item: (-item[1].requests, item[0]))
+        return [host.as_dict(address, self.window) for address, host in talkers[:self.top]]
+
+    def _top_servers(self):
+        ranked = sorted(self.servers.items(), key=lambda item: (-item[1].bytes_out, -item[1].requests, item[0]))
+        return [server.as_dict(address) for address, server in ranked[:self.top]]
+
+
+def check_thresholds(rate, window):
+    """ValueError unless the rate is a positive number and the window a whole number of seconds, at least 1."""
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not rate > 0 or rate == float("inf"):
+        raise ValueError(f"the abuse rate must be a positive number of requests per second, not {rate!r}")
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or window != int(window) or window < 1:
+        raise ValueError(f"the abuse window must be a whole number of seconds, at least 1, not {window!r}")
+
+
+# -- what is kept ---------------------------------------------------------------------------------------
+class _Query:
+    """One request and the replies it drew so far; ``kind``: the _Kind of its request type."""
+
+    __slots__ = ("kind", "frame", "size", "wire", "replies", "reply_bytes", "reply_wire", "frames")
+
+    def __init__(self, kind, frame, size, wire):
+        self.kind = kind
+        self.frame = frame
+        self.size = size
+        self.wire = wire
+        self.replies = 0
+        self.reply_bytes = 0
+        self.reply_wire = 0
+        self.frames = None
+
+    @property
+    def last_frame(self):
+        return self.frame  # the open queries are used in the order of their requests
+
+    def merge(self, other):
+        """The same query in two workers' tables: never, as a query lives in one conversation."""
+        return self if self.frame >= other.frame else other
+
+    def add(self, frame, size, wire):
+        self.replies += 1
+        self.reply_bytes += size
+        self.reply_wire += wire
+        frames = self.frames
+        if frames is None:
+            self.frames = [frame]
+        elif len(frames) < MAX_FRAMES and frames[-1] != frame:
+            frames.append(frame)
+
+
+class _Kind:
+    """The queries of one request type of one protocol, and their amplification."""
+
+    __slots__ = ("requests", "request_bytes", "request_wire", "answered", "replies", "reply_bytes", "reply_wire",
+                 "factor_micro", "factors", "worst")
+    SUMS = ("requests", "request_bytes", "request_wire", "answered", "replies", "reply_bytes", "reply_wire",
+            "factor_micro")
+
+    def __init__(self):
+        for name in self.SUMS:
+            setattr(self, name, 0)
+        self.factors = Counter()  # an answered query's factor, to 3 significant digits -> queries (the median)
+        self.worst = None         # (factor in millionths, -request frame, request frame, reply frames, client, server)
+
+    def conclude(self, query, client, server):
+        if not query.replies:
+            return
+        micro = query.reply_bytes * MICRO // max(1, query.size)
+        self.factor_micro += micro
+        self.factors[float(f"{micro / MICRO:.3g}")] += 1
+        if self.worst is None or (micro, -query.frame) > self.worst[:2]:
+            self.worst = (micro, -query.frame, query.frame, list(query.frames), client, server)
+
+    def merge(self, other):
+        for name in self.SUMS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.factors.update(other.factors)
+        if other.worst is not None and (self.worst is None or other.worst[:2] > self.worst[:2]):
+            self.worst = other.worst
+
+    def as_dict(self, protocol, request):
+        answered = sum(self.factors.values())
+        row = {"protocol": protocol, "request": request, "requests": self.requests, "answered": self.answered,
+               "replies": self.replies, "replies_per_request": _ratio(self.replies, self.requests),
+               "request_bytes": self.request_bytes, "reply_bytes": self.reply_bytes,
+               "request_wire_bytes": self.request_wire, "reply_wire_bytes": self.reply_wire,
+               "amplification": _ratio(self.reply_bytes, self.request_bytes),
+               "wire_amplification": _ratio(self.reply_wire, self.request_wire),
+               "per_query": None, "worst": None}
+        if answered:
+            row["per_query"] = {"mean": self.factor_micro / answered / MICRO, "median": _median(self.factors),
+                                "max": self.worst[0] / MICRO}
+            micro, _, frame, frames, client, server = self.worst
+            row["worst"] = {"amplification": micro / MICRO, "request_frame": frame, "reply_frames": frames,
+                            "client": endpoint(*client), "server": endpoint(*server)}
+        return row
+
+
+class _Unsolicited:
+    """Replies of one protocol that answer no request seen, and replies over its size limit."""
+
+    __slots__ = ("count", "size", "wire", "oversize")
+
+    def __init__(self):
+        self.count = self.size = self.wire = self.oversize = 0
+
+    def add(self, size, wire):
+        self.count += 1
+        self.size += size
+        self.wire += wire
+
+    def merge(self, other):
+        self.count += other.count
+        self.size += other.size
+        self.wire += other.wire
+        self.oversize += other.oversize
+
+
+class _Rate:
+    """Messages per whole second, for the peak over a window. At most MAX_BINS seconds are kept: before the
+    oldest is dropped, the window that starts there is counted into ``folded``."""
+
+    __slots__ = ("bins", "folded")
+
+    def __init__(self):
+        self.bins = {}
+        self.folded = 0
+
+    def add(self, second, window, count=1):
+        bins = self.bins
+        if second in bins:
+            bins[second] += count
+            return
+        if len(bins) >= MAX_BINS:
+            oldest = next(iter(bins))
+            self.folded = max(self.folded, sum(bins.get(s, 0) for s in range(oldest, oldest + window)))
+            del bins[oldest]
+        bins[second] = count
+
+    def peak(self, window):
+        """The most messages within ``window`` consecutive seconds."""
+        seconds = sorted(self.bins)
+        best = total = start = 0
+        for second in seconds:
+            total += self.bins[second]
+            while seconds[start] <= second - window:
+                total -= self.bins[seconds[start]]
+                start += 1
+            best = max(best, total)
+        return max(best, self.folded)
+
+    def merge(self, other, window):
+        self.folded = max(self.folded, other.folded)
+        for second, count in sorted(other.bins.items()):
+            self.add(second, window, count)
+
+
+class _Host:
+    """One address: what it asked and what came back to it."""
+
+    __slots__ = ("requests", "request_bytes", "others", "answered", "caused_bytes", "caused_wire", "received",
+                 "received_bytes", "unsolicited", "oversize", "servers_asked_fast", "servers_replying_fast", "first",
+                 "last", "first_frame", "last_frame", "rates", "replies", "suspects", "queried", "repliers", "tokens")
+    # servers_asked_fast, servers_replying_fast: servers it asked, or that answered it, at least once a second
+    # sustained over the window (each pair lives in one -j worker, so the counts add up)
+    SUMS = ("requests", "request_bytes", "others", "answered", "caused_bytes", "caused_wire", "received",
+            "received_bytes", "unsolicited", "oversize", "servers_asked_fast", "servers_replying_fast")
+
+    def __init__(self):
+        # Most addresses of a spoofed flood send one request: what they keep is made as small as it can be.
+        self.requests = self.request_bytes = self.others = self.answered = self.caused_bytes = 0
+        self.caused_wire = self.received = self.received_bytes = self.unsolicited = self.oversize = 0
+        self.servers_asked_fast = self.servers_replying_fast = 0
+        self.first = self.last = None   # the seconds of its first and last request
+        self.first_frame = None         # the first frame that asked for it or answered it
+        self.last_frame = None          # the last one
+        self.rates = None               # _Rate of its requests
+        self.replies = None             # _Rate of the replies it received
+        self.suspects = None            # _Rate of replies to it without a request, or oversize
+        self.queried = None             # servers it asked (peers: see _add_peer)
+        self.repliers = None            # servers that replied to it (peers)
+        self.tokens = None              # its tokens: see token()
+
+    def request(self, frame, second, server, size, window):
+        self.requests += 1
+        self.request_bytes += size
+        if self.rates is None:
+            self.rates = _Rate()
+            self.first = self.last = second
+        else:
+            self.first = min(self.first, second)
+            self.last = max(self.last, second)
+        self.queried = _add_peer(self.queried, server)
+        self._seen(frame)
+        self.rates.add(second, window)
+
+    def receive(self, frame, second, server, size, window):
+        self.received += 1
+        self.received_bytes += size
+        self._seen(frame)
+        if self.replies is None:
+            self.replies = _Rate()
+        self.replies.add(second, window)
+        self.repliers = _add_peer(self.repliers, server)
+
+    def suspect(self, second, window):
+        if self.suspects is None:
+            self.suspects = _Rate()
+        self.suspects.add(second, window)
+
+    def token(self, protocol, token, server, frame):
+        """Count a request's token. ``tokens``: None before the first; (protocol, token, server, frame) after
+        one request; then {(protocol, token): [requests, first frame, servers (at most MIN_SERVERS)]}; False
+        once the address used more than MAX_TOKENS tokens."""
+        tokens = self.tokens
+        if tokens is False:
+            return
+        if tokens is None:
+            self.tokens = (protocol, token, server, frame)
+            return
+        if type(tokens) is tuple:
+            tokens = self.tokens = _token_table(tokens)
+        entry = tokens.get((protocol, token))
+        if entry is None:
+            if len(tokens) >= MAX_TOKENS:
+                self.tokens = False
+                return
+            entry = tokens[(protocol, token)] = [0, frame, ()]
+        entry[0] += 1
+        if server not in entry[2] and len(entry[2]) < MIN_SERVERS:
+            entry[2] += (server,)
+
+    def other(self, frame):
+        """A message of it that is no query request (nor a reply: servers are known by theirs)."""
+        self.others += 1
+        self._seen(frame)
+
+    def _seen(self, frame):
+        if self.first_frame is None:
+            self.first_frame = self.last_frame = frame
+        else:
+            self.first_frame = min(self.first_frame, frame)
+            self.last_frame = max(self.last_frame, frame)
+
+    def merge(self, other, window):
+        for name in self.SUMS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.first = _least(self.first, other.first)
+        self.last = _most(self.last, other.last)
+        self.first_frame = _least(self.first_frame, other.first_frame)
+        self.last_frame = _most(self.last_frame, other.last_frame)
+        for name in ("rates", "replies", "suspects"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is None:
+                setattr(self, name, theirs)
+            elif theirs is not None:
+                mine.merge(theirs, window)
+        self.queried = _union_peers(self.queried, other.queried)
+        self.repliers = _union_peers(self.repliers, other.repliers)
+        self.tokens = _merge_tokens(self.tokens, other.tokens)
+        return self
+
+    def as_dict(self, address, window):
+        span = max(window, self.last - self.first + 1 if self.first is not None else 0)
+        peak = self.rates.peak(window) if self.rates is not None else 0
+        return {"address": address, "requests": self.requests, "mean_rate": self.requests / span,
+                "peak_rate": peak / window, "servers": _peer_count(self.queried),
+                "answered_share": _ratio(self.answered, self.requests), "reply_bytes": self.caused_bytes,
+                "reply_wire_bytes": self.caused_wire}
+
+
+class _Server:
+    """One server endpoint: the requests it received and the replies it sent."""
+
+    __slots__ = ("protocol", "requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize", "requesters",
+                 "last_frame")
+    SUMS = ("requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize")
+
+    def __init__(self, protocol):
+        self.protocol = protocol
+        self.requests = self.replies = self.bytes_out = self.wire_out = self.unsolicited = self.oversize = 0
+        self.requesters = None  # peers: see _add_peer
+        self.last_frame = 0
+
+    def request(self, address, frame):
+        self.requests += 1
+        self.requesters = _add_peer(self.requesters, address)
+        self.last_frame = max(self.last_frame, frame)
+
+    def reply(self, frame, size, wire):
+        self.last_frame = max(self.last_frame, frame)
+        self.replies += 1
+        self.bytes_out += size
+        self.wire_out += wire
+
+    def merge(self, other):
+        for name in self.SUMS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.requesters = _union_peers(self.requesters, other.requesters)
+        self.last_frame = max(self.last_frame, other.last_frame)
+        return self
+
+    def as_dict(self, server):
+        return {"server": endpoint(*server), "protocol": self.protocol, "requests": self.requests,
+                "replies": self.replies, "bytes_out": self.bytes_out, "wire_bytes_out": self.wire_out,
+                "requesters": _peer_count(self.requesters), "unsolicited_replies": self.unsolicited,
+                "oversize_replies": self.oversize}
+
+
+class _Pair:
+    """One source address and one server: its requests and its replies within the last window (the flood
+    watch), and whether each reached one a second over a window. A window's seconds are kept flat,
+    [second, messages, second, messages ...], oldest first."""
+
+    __slots__ = ("protocol", "first_frame", "last_frame", "total", "asked_recent", "asked_count", "replied_recent",
+                 "replied_count", "asked_fast", "replied_fast", "flood")
+
+    def __init__(self, protocol, frame):
+        self.protocol = protocol
+        self.first_frame = self.last_frame = frame
+        self.total = 0              # requests in all
+        self.asked_recent = None
+        self.asked_count = 0        # requests within the window
+        self.replied_recent = None
+        self.replied_count = 0      # replies within the window
+        self.asked_fast = False
+        self.replied_fast = False
+        self.flood = None           # its _Flood once it crossed the threshold (False: past MAX_FLOODS)
+
+    def asked(self, second, window):
+        """Count a request: (requests within the window, whether the pair just reached one a second)."""
+        self.total += 1
+        if self.asked_recent is None:
+            self.asked_recent = []
+        count = self.asked_count = self.asked_count + 1 - _slide(self.asked_recent, second, window)
+        fast = not self.asked_fast and count >= window
+        self.asked_fast = self.asked_fast or fast
+        return count, fast
+
+    def merge(self, other):
+        """The same pair in two workers' tables: never, as a pair of addresses lives in one worker."""
+        return self if self.last_frame >= other.last_frame else other
+
+    def replied(self, second, window):
+        """Count a reply: whether the pair just reached one a second."""
+        if self.replied_recent is None:
+            self.replied_recent = []
+        count = self.replied_count = self.replied_count + 1 - _slide(self.replied_recent, second, window)
+        fast = not self.replied_fast and count >= window
+        self.replied_fast = self.replied_fast or fast
+        return fast
+
+
+def _slide(recent, second, window):
+    """Count a message of ``second`` into ``recent``, a window's seconds; return how many messages left it."""
+    if recent and second <= recent[-2]:  # the same second, or a clock that went back: the latest one
+        recent[-1] += 1
+        return 0
+    recent += (second, 1)
+    gone = 0
+    while recent[0] <= second - window:
+        gone += recent[1]
+        del recent[:2]
+    return gone
+
+
+class _Flood:
+    __slots__ = ("protocol", "first_frame", "frame", "peak", "requests")
+
+    def __init__(self, protocol, first_frame, frame):
+        self.protocol = protocol
+        self.first_frame = first_frame  # the pair's first request
+        self.frame = frame              # the request that crossed the threshold
+        self.peak = 0
+        self.requests = 0
+
+    def merge(self, other):
+        first, second = (self, other) if (self.frame, self.first_frame) <= (other.frame, other.first_frame) else \
+            (other, self)
+        first.peak = max(first.peak, second.peak)
+        first.requests = max(first.requests, second.requests)
+        return first
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+def _ends(record, msg):
+    """(sender, receiver) as (address, port), or (None, None). A TCP message says which side sent it: the
+    packet at hand may be the other side's."""
+    values = msg.values
+    if "from_client" in values:
+        client, server = _split(values.get("client")), _split(values.get("server"))
+        if client is None or server is None:
+            return None, None
+        return (client, server) if values["from_client"] else (server, client)
+    packet = record.packet
+    if packet.src is None:
+        return None, None
+    return (packet.src, packet.sport), (packet.dst, packet.dport)
+
+
+def _split(text):
+    """``10.0.0.1:26000`` or ``[2001:db8::1]:26000`` -> (address, port)."""
+    if not text:
+        return None
+    address, _, port = text.rpartition(":")
+    return address.strip("[]"), int(port) if port.isdigit() else None
+
+
+def _add_peer(peers, peer):
+    """Distinct peers, at most MAX_PEERS: None, then the one peer itself (most addresses of a flood know one
+    server, most servers one requester), then a set."""
+    if peers is None:
+        return peer
+    if type(peers) is not set:
+        return peers if peers == peer else {peers, peer}
+    if len(peers) < MAX_PEERS:
+        peers.add(peer)
+    return peers
+
+
+def _peer_set(peers):
+    return set() if peers is None else peers if type(peers) is set else {peers}
+
+
+def _peer_count(peers):
+    return 0 if peers is None else len(peers) if type(peers) is set else 1
+
+
+def _union_peers(mine, theirs):
+    union = _peer_set(mine) | _peer_set(theirs)
+    if len(union) <= 1:
+        return next(iter(union), None)
+    return union if len(union) <= MAX_PEERS else set(sorted(union, key=repr)[:MAX_PEERS])
+
+
+def _token_table(tokens):
+    """An address's tokens as {(protocol, token): [requests, first frame, servers]} ({} for none or varied)."""
+    if not tokens:
+        return {}
+    if type(tokens) is tuple:
+        protocol, token, server, frame = tokens
+        return {(protocol, token): [1, frame, (server,)]}
+    return tokens
+
+
+def _merge_tokens(mine, theirs):
+    if mine is False or theirs is False:
+        return False
+    if not theirs:
+        return mine
+    if not mine:
+        return theirs
+    merged = {key: list(entry) for key, entry in _token_table(mine).items()}
+    theirs = _token_table(theirs)
+    for key, (count, frame, servers) in theirs.items():
+        entry = merged.get(key)
+        if entry is None:
+            merged[key] = [count, frame, servers]
+            continue
+        entry[0] += count
+        entry[1] = min(entry[1], frame)
+        entry[2] = tuple(sorted(set(entry[2]) | set(servers), key=repr))[:MIN_SERVERS]
+    return False if len(merged) > MAX_TOKENS else merged
+
+
+def _merge_recent(mine, theirs, combine):
+    """Fold another worker's table (a BoundedDict of entries with a ``last_frame``) into ``mine``, combining
+    the entries in both; keep those last used by the latest frames, in that order, as one process's LRU
+    would; return how many the limit evicted."""
+    combined = dict(mine)
+    for key, entry in theirs.items():
+        old = combined.get(key)
+        combined[key] = entry if old is None else combine(old, entry)
+    ordered = sorted(combined.items(), key=lambda item: (item[1].last_frame or 0, repr(item[0])))
+    kept = ordered[-mine.limit:]
+    mine.clear()
+    mine.update(kept)
+    return len(ordered) - len(kept)
+
+
+def _least(a, b):
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _most(a, b):
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _median(factors):
+    """The lower median of a histogram {value: count}."""
+    total = sum(factors.values())
+    seen = 0
+    for value in sorted(factors):
+        seen += factors[value]
+        if 2 * seen >= total:
+            return value
+    return None
+
+
+def _ratio(numerator, denominator):
+    return numerator / denominator if denominator else None
+
+
+def _protocol_row(protocol):
+    return {"protocol": protocol, "requests": 0, "request_bytes": 0, "request_wire": 0, "replies": 0,
+            "reply_bytes": 0, "reply_wire": 0, "unsolicited_replies": 0, "unsolicited_bytes": 0,
+            "oversize_replies": 0}
+
+
+def _renamed(row):
+    """A protocol row with the wire figures named as in the amplification rows."""
+    out = dict(row)
+    out["request_wire_bytes"] = out.pop("request_wire")
+    out["reply_wire_bytes"] = out.pop("reply_wire")
+    return out
+
+
+def _token_order(item):
+    (protocol, token), (count, frame, _) = item
+    return frame, protocol, repr(token)
+
+
+def _suspicion_order(suspicion):
+    return suspicion["frames"][0] or 0, suspicion["rule"], suspicion["detail"]
+
+
+def _summary(suspicion):
+    rule = suspicion["rule"]
+    if rule == "request_flood":
+        return (f"request flood {suspicion['source']} → {suspicion['server']} ({suspicion['protocol']}): "
+                f"{suspicion['peak_requests']} requests within the window ({suspicion['peak_rate']:.1f}/s), "
+                f"{suspicion['requests']} in all")
+    if rule == "reflection":
+        what = "victim of reflection" if suspicion["view"] == "victim" else "reflection toward"
+        return (f"{what} {suspicion['address']}: {suspicion['servers']} servers sent it {suspicion['replies']} "
+                f"replies, {suspicion['reply_bytes']} bytes")
+    if rule == "unsolicited_replies":
+        return (f"unsolicited replies to {suspicion['address']}: {suspicion['unsolicited']} without a request, "
+                f"{suspicion['oversize']} oversize")
+    return f"token {suspicion['token']} reused by {suspicion['address']} in {suspicion['requests']} requests"

@@ -1,0 +1,320 @@
+"""Many capture files at once (``--to-parquet DIR``, ``--dask``): one task per file, in this process or
+on a Dask cluster, with the same results either way.
+
+Each file is dissected as a capture of its own: frame numbers start at 1 in each file, and a
+conversation that goes on from one file into the next is seen as two. A task writes its file's part
+of each table (``DIR/<table>/part-NNNNN.parquet``, see columnar.py) and returns what the run merges:
+the ``--stats`` counts, the analyzers (merged as ``-j`` merges its workers'), the errors. The merge
+goes in file order whatever order the tasks end in, so one process, a ``LocalCluster`` and a cluster
+of many hosts give the same files and the same statistics.
+
+On a cluster every worker must have dissect (the same version, the same plugins) and see the
+capture files and DIR at the same paths (a shared file system).
+"""
+
+import logging
+import os
+import sys
+import time
+import uuid
+
+from .capture.sources import STDIN, CaptureFiles, source_name
+from .columnar import EXTRA, Layout, MissingExtra, ParquetParts, TableSink, part_name, prepare_dir, require_arrow
+from .registry import UsageError, load_protocols
+from .render.printer import Printer
+from .render.stats import StatsCollector
+from .session import Session
+
+CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler, and then for a worker to be there
+
+
+class Job:
+    """One task: a capture file, where its rows go, and the run's options (sent to a worker)."""
+
+    __slots__ = ("index", "path", "name", "out_dir", "part", "decode_as", "display_filter", "stats", "fail_on",
+                 "protocols")
+
+    def __init__(self, index, path, name, out_dir, part, options, protocols):
+        self.index = index
+        self.path = path          # absolute: a worker's working directory is not the client's
+        self.name = name          # as the user gave it: what the file column and messages say
+        self.out_dir = out_dir
+        self.part = part
+        self.decode_as, self.display_filter, self.stats, self.fail_on = options
+        self.protocols = protocols
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+
+
+class _Discard:
+    """The sink of a run that writes no rows (``--stats`` alone)."""
+
+    def frame(self, record):
+        pass
+
+    def analysis(self, rec):
+        pass
+
+
+def dissect_file(job):
+    """The task: dissect one capture file, write its parts, return what the run merges."""
+    protocols = tuple(sorted(load_protocols()))
+    if protocols != job.protocols:
+        raise RuntimeError(f"this worker knows the protocols {', '.join(protocols)}, the client "
+                           f"{', '.join(job.protocols)}: install the same dissect and plugins everywhere")
+    started, cpu = time.perf_counter(), time.thread_time()
+    parts = sink = None
+    if job.out_dir is not None:
+        layout = Layout()
+        parts = ParquetParts(job.out_dir, job.part, layout)
+        sink = TableSink(parts.write, layout, job.name)
+    session = Session(sink or _Discard(), decode_as=job.decode_as, display_filter=job.display_filter,
+                      tree=sink is not None, stats=job.stats, fail_on=job.fail_on)
+    files = CaptureFiles([job.path])
+    frames = 0
+    try:
+        for frame in files:
+            session.frame(frame)
+            frames += 1
+        session.finish()
+        if parts is not None:
+            sink.close()
+            parts.commit()
+    except BaseException:
+        if parts is not None:
+            parts.abort()
+        raise
+    errors = [error.replace(source_name(job.path), job.name, 1) for error in files.errors]
+    return {"index": job.index, "errors": errors, "failed": session.failed, "stats": session.stats,
+            "analyzers": session.analyzers if job.stats else {}, "frames": frames,
+            "seconds": time.perf_counter() - started, "cpu": time.thread_time() - cpu, "pid": os.getpid()}
+
+
+# -- the run -------------------------------------------------------------------------------------
+def run_to_parquet(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=False, out=None,
+                   format="text", fail_on=None, workers=None):
+    """The command's ``--to-parquet DIR`` and ``--dask``: dissect ``paths`` into Parquet under ``out_dir``
+    (None: write none, for ``--stats`` alone); ``dask``: None (this process), "local" (a LocalCluster of
+    ``workers`` processes, default one per core), a scheduler address (``tcp://host:8786``) or a
+    ``distributed.Client``. ``--stats`` goes to ``out`` in ``format`` (text, json or jsonl); errors go
+    to stderr, one line each. Returns the exit code: 2 when a file could not be read to its end or
+    a task failed (after everything else is written), 1 for ``fail_on``, else 0."""
+    return run(paths, out_dir, decode_as, display_filter, dask, stats, out, format, fail_on, workers).code
+
+
+class Outcome:
+    """What a run did: the exit code, the merged stats and analyzers, the errors, and per task the
+    process that ran it, its frames, its time and its CPU time (for tools/bench_scale.py and the tests)."""
+
+    def __init__(self, count, stats):
+        self.code = 0
+        self.stats = StatsCollector() if stats else None
+        self.analyzers = None
+        self.errors = []
+        self.failed = False
+        self.tasks = [None] * count
+
+
+def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=False, out=None, format="text",
+        fail_on=None, workers=None, progress=None):
+    """``run_to_parquet``, returning the Outcome. ``progress``: show tasks done on stderr (None: when
+    stderr is a terminal)."""
+    paths = [os.fspath(path) for path in paths]
+    check_usage(paths, out_dir, decode_as, display_filter, dask, stats)
+    if out_dir is not None:
+        prepare_dir(out_dir)
+    jobs = make_jobs(paths, out_dir, (list(decode_as), display_filter, stats, fail_on))
+    merge = _Merge(jobs, stats, TaskProgress(jobs, sys.stderr, progress))
+    if dask is None:
+        for job in jobs:
+            _in_process(job, merge)
+    else:
+        _on_dask(jobs, dask, workers, merge)
+    merge.progress.close()
+    outcome = merge.outcome
+    for error in outcome.errors:
+        print(f"dissect: {error}", file=sys.stderr)
+    if stats:
+        Printer(out if out is not None else sys.stdout, format=format, stats=True).close(
+            outcome.stats, outcome.analyzers or {})
+    outcome.code = 2 if outcome.errors else 1 if outcome.failed else 0
+    return outcome
+
+
+def check_usage(paths, out_dir, decode_as, display_filter, dask, stats):
+    """UsageError (one line) before any task starts: nothing to do, a missing extra, a bad filter."""
+    if not paths:
+        raise UsageError("no capture files given")
+    if out_dir is None and not stats:
+        raise UsageError("--dask needs --to-parquet DIR or --stats: there is nothing to write")
+    if out_dir is not None:
+        require_arrow("--to-parquet")
+    if dask is not None:
+        if isinstance(dask, str):
+            require_dask()
+        if STDIN in paths:
+            raise UsageError("--dask reads capture files on the workers: standard input (-) cannot be one")
+    Session(_Discard(), decode_as=decode_as, display_filter=display_filter)  # raises for a bad filter or -d
+
+
+def make_jobs(paths, out_dir, options):
+    protocols = tuple(sorted(load_protocols()))
+    out_dir = os.path.abspath(out_dir) if out_dir is not None else None
+    return [Job(index, path if path == STDIN else os.path.abspath(path), source_name(path), out_dir,
+                part_name(index, len(paths)), options, protocols) for index, path in enumerate(paths)]
+
+
+def _in_process(job, merge):
+    try:
+        summary = dissect_file(job)
+    except Exception as exc:  # a task's failure costs its file, as on a cluster
+        merge.failed(job, exc)
+    else:
+        merge.done(job, summary)
+
+
+def require_dask():
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise MissingExtra(f"--dask needs dask[distributed]: pip install 'dissect-gameq[{EXTRA}]'") from None
+
+
+def _on_dask(jobs, dask, workers, merge):
+    from distributed import as_completed
+    client, cluster = connect(dask, workers)
+    try:
+        run_id = uuid.uuid4().hex[:8]
+        futures = {client.submit(dissect_file, job, key=f"dissect-{run_id}-{job.index}", pure=False): job
+                   for job in jobs}
+        for future in as_completed(futures):
+            job = futures[future]
+            try:
+                summary = future.result()
+            except Exception as exc:  # the task raised, or its worker died: the file is named, the rest goes on
+                merge.failed(job, exc)
+            else:
+                merge.done(job, summary)
+            future.release()
+    finally:
+        if cluster is not None:
+            client.close()
+            cluster.close()
+        elif client is not dask:
+            client.close()
+
+
+def connect(dask, workers=None):
+    """(client, the LocalCluster it started or None) for ``--dask``: "local" or an address, or a Client."""
+    from distributed import Client, LocalCluster
+    if not isinstance(dask, str):
+        return dask, None
+    if dask in ("", "local"):
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+        return Client(cluster), cluster
+    try:
+        client = Client(dask, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"--dask {dask}: cannot reach the scheduler: {exc}") from None
+    try:
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError):
+        client.close()
+        raise UsageError(f"--dask {dask}: no worker joined the scheduler within {CONNECT_TIMEOUT:.0f} s") from None
+    return client, None
+
+
+class _Merge:
+    """Folds the tasks' results into the Outcome in file order, whatever order they end in."""
+
+    def __init__(self, jobs, stats, progress):
+        self.outcome = Outcome(len(jobs), stats)
+        self.progress = progress
+        self.waiting = {}
+        self.next = 0
+
+    def done(self, job, summary):
+        self.progress.task(job, summary["frames"])
+        self.waiting[job.index] = summary
+        self._fold()
+
+    def failed(self, job, exc):
+        self.progress.task(job, 0)
+        self.waiting[job.index] = {"errors": [f"{job.name}: task failed: {type(exc).__name__}: {exc}"],
+                                   "failed": False, "stats": None, "analyzers": {}}
+        self._fold()
+
+    def _fold(self):
+        outcome = self.outcome
+        while self.next in self.waiting:
+            summary = self.waiting.pop(self.next)
+            outcome.tasks[self.next] = {key: summary.get(key) for key in ("frames", "seconds", "cpu", "pid")}
+            self.next += 1
+            outcome.errors.extend(summary["errors"])
+            outcome.failed = outcome.failed or summary["failed"]
+            if outcome.stats is not None and summary["stats"] is not None:
+                self._merge_stats(summary)
+
+    def _merge_stats(self, summary):
+        outcome, theirs = self.outcome, summary["stats"]
+        outcome.stats.merge(theirs)
+        if outcome.stats.first_ts is None:
+            outcome.stats.first_ts = theirs.first_ts
+        if theirs.last_ts is not None:
+            outcome.stats.last_ts = theirs.last_ts
+        if outcome.analyzers is None:
+            outcome.analyzers = summary["analyzers"]
+            return
+        for key, analyzer in outcome.analyzers.items():
+            analyzer.merge(summary["analyzers"][key])
+
+
+class TaskProgress:
+    """The progress line on stderr: files done of all, frames, and bytes per second (the capture files'
+    sizes over the time since the run started), redrawn at most twice a second and left standing at
+    the end. Shown on a terminal, or when ``show`` is true."""
+
+    def __init__(self, jobs, stream, show=None):
+        self.stream = stream
+        self.show = stream.isatty() if show is None else show
+        self.sizes = {job.index: _size(job.path) for job in jobs}
+        self.total = len(jobs)
+        self.done = 0
+        self.bytes = 0
+        self.frames = 0
+        self.started = self.last = time.monotonic()
+        self.shown = False
+
+    def task(self, job, frames):
+        self.done += 1
+        self.bytes += self.sizes[job.index]
+        self.frames += frames
+        now = time.monotonic()
+        if self.show and (self.done == self.total or now - self.last >= 0.5):
+            self.last = now
+            self.stream.write("\r" + self.line())
+            self.stream.flush()
+            self.shown = True
+
+    def line(self):
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        return (f"{self.done}/{self.total} files, {self.frames:,} frames, {self.bytes / 1e6:,.1f} MB, "
+                f"{self.bytes / 1e6 / elapsed:,.1f} MB/s")
+
+    def close(self):
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

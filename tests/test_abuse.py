@@ -1,0 +1,284 @@
+"""Reflection and flood analysis: amplification against the bytes written, the rules on the reflection
+capture and on crafted traffic, silence on the ordinary captures, -j, thresholds, bounded state."""
+
+import glob
+import json
+import os
+
+import capkit
+import make_reflection as mr
+import pytest
+import teeframe_peer as tf
+import netquake_peer as nq
+from conftest import CAPTURES, run_cli
+
+from dissect.analysis import abuse
+from dissect.capture.sources import open_capture
+from dissect.parallel import address_pair
+from dissect.pipeline import Pipeline
+from dissect.registry import Registry, UsageError
+from dissect.session import Session
+
+REFLECTION = os.path.join(CAPTURES, "reflection.pcap")
+ORDINARY = sorted(set(glob.glob(os.path.join(CAPTURES, "*.pcap"))) - {REFLECTION})
+CLIENT, SERVER = ("192.0.2.1", 50000), ("203.0.113.5", 8303)
+
+
+class _Kept:
+    def __init__(self):
+        self.analyses = []
+
+    def frame(self, record):
+        pass
+
+    def analysis(self, record):
+        self.analyses.append(record)
+
+
+def run(path, **options):
+    """(the --stats dict, the analysis records) of a capture, in this process."""
+    sink = _Kept()
+    session = Session(sink, stats=True, **options)
+    for frame in open_capture(str(path)):
+        session.frame(frame)
+    session.finish()
+    return session.stats_dict(), sink.analyses
+
+
+def finding_counts(stats):
+    return {row["code"]: row["count"] for row in stats["findings"]}
+
+
+def udp(src, dst, payload):
+    return capkit.ethernet(capkit.udp_packet(*src, *dst, payload))
+
+
+@pytest.fixture(scope="module")
+def reflection():
+    return run(REFLECTION)
+
+
+# -- the reflection capture --------------------------------------------------------------------------
+def test_the_bundled_capture_is_what_the_generator_writes(tmp_path):
+    frames, _ = mr.build()
+    capkit.write_pcap(tmp_path / "reflection.pcap", frames)
+    assert (tmp_path / "reflection.pcap").read_bytes() == open(REFLECTION, "rb").read()
+    assert os.path.getsize(REFLECTION) < 300_000
+
+
+def test_amplification_per_protocol_is_the_byte_ratio_written(reflection):
+    stats, _ = reflection
+    _, ledger = mr.build()
+    rows = {row["protocol"]: row for row in stats["abuse"]["protocols"]}
+    assert sorted(rows) == ["netquake", "odamex", "soldat", "teeframe"]
+    for protocol, written in ledger.items():
+        row = rows[protocol]
+        true_ratio = written["reply_bytes"] / written["request_bytes"]
+        assert abs(row["amplification"] - true_ratio) <= 0.01 * true_ratio
+        assert (row["requests"], row["request_bytes"], row["reply_bytes"], row["unsolicited_bytes"]) == (
+            written["requests"], written["request_bytes"], written["reply_bytes"], written["unrequested_bytes"])
+        if protocol != "soldat":  # UDP: whole frames on the wire
+            assert (row["request_wire_bytes"], row["reply_wire_bytes"]) == (written["request_wire"],
+                                                                          written["reply_wire"])
+    assert rows["teeframe"]["amplification"] > 50 and rows["netquake"]["unsolicited_replies"] == 105
+
+
+def test_the_rules_name_the_victims_and_nothing_else(reflection):
+    stats, records = reflection
+    assert finding_counts(stats) == {"abuse.reflection": 2, "abuse.request_flood": 1, "odamex.real_layout": 42,
+                                     "soldat.separator": 16, "teeframe.signed_map_crc": 117,
+                                     "teeframe.token_reuse": 1}
+    found = {(s["rule"], s.get("address") or s.get("source")) for s in stats["abuse"]["suspicions"]}
+    assert found == {("reflection", mr.VICTIM), ("reflection", mr.BLIND_VICTIM), ("request_flood", mr.VICTIM),
+                     ("token_reuse", mr.VICTIM)}
+    flood = next(s for s in stats["abuse"]["suspicions"] if s["rule"] == "request_flood")
+    assert (flood["server"], flood["protocol"], flood["requests"], flood["peak_requests"], flood["peak_rate"]) == (
+        "203.0.113.20:26000", "netquake", 125, 125, 25.0)
+    views = {s["address"]: (s["view"], s["servers"], s["replies"]) for s in stats["abuse"]["suspicions"]
+             if s["rule"] == "reflection"}
+    assert views == {mr.VICTIM: ("sender", 9, 315), mr.BLIND_VICTIM: ("victim", 3, 105)}
+    token = next(s for s in stats["abuse"]["suspicions"] if s["rule"] == "token_reuse")
+    assert (token["token"], token["requests"], token["protocol"]) == (0x133742, 105, "teeframe")
+    assert [(r.protocol, r.name) for r in records[-4:]] == [("abuse", "reflection"), ("abuse", "request_flood"),
+                                                            ("teeframe", "token_reuse"), ("abuse", "reflection")]
+    assert all(f.severity == "warning" for r in records[-4:] for f in r.findings)
+
+
+def test_top_talkers_and_servers(reflection):
+    stats, _ = reflection
+    talkers = stats["abuse"]["top_talkers"]
+    assert len(talkers) == 10 and talkers[0]["address"] == mr.VICTIM
+    assert (talkers[0]["requests"], talkers[0]["servers"], talkers[0]["answered_share"],
+            talkers[0]["peak_rate"], talkers[0]["mean_rate"]) == (280, 9, 1.0, 56.0, 56.0)
+    assert [t["address"] for t in talkers[1:3]] == list(mr.BROWSERS)
+    servers = {row["server"]: row for row in stats["abuse"]["top_servers"]}
+    assert servers["203.0.113.21:26000"]["requesters"] == 203  # 200 one-off sources, the victim, two browsers
+    assert servers["203.0.113.10:8303"]["bytes_out"] == max(row["bytes_out"] for row in servers.values())
+
+
+def test_stats_text_names_the_victim():
+    code, out, _ = run_cli("--stats", REFLECTION)
+    assert code == 0
+    abuse_part = out[out.index("Abuse analysis"):out.index("\nFindings")]
+    assert f"reflection           {mr.VICTIM}, victim (its address sent the requests): 9 servers" in abuse_part
+    assert f"reflection           {mr.BLIND_VICTIM}, victim (sent no request): 3 servers" in abuse_part
+    assert "TeeFrame   gie3" in abuse_part and "Top talkers" in abuse_part and "Top servers" in abuse_part
+
+
+@pytest.mark.parametrize("view", [["--stats"], ["--stats", "-T", "json"], [], ["-T", "jsonl"],
+                                  ["--fail-on", "warning"], ["-Y", "abuse"]], ids=" ".join)
+def test_two_workers_give_one_process_output(view):
+    single = run_cli(*view, REFLECTION)
+    assert single[0] in (0, 1) and single[1]
+    assert run_cli("-j", "2", *view, REFLECTION) == single
+
+
+def test_fail_on_counts_the_abuse_findings_with_two_workers():
+    assert run_cli("--fail-on", "warning", REFLECTION)[0] == 1
+    assert run_cli("-j", "2", "--fail-on", "warning", REFLECTION)[0] == 1
+
+
+def test_the_json_stats_record_and_the_api_agree():
+    _, out, _ = run_cli("--stats", "-T", "json", REFLECTION)
+    record = json.loads(out)[-1]
+    assert record["abuse"]["thresholds"] == {"rate": 20.0, "window": 5, "min_servers": 3}
+    assert "abuse" not in record["transactions"]
+    import dissect
+    with dissect.open(REFLECTION) as capture:
+        assert json.loads(json.dumps(capture.stats()["abuse"])) == record["abuse"]
+
+
+# -- ordinary traffic --------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", ORDINARY, ids=os.path.basename)
+def test_no_abuse_finding_on_the_ordinary_captures(path):
+    stats, _ = run(path)
+    assert not [code for code in finding_counts(stats) if code.startswith("abuse.") or code.endswith("token_reuse")]
+    assert stats["abuse"]["suspicions"] == []
+
+
+def test_a_browser_refreshing_many_servers_twice_is_not_reflection(tmp_path):
+    """150 servers asked once each within a second, twice: fast in all, but no server is asked again soon."""
+    frames = []
+    for refresh in (0, 30):
+        for n in range(150):
+            server = (f"203.0.113.{n + 1}", 26000)
+            ts = capkit.DEFAULT_TS + refresh + n * 0.005
+            frames.append((ts, udp((CLIENT[0], 50000), server, nq.ccreq_server_info())))
+            frames.append((ts + 0.02, udp(server, (CLIENT[0], 50000), nq.ccrep_server_info(
+                f"{server[0]}:26000", "host", "e1m1", 1, 8))))
+    capkit.write_pcap(tmp_path / "browser.pcap", sorted(frames, key=lambda f: f[0]))
+    stats, _ = run(tmp_path / "browser.pcap")
+    assert stats["abuse"]["suspicions"] == []
+    assert stats["abuse"]["top_talkers"][0]["peak_rate"] == 30.0  # 150 within 5 s
+
+
+# -- exact figures ----------------------------------------------------------------------------------------
+def test_one_query_with_a_two_packet_reply(tmp_path):
+    request = tf.gie3(0x0102, 3)
+    replies = tf.response_packets(0x010203, tf.sample_clients(40))
+    frames = [udp(CLIENT, SERVER, request)] + [udp(SERVER, CLIENT, reply) for reply in replies]
+    capkit.write_pcap(tmp_path / "one.pcap", [(capkit.DEFAULT_TS + n * 0.01, f) for n, f in enumerate(frames)])
+    stats, _ = run(tmp_path / "one.pcap")
+    reply_bytes = sum(map(len, replies))
+    micro = reply_bytes * 1_000_000 // 15
+    assert len(replies) == 2 and stats["abuse"]["amplification"] == [{
+        "protocol": "teeframe", "request": "gie3", "requests": 1, "answered": 1, "replies": 2,
+        "replies_per_request": 2.0, "request_bytes": 15, "reply_bytes": reply_bytes,
+        "request_wire_bytes": 57, "reply_wire_bytes": reply_bytes + 2 * 42,
+        "amplification": reply_bytes / 15, "wire_amplification": (reply_bytes + 84) / 57,
+        "per_query": {"mean": micro / 1e6, "median": float(f"{micro / 1e6:.3g}"), "max": micro / 1e6},
+        "worst": {"amplification": micro / 1e6, "request_frame": 1, "reply_frames": [2, 3],
+                  "client": "192.0.2.1:50000", "server": "203.0.113.5:8303"}}]
+    assert stats["abuse"]["top_servers"] == [{
+        "server": "203.0.113.5:8303", "protocol": "teeframe", "requests": 1, "replies": 2,
+        "bytes_out": reply_bytes, "wire_bytes_out": reply_bytes + 84, "requesters": 1, "unsolicited_replies": 0,
+        "oversize_replies": 0}]
+
+
+def test_a_query_is_the_request_and_the_replies_before_the_next(tmp_path):
+    """Two requests on one endpoint pair: the first reply goes to the first, the next two to the second."""
+    request, reply = nq.ccreq_server_info(), nq.ccrep_server_info("203.0.113.5:26000", "h", "e1m1", 1, 8)
+    client, server = CLIENT, ("203.0.113.5", 26000)
+    frames = [udp(client, server, request), udp(server, client, reply), udp(client, server, request),
+              udp(server, client, reply), udp(server, client, reply)]
+    capkit.write_pcap(tmp_path / "two.pcap", [(capkit.DEFAULT_TS + n * 0.01, f) for n, f in enumerate(frames)])
+    stats, _ = run(tmp_path / "two.pcap")
+    row = stats["abuse"]["amplification"][0]
+    factor = len(reply) / len(request)
+    assert (row["requests"], row["answered"], row["replies"]) == (2, 2, 3)
+    assert row["per_query"] == {"mean": (factor + 2 * factor) / 2, "median": float(f"{factor:.3g}"),
+                                "max": 2 * factor}
+    assert (row["worst"]["request_frame"], row["worst"]["reply_frames"]) == (3, [4, 5])
+
+
+# -- the other rules ----------------------------------------------------------------------------------
+def test_unsolicited_oversize_replies_from_one_server(tmp_path):
+    """105 unrequested replies of more than 1400 bytes from one server within 5 s: not reflection (one
+    server), but unsolicited replies."""
+    target = ("198.51.100.1", 40000)
+    big = tf.iext(-1, tf.sample_clients(40))
+    assert len(big) > 1400
+    frames = [(capkit.DEFAULT_TS + n * 0.045, udp(SERVER, target, big)) for n in range(105)]
+    capkit.write_pcap(tmp_path / "unsolicited.pcap", frames)
+    stats, records = run(tmp_path / "unsolicited.pcap")
+    assert [(s["rule"], s["address"], s["unsolicited"], s["oversize"]) for s in stats["abuse"]["suspicions"]] == [
+        ("unsolicited_replies", "198.51.100.1", 105, 105)]
+    assert finding_counts(stats)["abuse.unsolicited_replies"] == 1
+    row = stats["abuse"]["protocols"][0]
+    assert (row["unsolicited_replies"], row["unsolicited_bytes"], row["oversize_replies"]) == (105, 105 * len(big),
+                                                                                               105)
+    assert records[-1].frames == [1] and records[-1].findings[0].code == "abuse.unsolicited_replies"
+
+
+def test_thresholds_are_parameters():
+    stats, _ = run(REFLECTION, abuse_rate=30)
+    assert {s["rule"] for s in stats["abuse"]["suspicions"]} == {"reflection"}  # 56/s from the victim in all
+    assert stats["abuse"]["thresholds"] == {"rate": 30.0, "window": 5, "min_servers": 3}
+    stats, _ = run(REFLECTION, abuse_window=7)  # 140 within 7 s: the flood's 125 and the token's 105 fall short
+    assert [(s["rule"], s["address"]) for s in stats["abuse"]["suspicions"]] == [("reflection", mr.VICTIM)]
+    for bad in ({"abuse_rate": 0}, {"abuse_rate": -1}, {"abuse_window": 0}, {"abuse_window": 2.5}):
+        with pytest.raises(UsageError):
+            Session(_Kept(), **bad)
+
+
+def test_state_is_bounded_and_evictions_are_a_note(tmp_path, monkeypatch):
+    for name in ("MAX_HOSTS", "MAX_PAIRS", "MAX_OPEN"):
+        monkeypatch.setattr(abuse, name, 50)
+    mr.write_spoofed(str(tmp_path / "spoofed.pcap"), 300)
+    sink = _Kept()
+    session = Session(sink, stats=True)
+    for frame in open_capture(str(tmp_path / "spoofed.pcap")):
+        session.frame(frame)
+    session.finish()
+    traffic = session.pipeline.traffic
+    assert len(traffic.hosts) == 50
+    assert session.stats_dict()["abuse"]["evicted"] == {"hosts": 250, "pairs": 250, "queries": 250}
+    note = sink.analyses[-1]
+    assert (note.protocol, note.name, note.result) == ("abuse", "state_evicted",
+                                                       {"hosts": 250, "pairs": 250, "queries": 250})
+    assert [(f.code, f.severity) for f in note.findings] == [("abuse.state_evicted", "note")]
+    assert session.stats_dict()["abuse"]["amplification"][0]["requests"] == 300
+
+
+def test_merged_workers_evict_as_one_process(tmp_path, monkeypatch):
+    """Past the limits, two workers' tables merged keep what one process's LRU keeps, and count the same
+    evictions, when each evicted entry lived in one worker (here: spoofed sources, one server each)."""
+    for name in ("MAX_HOSTS", "MAX_PAIRS", "MAX_OPEN"):
+        monkeypatch.setattr(abuse, name, 50)
+    path = tmp_path / "spoofed.pcap"
+    mr.write_spoofed(str(path), 300)
+    one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
+    owners = set()
+    for frame in open_capture(str(path)):
+        one.frame(frame)
+        owner = sum(map(ord, "".join(address_pair(frame)[0]))) % 2
+        owners.add(owner)
+        workers[owner].frame(frame)
+        workers[1 - owner].skip(frame)
+    for pipeline in (one, *workers):
+        pipeline.finish()
+    merged = workers[0].traffic
+    merged.merge(workers[1].traffic)
+    assert owners == {0, 1} and merged.stats() == one.traffic.stats()
+    assert merged.stats()["evicted"] == {"hosts": 250, "pairs": 250, "queries": 250}
+    assert [(r.name, r.result) for r in merged.conclude()] == [(r.name, r.result) for r in one.traffic.conclude()]

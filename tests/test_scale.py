@@ -1,0 +1,250 @@
+"""Many files on a Dask cluster: a real LocalCluster of 2 worker processes, and a real `dask scheduler` +
+`dask worker` started on 127.0.0.1, each write the Parquet rows and --stats of one process, row for row,
+on bundled, generated, compressed and damaged captures; a failed task names its file and the run
+exits 2 after writing the rest; progress; the optional extra."""
+
+import contextlib
+import gzip
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import bench
+import pyarrow.parquet as pq
+import pytest
+from conftest import CAPTURES, ROOT, capture, run_cli
+from test_columnar import servers_capture
+
+from dissect import scale
+from dissect.columnar import TABLES, MissingExtra
+from dissect.registry import UsageError
+from dissect.scale import TaskProgress, run
+
+BUNDLED = sorted(os.path.join(CAPTURES, name) for name in os.listdir(CAPTURES) if name.endswith(".pcap"))
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """The bundled captures, generated traffic, a gzip copy of the servers capture and a capture cut
+    short in the middle of a record (which stops its file: exit 2)."""
+    folder = tmp_path_factory.mktemp("inputs")
+    traffic, servers, cut = folder / "traffic.pcap", folder / "servers.pcap", folder / "cut.pcap"
+    bench.write_capture(str(traffic), 3000)
+    servers_capture(servers)
+    with open(servers, "rb") as raw, gzip.open(folder / "servers.pcap.gz", "wb") as packed:
+        packed.write(raw.read())
+    cut.write_bytes(traffic.read_bytes()[:20000])
+    return [*BUNDLED, str(traffic), str(folder / "servers.pcap.gz"), str(cut), str(servers)]
+
+
+def run_quietly(*args, **kwargs):
+    """A run, with what it wrote: (outcome, stats text, stderr lines)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        outcome = run(*args, out=out, **kwargs)
+    return outcome, out.getvalue(), err.getvalue().splitlines()
+
+
+@pytest.fixture(scope="module")
+def single(inputs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("single") / "out"
+    return (out, *run_quietly(inputs, str(out), stats=True, format="json"))
+
+
+def assert_same_parquet(one, other, skip=()):
+    for name in TABLES:
+        parts = sorted(os.listdir(one / name))
+        assert sorted(p for p in os.listdir(other / name) if not p.startswith(".")) == \
+            [part for part in parts if part not in skip]
+        for part in parts:
+            if part in skip:
+                continue
+            mine, theirs = pq.read_table(one / name / part), pq.read_table(other / name / part)
+            assert theirs.schema.equals(mine.schema, check_metadata=True)
+            assert theirs.to_pylist() == mine.to_pylist()
+
+
+def test_one_process_writes_rows_ordered_by_file_and_frame(single, inputs):
+    out, outcome, stats, errors = single
+    frames = pq.read_table(out / "frames", columns=["file", "frame"]).to_pylist()
+    order = [(inputs.index(row["file"]), row["frame"]) for row in frames]
+    assert order == sorted(order) and len(set(order)) == len(order)
+    assert {row["file"] for row in frames} == set(inputs)  # the cut file's frames before the damage too
+    assert outcome.code == 2
+    assert errors == [f"dissect: {inputs[-2]}: record 172 header cut short at byte 19987 (13 of 16 bytes)"]
+    assert '"kind":"stats","frames":' in stats
+
+
+def test_a_local_cluster_of_two_processes_writes_what_one_process_writes(single, inputs, tmp_path):
+    reference, expected, stats, errors = single
+    outcome, got_stats, got_errors = run_quietly(inputs, str(tmp_path / "out"), stats=True, format="json",
+                                                 dask="local", workers=2)
+    assert_same_parquet(reference, tmp_path / "out")
+    assert (outcome.code, got_stats, got_errors) == (expected.code, stats, errors)
+    pids = {task["pid"] for task in outcome.tasks}
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+# -- a scheduler and workers as separate processes ----------------------------------------------------
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """`dask scheduler` and `dask worker --nworkers 2` on 127.0.0.1, started elsewhere than the client's
+    directory (paths reach the workers absolute)."""
+    from distributed import Client
+    elsewhere = tmp_path_factory.mktemp("workers")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+    port = str(free_port())
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "dask"]  # the `dask` command
+    quiet = dict(cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = []
+    try:
+        started.append(subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"],
+                                        **quiet))
+        started.append(subprocess.Popen([*dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                         "--no-dashboard"], **quiet))
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for proc in reversed(started):
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_scheduler_and_workers_write_what_one_process_writes(single, inputs, scheduler, tmp_path):
+    reference, expected, stats, errors = single
+    outcome, got_stats, got_errors = run_quietly(inputs, str(tmp_path / "out"), stats=True, format="json",
+                                                 dask=scheduler)
+    assert_same_parquet(reference, tmp_path / "out")
+    assert (outcome.code, got_stats, got_errors) == (expected.code, stats, errors)
+    assert os.getpid() not in {task["pid"] for task in outcome.tasks}
+
+
+def test_a_failed_task_names_its_file_and_the_rest_is_written(single, inputs, scheduler, tmp_path):
+    reference, first = single[0], inputs[:3]
+    results = {}
+    for how, dask in (("cluster", scheduler), ("process", None)):
+        out = tmp_path / how
+        (out / "messages" / ".part-00001.parquet.tmp").mkdir(parents=True)  # the task cannot write there
+        outcome, _, errors = run_quietly(first, str(out), dask=dask)
+        results[how] = (outcome.code, [line.replace(str(out), "DIR") for line in errors])
+        for name in TABLES:
+            obstacle = [".part-00001.parquet.tmp"] if name == "messages" else []
+            assert sorted(os.listdir(out / name)) == obstacle + ["part-00000.parquet", "part-00002.parquet"]
+            for part in ("part-00000.parquet", "part-00002.parquet"):  # the task's other parts are gone
+                assert pq.read_table(out / name / part).equals(pq.read_table(reference / name / part))
+    assert results["process"] == results["cluster"]
+    code, errors = results["cluster"]
+    assert code == 2 and len(errors) == 1  # e.g. "... IsADirectoryError: [Errno 21] Failed to open local file ..."
+    assert errors[0].startswith(f"dissect: {first[1]}: task failed: IsADirectoryError: ")
+    assert "DIR/messages/.part-00001.parquet.tmp" in errors[0]
+
+
+def test_stats_alone_and_fail_on_are_the_same_on_the_cluster(scheduler):
+    here = run_quietly(BUNDLED, None, stats=True, format="jsonl", fail_on="error")
+    there = run_quietly(BUNDLED, None, stats=True, format="jsonl", fail_on="error", dask=scheduler)
+    assert here[0].code == there[0].code == 1  # the damaged captures hold errors
+    assert here[0].failed.code == there[0].failed.code == "netquake.length_mismatch"
+    assert here[1:] == there[1:] and '"kind":"server"' in here[1]
+
+
+# -- what the run checks first -------------------------------------------------------------------
+def test_a_local_cluster_has_one_worker_process_per_core(monkeypatch):
+    import distributed
+    made = {}
+
+    class FakeCluster:
+        def __init__(self, **kwargs):
+            made.update(kwargs)
+
+    monkeypatch.setattr(distributed, "LocalCluster", FakeCluster)
+    monkeypatch.setattr(distributed, "Client", lambda cluster: ("client", cluster))
+    client, cluster = scale.connect("local")
+    assert client == ("client", cluster) and isinstance(cluster, FakeCluster)
+    assert (made["n_workers"], made["threads_per_worker"], made["processes"]) == (os.cpu_count(), 1, True)
+
+
+def test_without_distributed_one_line_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingExtra) as caught:
+        run([capture("teeframe-session.pcap")], str(tmp_path / "out"), dask="local")
+    assert str(caught.value) == "--dask needs dask[distributed]: pip install 'dissect-gameq[scale]'"
+    assert isinstance(caught.value, ImportError) and not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_scheduler_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(scale, "CONNECT_TIMEOUT", 1.0)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(UsageError, match=f"^--dask {address}: cannot reach the scheduler: "):
+        run([capture("teeframe-session.pcap")], str(tmp_path / "out"), dask=address)
+    assert time.monotonic() - started < 15
+
+
+def test_a_directory_with_parts_of_an_earlier_run_is_refused(tmp_path):
+    out = tmp_path / "out"
+    assert run([capture("teeframe-session.pcap")], str(out)).code == 0
+    with pytest.raises(UsageError, match=r"frames already holds Parquet files; give a new or empty directory$"):
+        run([capture("netquake-session.pcap")], str(out))
+    assert pq.read_table(out / "frames").num_rows == 11
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(out_dir=None), "--dask needs --to-parquet DIR or --stats: there is nothing to write"),
+    (dict(paths=["-"], dask="local"), "--dask reads capture files on the workers: standard input (-) cannot be one"),
+    (dict(display_filter="teeframe.num_players >"), None),
+])
+def test_bad_usage_stops_before_any_task(tmp_path, args, message):
+    call = {"paths": [capture("teeframe-session.pcap")], "out_dir": str(tmp_path / "out"), **args}
+    with pytest.raises(UsageError) as caught:
+        run(call.pop("paths"), call.pop("out_dir"), **call)
+    assert message is None or str(caught.value) == message
+    assert not (tmp_path / "out").exists()
+
+
+# -- --stats -------------------------------------------------------------------------------------
+def test_stats_of_one_file_are_what_the_command_prints(tmp_path):
+    path = capture("teeframe-session.pcap")
+    _, text, _ = run_quietly([path], None, stats=True, format="jsonl")
+    code, expected, _ = run_cli("--stats", "-T", "jsonl", path)
+    assert text == expected and code == 0
+
+
+def test_stats_alone_write_no_parquet(single, inputs):
+    _, stats_only, errors = run_quietly(inputs, None, stats=True, format="json")
+    assert (stats_only, errors) == (single[2], single[3])
+
+
+# -- progress ------------------------------------------------------------------------------------
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_counts_files_frames_and_bytes_per_second(inputs):
+    from dissect.scale import make_jobs
+    jobs = make_jobs(inputs[:2], None, ((), None, False, None))
+    stream = Terminal()
+    progress = TaskProgress(jobs, stream)
+    progress.task(jobs[0], 11)
+    assert stream.getvalue() == ""  # at most twice a second, and at the last
+    progress.task(jobs[1], 54)
+    progress.close()
+    size = sum(os.path.getsize(path) for path in inputs[:2]) / 1e6
+    line = stream.getvalue()
+    assert line.startswith(f"\r2/2 files, 65 frames, {size:,.1f} MB, ") and line.endswith(" MB/s\n")
+    assert TaskProgress(jobs, io.StringIO()).show is False  # not a terminal: no line
