@@ -1,7 +1,12 @@
 """The Quake III dissector on messages built field by field (no registry needed: the class is used
 directly, as dissect's registry would after finding its entry point)."""
 
-from dissect_quake3 import F, W, Quake3, Quake3Analyzer
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the package beside tests/
+
+from dissect_quake3 import F, W, Quake3, Quake3Analyzer  # noqa: E402
 
 HEADER = b"\xff\xff\xff\xff"
 
