@@ -68,6 +68,13 @@ class Quake3(Dissector):
     findings = W
     analyzer = "dissect_quake3:Quake3Analyzer"
     truncated = W.truncated
+    # Valid messages: where dissect's property tests and fuzzers start from.
+    examples = (
+        OOB + b"getstatus",
+        OOB + b"getinfo xxx",
+        OOB + b'statusResponse\n\\sv_hostname\\Arena\\mapname\\q3dm17\\sv_maxclients\\16\n5 48 "Sarge"\n',
+        OOB + b"infoResponse\n\\hostname\\Arena\\mapname\\q3dm17\\clients\\1",
+    )
 
     def claims(self, payload, packet, on_port):
         if not payload.startswith(OOB):

@@ -75,3 +75,9 @@ def test_analyzer_pairs_replies_and_reports_the_unanswered():
     analyzer.feed(_Record(3, 11.0, "c", 5, "s", 27960), Quake3().dissect(HEADER + b"getinfo"), True)
     [left] = analyzer.finish()
     assert (left.name, left.frames, left.findings[0].code) == ("unanswered", [3], "quake3.unanswered")
+
+
+def test_declared_examples_decode_cleanly():
+    for payload in Quake3.examples:
+        msg = Quake3().dissect(payload)
+        assert msg.findings == [] and msg.name in ("getstatus", "getinfo", "statusResponse", "infoResponse")
