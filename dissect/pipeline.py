@@ -9,7 +9,6 @@ from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS
 from .core import AnalysisRecord
 from .core.fmt import endpoint
-from .render.jsonout import frame_dict
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 CUT = "ended inside a line"
@@ -65,6 +64,9 @@ class FrameRecord:
 
     def to_dict(self):
         """The object ``-T jsonl`` writes for this frame."""
+        # Imported here: the compiled JSON module declares FrameRecord's type (jsonout.pxd), so it imports
+        # this module when it loads; importing it at the top here would make the two wait on each other.
+        from .render.jsonout import frame_dict
         return frame_dict(self)
 
 
