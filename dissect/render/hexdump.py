@@ -80,10 +80,9 @@ def _leaf_spans(field, base, spans):
 
 
 class HexRenderer:
-    def __init__(self, out, color=False, tree=None):
+    def __init__(self, out, color=False):
         self.out = out
         self.color = color
-        self.tree = tree  # a TreeRenderer for the frame header lines, or None
 
     def frame(self, record):
         w = self.out.write

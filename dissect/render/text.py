@@ -112,11 +112,6 @@ class TreeRenderer:
         lines.append("\n")
         self.out.write("\n".join(lines))
 
-    def message(self, msg):
-        lines = []
-        self._message(msg, lines)
-        self.out.write("\n".join(lines) + "\n")
-
     def _message(self, msg, lines):
         where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
             f"{','.join(map(str, msg.frames))}, {msg.length} bytes]"
