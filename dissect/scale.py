@@ -12,6 +12,7 @@ On a cluster every worker must have dissect (the same version, the same plugins)
 capture files and DIR at the same paths (a shared file system).
 """
 
+import importlib
 import logging
 import os
 import sys
@@ -180,8 +181,8 @@ def _in_process(job, merge):
 
 def require_dask():
     try:
-        import distributed  # noqa: F401
-    except ImportError:
+        importlib.import_module("distributed")  # not an import statement: the compiled build takes a None
+    except ImportError:                          # left in sys.modules for a module, importlib does not
         raise MissingExtra(f"--dask needs dask[distributed]: pip install 'dissect-gameq[{EXTRA}]'") from None
 
 

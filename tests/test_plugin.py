@@ -8,6 +8,7 @@ built-in's key are reported in one line each, and the built-ins keep working.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -26,8 +27,10 @@ STATUS = b"\xff\xff\xff\xffstatusResponse\n" + INFO + b'\n5 48 "Sarge"\n-1 999 "
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     folder = tmp_path_factory.mktemp("site")
+    source = tmp_path_factory.mktemp("source") / "dissect-quake3"  # a copy: the build leaves files beside it
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--target", str(folder), EXAMPLE], check=True, capture_output=True, timeout=300)
+                    "--target", str(folder), str(source)], check=True, capture_output=True, timeout=300)
     return folder
 
 

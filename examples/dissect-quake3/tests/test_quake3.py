@@ -1,12 +1,24 @@
 """The Quake III dissector on messages built field by field (no registry needed: the class is used
 directly, as dissect's registry would after finding its entry point)."""
 
+import importlib.util
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the package beside tests/
 
-from dissect_quake3 import F, W, Quake3, Quake3Analyzer  # noqa: E402
+def _load_plugin():
+    """The package beside tests/, loaded by its path: putting its folder on sys.path would also expose
+    any build metadata there to importlib.metadata, and so to dissect's plugin discovery in other tests."""
+    init = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dissect_quake3", "__init__.py")
+    spec = importlib.util.spec_from_file_location("dissect_quake3", init)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dissect_quake3"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_plugin = _load_plugin()
+F, W, Quake3, Quake3Analyzer = _plugin.F, _plugin.W, _plugin.Quake3, _plugin.Quake3Analyzer
 
 HEADER = b"\xff\xff\xff\xff"
 
