@@ -25,7 +25,9 @@ class FieldSpec:
     these reach the entries declared under this key: ``spec.shirt`` for ``<key>.shirt``. A child whose
     last part is one of the attribute names (``<key>.name``) is reached as ``spec.children["name"]``."""
 
-    __slots__ = ("key", "name", "type", "description", "fmt", "children")
+    # __dict__: the entries below this one become plain attributes (see FieldTable._publish), so the
+    # decoders' F.a.b reads cost dictionary lookups, not __getattr__ calls.
+    __slots__ = ("key", "name", "type", "description", "fmt", "children", "__dict__")
 
     def __init__(self, key, name, type, description, fmt=None):
         if type not in TYPES:
@@ -83,7 +85,7 @@ class FindingSpec:
 class _Namespace:
     """A dotted path that is not itself a field (``F.control`` of ``netquake.control.command``)."""
 
-    __slots__ = ("path", "children")
+    __slots__ = ("path", "children", "__dict__")
 
     def __init__(self, path):
         self.path = path
@@ -135,6 +137,17 @@ class FieldTable(_Entries):
         for entry in entries:
             suffix, rest = entry[0], entry[1:]
             self._declare(FieldSpec(f"{protocol}.{suffix}" if suffix else protocol, *rest))
+        self._publish()
+
+    def _publish(self):
+        """Make every entry reachable as a plain attribute of its parent (after all are declared)."""
+        stack = [(self, self.root.children)]
+        while stack:
+            owner, children = stack.pop()
+            for name, child in children.items():
+                if name not in type(owner).__dict__ and name not in owner.__dict__:
+                    owner.__dict__[name] = child
+                stack.append((child, child.children))
 
     def _declare(self, spec):
         if spec.key in self.by_key:
