@@ -96,3 +96,15 @@ def write_pcapng(path, frames_by_iface, linktypes):
         for iface, ts, data in frames_by_iface:
             epb = dpkt.pcapng.EnhancedPacketBlockLE(iface_id=iface, pkt_data=data)
             writer.writepkt(epb, ts=ts)
+
+
+def write_pcap_us(path, frames, linktype=1, snaplen=65535):
+    """Stream ``frames``, (timestamp in whole microseconds, bytes) pairs, to a little-endian pcap file.
+    Whole microseconds keep a long capture's times exact where float seconds near 1.7e9 would round."""
+    record = struct.Struct("<IIII")
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype))
+        for ts_us, data in frames:
+            seconds, micros = divmod(ts_us, 1_000_000)
+            handle.write(record.pack(seconds, micros, len(data), len(data)))
+            handle.write(data)
