@@ -3,3 +3,6 @@
 
 cdef class Timing:
     cdef public object count, total_ns, low, high
+
+cdef class ServersSeen:
+    cdef public object rows
