@@ -465,7 +465,7 @@ class _Kind:
             return
         micro = query.reply_bytes * MICRO // max(1, query.size)
         self.factor_micro += micro
-        self.factors[float(f"{micro / MICRO:.3g}")] += 1
+        self.factors[_three_digits(micro)] += 1
         if self.worst is None or (micro, -query.frame) > self.worst[:2]:
             self.worst = (micro, -query.frame, query.frame, list(query.frames), client, server)
 
@@ -781,6 +781,19 @@ class _Flood:
 
 
 # -- helpers -----------------------------------------------------------------------------------------
+_ROUNDED = {}          # factor in millionths -> to 3 significant digits: a query's sizes repeat
+MAX_ROUNDED = 4096
+
+
+def _three_digits(micro):
+    rounded = _ROUNDED.get(micro)
+    if rounded is None:
+        if len(_ROUNDED) >= MAX_ROUNDED:
+            _ROUNDED.clear()
+        rounded = _ROUNDED[micro] = float(f"{micro / MICRO:.3g}")
+    return rounded
+
+
 def _ends(record, msg):
     """(sender, receiver) as (address, port), or (None, None). A TCP message says which side sent it: the
     packet at hand may be the other side's."""

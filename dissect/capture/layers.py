@@ -221,8 +221,8 @@ def _ipv4(packet, data, offset):
     if ver_ihl >> 4 != 4 or ihl < 20:
         packet.problem = "bad IPv4 header"
         return
-    packet.src = socket.inet_ntoa(src)
-    packet.dst = socket.inet_ntoa(dst)
+    packet.src = _ipv4_text(src)
+    packet.dst = _ipv4_text(dst)
     packet.ip_id = ident
     packet.ip_proto = proto
     end = min(len(data), offset + total) if total >= ihl else len(data)
@@ -240,6 +240,19 @@ def _ipv4(packet, data, offset):
         _udp(packet, data, offset + ihl, end)
     else:
         _transport(packet, data, offset + ihl, end, proto)
+
+
+_ADDRESSES = {}       # 4 bytes -> dotted quad: a capture's frames come from few addresses
+MAX_ADDRESSES = 4096
+
+
+def _ipv4_text(raw):
+    text = _ADDRESSES.get(raw)
+    if text is None:
+        if len(_ADDRESSES) >= MAX_ADDRESSES:
+            _ADDRESSES.clear()
+        text = _ADDRESSES[raw] = socket.inet_ntoa(raw)
+    return text
 
 
 def _ipv6(packet, data, offset):
