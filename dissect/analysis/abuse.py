@@ -153,7 +153,8 @@ class TrafficAnalyzer:
         limit = self.limits.get(protocol)
         oversize = limit is not None and size > limit
         if oversize:
-            self._unsolicited(protocol).oversize += 1
+            entry = self._unsolicited(protocol)
+            entry.oversize += 1
             answering.oversize += 1
             host.oversize += 1
         if query is None or oversize:
@@ -531,7 +532,7 @@ class _Rate:
             return
         if len(bins) >= MAX_BINS:
             oldest = next(iter(bins))
-            self.folded = max(self.folded, sum(bins.get(s, 0) for s in range(oldest, oldest + window)))
+            self.folded = max(self.folded, _window_total(bins, oldest, window))
             del bins[oldest]
         bins[second] = count
 
@@ -551,6 +552,14 @@ class _Rate:
         self.folded = max(self.folded, other.folded)
         for second, count in sorted(other.bins.items()):
             self.add(second, window, count)
+
+
+def _window_total(bins, first, window):
+    """The messages of ``bins`` within ``window`` seconds from ``first`` on."""
+    total = 0
+    for second in range(first, first + window):
+        total += bins.get(second, 0)
+    return total
 
 
 class _Host:
