@@ -151,24 +151,43 @@ def main(argv=None):
 
 
 class _Batched:
-    """Collects output lines and writes them in batches: one write call per line costs more than the line."""
+    """Collects output and writes it in batches: one write call per line costs more than the line.
+
+    ``write`` takes text; ``write_bytes`` (None where the stream has no binary buffer) takes UTF-8 that is
+    ready to go, as JSON records are. Each batch is of one kind, so that the output keeps its order."""
 
     BATCH = 512
 
     def __init__(self, stream):
         self.stream = stream
         self.parts = []
+        self.binary = False
+        self.buffer = getattr(stream, "buffer", None)
+        self.write_bytes = self._write_bytes if self.buffer is not None else None
 
     def write(self, text):
+        if self.binary:
+            self.flush()
+            self.binary = False
         self.parts.append(text)
+        if len(self.parts) >= self.BATCH:
+            self.flush()
+
+    def _write_bytes(self, data):
+        if not self.binary:
+            self.flush()
+            self.binary = True
+        self.parts.append(data)
         if len(self.parts) >= self.BATCH:
             self.flush()
 
     def flush(self):
         if self.parts:
-            text = "".join(self.parts)
+            if self.binary:
+                self.buffer.write(b"".join(self.parts))
+            else:
+                self.stream.write("".join(self.parts))
             self.parts.clear()
-            self.stream.write(text)
         self.stream.flush()
 
     def discard(self):

@@ -305,7 +305,7 @@ def test_a_display_filter_chooses_the_rows(tmp_path):
 # -- memory: row groups as rows are made --------------------------------------------------------
 def test_rows_go_out_a_row_group_at_a_time_while_the_capture_is_read(tmp_path, monkeypatch):
     path = tmp_path / "traffic.pcap"
-    bench.write_capture(str(path), 2500)
+    bench.write_mixed(str(path), 2500)
     monkeypatch.setattr(columnar, "ROWS", dict.fromkeys(TABLES, 1000))
     monkeypatch.setattr(columnar, "TEXT_BYTES", 40000)
     emitted, reading = [], [0]
@@ -328,7 +328,7 @@ def test_rows_go_out_a_row_group_at_a_time_while_the_capture_is_read(tmp_path, m
 
 def test_a_part_holds_one_row_group_per_batch(tmp_path, monkeypatch):
     path = tmp_path / "traffic.pcap"
-    bench.write_capture(str(path), 2500)
+    bench.write_mixed(str(path), 2500)
     monkeypatch.setitem(columnar.ROWS, "frames", 1000)
     assert run([str(path)], str(tmp_path / "out")).code == 0
     part = pq.ParquetFile(tmp_path / "out" / "frames" / "part-00000.parquet")

@@ -48,7 +48,7 @@ def mixed(tmp_path_factory):
     """The benchmark's traffic (six address pairs, all four protocols, TCP and noise), then the crafted case."""
     folder = tmp_path_factory.mktemp("parallel")
     traffic, crafted = folder / "traffic.pcap", folder / "crafted.pcap"
-    bench.write_capture(str(traffic), 6000)
+    bench.write_mixed(str(traffic), 6000)
     handoff_and_fragments(crafted)
     return [traffic, crafted]
 

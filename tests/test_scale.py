@@ -32,7 +32,7 @@ def inputs(tmp_path_factory):
     short in the middle of a record (which stops its file: exit 2)."""
     folder = tmp_path_factory.mktemp("inputs")
     traffic, servers, cut = folder / "traffic.pcap", folder / "servers.pcap", folder / "cut.pcap"
-    bench.write_capture(str(traffic), 3000)
+    bench.write_mixed(str(traffic), 3000)
     servers_capture(servers)
     with open(servers, "rb") as raw, gzip.open(folder / "servers.pcap.gz", "wb") as packed:
         packed.write(raw.read())

@@ -30,7 +30,7 @@ def write_captures(folder, files, megabytes):
     paths = []
     for index in range(files):
         path = os.path.join(folder, f"capture-{index:02d}.pcap")
-        bench.write_capture(path, int(megabytes * 1e6 / BYTES_PER_FRAME), seed=index + 1)
+        bench.write_mixed(path, int(megabytes * 1e6 / BYTES_PER_FRAME), seed=index + 1)
         paths.append(path)
     return paths
 

@@ -71,9 +71,23 @@ class JsonRenderer:
         else:
             encode = json.JSONEncoder(ensure_ascii=False, default=_fallback).encode
             self.dumps = lambda obj: encode(_plain(obj))  # json writes any integer as a number
+        # An output that takes bytes (the command's) gets orjson's UTF-8 as it is: a record of a few
+        # kilobytes is then not decoded to text, joined and encoded again on its way out.
+        self.write_bytes = getattr(out, "write_bytes", None) if orjson is not None else None
+        self.newline = orjson.OPT_APPEND_NEWLINE if orjson is not None and lines else 0
 
     def _emit(self, obj):
-        self.encoded(self.encode(obj))
+        if self.write_bytes is None:
+            self.encoded(self.encode(obj))
+            return
+        try:
+            data = orjson.dumps(obj, default=_fallback, option=self.newline)
+        except Exception:  # what encode does when orjson cannot: the same text
+            data = (self.encode(obj) + ("\n" if self.lines else "")).encode()
+        if not self.lines:
+            self.write_bytes(b"[\n" if self.count == 0 else b",\n")
+        self.write_bytes(data)
+        self.count += 1
 
     def _emit_built(self, build, kind, source):
         try:
