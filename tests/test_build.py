@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import CAPTURES, ROOT, run_cli
@@ -24,8 +25,8 @@ def declared_classes(pxd):
         head = re.match(r"cdef class (\w+):", line)
         if head:
             current = classes.setdefault(head.group(1), [])
-        elif current is not None and line.startswith("    cdef public object "):
-            current += [name.strip() for name in line.split("object ", 1)[1].split(",")]
+        elif current is not None and re.match(r"    cdef public \w+ ", line):  # object, or a declared type
+            current += [name.strip() for name in line.split(None, 3)[3].split(",")]
         elif line and not line.startswith(" "):
             current = None
     return classes
@@ -47,12 +48,32 @@ def test_declared_attributes_are_the_slots_of_the_source(pxd):
         assert sorted(attributes) == sorted(getattr(source, name).__slots__), name
 
 
-@pytest.mark.parametrize("view", [[], ["-V"], ["-x"], ["-T", "jsonl"], ["--stats"]],
-                         ids=lambda view: " ".join(view) or "summary")
-def test_pure_python_and_the_build_write_the_same(view):
-    paths = sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")))
-    pure = run_cli(*view, *paths, env=dict(os.environ, DISSECT_PURE_PYTHON="1"))
-    assert pure[1] and run_cli(*view, *paths) == pure
+CAPTURE_FILES = sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")) + glob.glob(os.path.join(CAPTURES, "*.pcapng")))
+FIELD_KEYS = ["frame.number", "frame.time", "frame.protocol", "ip.src", "udp.srcport", "expert.code",
+              "netquake.message", "odamex.message", "soldat.message", "teeframe.message",
+              "netquake.response_time", "odamex.response_time", "teeframe.response_time"]
+VIEWS = {"summary": [], "-V": ["-V"], "-x": ["-x"], "-T json": ["-T", "json"], "-T jsonl": ["-T", "jsonl"],
+         "-T fields": ["-T", "fields", *(arg for key in FIELD_KEYS for arg in ("-e", key))],
+         "--stats": ["--stats"], "--stats -T json": ["--stats", "-T", "json"], "-q --stats": ["-q", "--stats"]}
+
+
+def run_pure_and_compiled(*args):
+    """Run dissect interpreted and compiled side by side: (exit code, stdout, stderr) of each."""
+    compiled_env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
+    with ThreadPoolExecutor(2) as pool:
+        pure = pool.submit(run_cli, *args, env=dict(compiled_env, DISSECT_PURE_PYTHON="1"))
+        built = pool.submit(run_cli, *args, env=compiled_env)
+        return pure.result(), built.result()
+
+
+@compiled_only
+@pytest.mark.parametrize("view", VIEWS.values(), ids=VIEWS.keys())
+@pytest.mark.parametrize("path", CAPTURE_FILES, ids=os.path.basename)
+def test_pure_python_and_the_build_write_the_same(path, view):
+    """Each capture on its own: one capture's difference cannot hide among the others' lines."""
+    pure, built = run_pure_and_compiled(*view, path)
+    assert pure[1]
+    assert built == pure
 
 
 @compiled_only

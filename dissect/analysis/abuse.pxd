@@ -1,41 +1,93 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them. The abuse analysis is fed every message: its
 # classes become extension types, so their methods read and write their attributes as C struct members.
+# The per-message path's methods are cpdef, their locals typed: within this module they call each other
+# as C functions.
+
+cimport cython
+
+cdef class _Query
+cdef class _Kind
+cdef class _Unsolicited
+cdef class _Rate
+cdef class _Host
+cdef class _Server
+cdef class _Pair
 
 cdef class TrafficAnalyzer:
     cdef public object kinds, limits, token_keys, token_findings, rate, window
     cdef public object threshold, top, amplification, unsolicited
     cdef public object hosts, servers, pairs, open, floods, evicted
+    cpdef feed(self, record, msg, size, wire)
+    @cython.locals(kind=_Kind, host=_Host, query=_Query)
+    cpdef _request(self, frame, second, msg, request, client, server, size, wire)
+    @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited)
+    cpdef _reply(self, frame, second, protocol, request, client, server, size, wire)
+    @cython.locals(pair=_Pair)
+    cpdef _asked(self, _Host host, source, server, protocol, frame, second)
+    @cython.locals(pair=_Pair)
+    cpdef _Pair _pair(self, source, server, protocol, frame)
+    cpdef _close(self, key, query)
+    @cython.locals(kind=_Kind)
+    cpdef _Kind _kind(self, protocol, request)
+    @cython.locals(entry=_Unsolicited)
+    cpdef _Unsolicited _unsolicited(self, protocol)
+    @cython.locals(host=_Host)
+    cpdef _Host _host(self, address)
+    @cython.locals(entry=_Server)
+    cpdef _Server _server(self, server, protocol)
 
 cdef class _Query:
-    cdef public object kind, frame, size, wire, replies, reply_bytes, reply_wire, frames
+    cdef public _Kind kind
+    cdef public object frame, size, wire, replies, reply_bytes, reply_wire, frames
+    cpdef add(self, frame, size, wire)
 
 cdef class _Kind:
     cdef public object requests, request_bytes, request_wire, answered, replies
     cdef public object reply_bytes, reply_wire, factor_micro
     cdef public object factors, worst
+    cpdef conclude(self, _Query query, client, server)
 
 cdef class _Unsolicited:
     cdef public object count, size, wire, oversize
+    cpdef add(self, size, wire)
 
 cdef class _Rate:
     cdef public object bins, folded
+    cpdef add(self, second, window, count=*)
 
 cdef class _Host:
     cdef public object requests, request_bytes, others, answered, caused_bytes
     cdef public object caused_wire, received, received_bytes
     cdef public object unsolicited, oversize, servers_asked_fast, servers_replying_fast, first
     cdef public object last, first_frame, last_frame
-    cdef public object rates, replies, suspects, queried, repliers, tokens
+    cdef public object queried, repliers, tokens
+    cdef public _Rate rates, replies, suspects
+    cpdef request(self, frame, second, server, size, window)
+    cpdef receive(self, frame, second, server, size, window)
+    cpdef suspect(self, second, window)
+    cpdef token(self, protocol, token, server, frame)
+    cpdef other(self, frame)
+    cpdef _seen(self, frame)
 
 cdef class _Server:
     cdef public object protocol, requests, replies, bytes_out, wire_out
     cdef public object unsolicited, oversize, requesters, last_frame
+    cpdef request(self, address, frame)
+    cpdef reply(self, frame, size, wire)
 
 cdef class _Pair:
     cdef public object protocol, first_frame, last_frame, total, asked_recent
     cdef public object asked_count, replied_recent, replied_count
     cdef public object asked_fast, replied_fast, flood
+    cpdef asked(self, second, window)
+    cpdef replied(self, second, window)
 
 cdef class _Flood:
     cdef public object protocol, first_frame, frame, peak, requests
+
+cpdef _slide(list recent, second, window)
+cpdef tuple _ends(record, msg)
+cpdef _split(text)
+cpdef _add_peer(peers, peer)
+cpdef _three_digits(micro)
