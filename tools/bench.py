@@ -573,7 +573,10 @@ print(count, time.perf_counter() - start)
 
 FLOOR_READER = """
 import sys, time
-from dissect.capture.sources import open_capture
+try:
+    from dissect.capture.sources import open_capture
+except ImportError:  # a build from before the sources module (open_capture was in files)
+    from dissect.capture.files import open_capture
 start = time.perf_counter()
 count = 0
 for _ in open_capture(sys.argv[1]):
