@@ -260,6 +260,38 @@ def test_state_is_bounded_and_evictions_are_a_note(tmp_path, monkeypatch):
     assert session.stats_dict()["abuse"]["amplification"][0]["requests"] == 300
 
 
+def test_the_peers_counted_in_all_are_bounded(tmp_path, monkeypatch):
+    """20 browsers each ask the same 10 servers: 200 peers held by the browsers and 200 by the servers. With
+    room for 100 in all, the least recently used addresses and servers go, and the note says so."""
+    monkeypatch.setattr(abuse, "MAX_PEER_ENTRIES", 100)
+    frames = []
+    for browser in range(20):
+        for n in range(10):
+            ts = capkit.DEFAULT_TS + browser * 0.1 + n * 0.005
+            frames.append((ts, udp((f"198.51.100.{browser + 1}", 50000), (f"203.0.113.{n + 1}", 26000),
+                                   nq.ccreq_server_info())))
+    capkit.write_pcap(tmp_path / "browsers.pcap", frames)
+    sink = _Kept()
+    session = Session(sink, stats=True)
+    held = []
+    for frame in open_capture(str(tmp_path / "browsers.pcap")):
+        session.frame(frame)
+        traffic = session.pipeline.traffic
+        held.append(traffic.host_peers + traffic.server_peers)
+    session.finish()
+    traffic = session.pipeline.traffic
+    counted = sum(abuse._peer_count(h.queried) + abuse._peer_count(h.repliers) for h in traffic.hosts.values()) \
+        + sum(abuse._peer_count(s.requesters) for s in traffic.servers.values())
+    assert max(held) <= 100 and counted == held[-1]
+    evicted = session.stats_dict()["abuse"]["evicted"]
+    kept = list(traffic.hosts)
+    assert kept == [f"198.51.100.{n}" for n in range(21 - len(kept), 21)]  # the latest browsers, oldest first
+    assert evicted["hosts"] == 20 - len(kept) and evicted["servers"] >= 1 and set(evicted) == {"hosts", "servers"}
+    note = sink.analyses[-1]
+    assert note.name == "state_evicted" and "100 peers counted by them in all" in note.findings[0].message
+    assert session.stats_dict()["abuse"]["amplification"][0]["requests"] == 200
+
+
 def test_merged_workers_evict_as_one_process(tmp_path, monkeypatch):
     """Past the limits, two workers' tables merged keep what one process's LRU keeps, and count the same
     evictions, when each evicted entry lived in one worker (here: spoofed sources, one server each)."""

@@ -18,8 +18,9 @@ cdef class TrafficAnalyzer:
     cdef public object kinds, limits, token_keys, token_findings, rate, window
     cdef public object threshold, top, amplification, unsolicited
     cdef public object hosts, servers, pairs, open, floods, evicted
+    cdef public object host_peers, server_peers
     cpdef feed(self, record, msg, size, wire)
-    @cython.locals(kind=_Kind, host=_Host, query=_Query)
+    @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server)
     cpdef _request(self, frame, second, msg, request, client, server, size, wire)
     @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited)
     cpdef _reply(self, frame, second, protocol, request, client, server, size, wire)
@@ -36,6 +37,9 @@ cdef class TrafficAnalyzer:
     cpdef _Host _host(self, address)
     @cython.locals(entry=_Server)
     cpdef _Server _server(self, server, protocol)
+    cpdef _trim_peers(self)
+    cpdef _forget_host(self, _Host host)
+    cpdef _forget_server(self, _Server server)
 
 cdef class _Query:
     cdef public _Kind kind

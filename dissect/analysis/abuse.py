@@ -39,6 +39,7 @@ MAX_PAIRS = 8192           # (source address, server) pairs watched for floods a
 MAX_OPEN = 8192            # queries waiting for more replies at once
 MAX_BINS = 3600            # seconds of rate history kept per address
 MAX_PEERS = 256            # distinct servers counted per address, distinct requesters per server
+MAX_PEER_ENTRIES = 65536   # peers held by all addresses and servers together: past it the oldest are evicted
 MAX_TOKENS = 16            # distinct tokens followed per address; past that it varies them, as browsers do
 MAX_FLOODS = 1000          # request floods listed
 MAX_FRAMES = 8             # reply frames listed for the worst query
@@ -52,7 +53,8 @@ class TrafficAnalyzer:
     of the rules, ``stats`` the ``abuse`` part of ``--stats``."""
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
-                 "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted")
+                 "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
+                 "host_peers", "server_peers")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -77,6 +79,8 @@ class TrafficAnalyzer:
         self.open = BoundedDict(MAX_OPEN)        # (protocol, request type, client, server) -> _Query
         self.floods = {}                         # (source address, server) -> _Flood, the first MAX_FLOODS
         self.evicted = Counter()                 # table -> entries evicted ("floods": past MAX_FLOODS)
+        self.host_peers = 0                      # peers held by the addresses, and by the servers: together at
+        self.server_peers = 0                    # most MAX_PEER_ENTRIES
 
     @classmethod
     def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
@@ -119,18 +123,26 @@ class TrafficAnalyzer:
         kind.request_bytes += size
         kind.request_wire += wire
         host = self._host(client[0])
+        held = _peer_count(host.queried)
         host.request(frame, second, server, size, self.window)
-        self._server(server, protocol).request(client[0], frame)
+        self.host_peers += _peer_count(host.queried) - held
+        entry = self._server(server, protocol)
+        held = _peer_count(entry.requesters)
+        entry.request(client[0], frame)
+        self.server_peers += _peer_count(entry.requesters) - held
         self._asked(host, client[0], server, protocol, frame, second)
         token_key = self.token_keys.get(protocol)
         if token_key is not None and msg.values.get(token_key) is not None:
             host.token(protocol, msg.values[token_key], server, frame)
+        self._trim_peers()
 
     def _reply(self, frame, second, protocol, request, client, server, size, wire):
         answering = self._server(server, protocol)
         answering.reply(frame, size, wire)
         host = self._host(client[0])
+        held = _peer_count(host.repliers)
         host.receive(frame, second, server, size, self.window)
+        self.host_peers += _peer_count(host.repliers) - held
         pair = self._pair(client[0], server, protocol, frame)
         if pair.replied(second, self.window):
             host.servers_replying_fast += 1
@@ -159,6 +171,7 @@ class TrafficAnalyzer:
             host.oversize += 1
         if query is None or oversize:
             host.suspect(second, self.window)
+        self._trim_peers()
 
     def _asked(self, host, source, server, protocol, frame, second):
         """A request from ``source`` to ``server``: the flood watch of the pair."""
@@ -216,8 +229,9 @@ class TrafficAnalyzer:
         host = self.hosts.get(address)
         if host is None:
             host = _Host()
-            if self.hosts.put(address, host) is not None:
-                self.evicted["hosts"] += 1
+            evicted = self.hosts.put(address, host)
+            if evicted is not None:
+                self._forget_host(evicted[1])
         else:
             self.hosts.move_to_end(address)
         return host
@@ -226,11 +240,31 @@ class TrafficAnalyzer:
         entry = self.servers.get(server)
         if entry is None:
             entry = _Server(protocol)
-            if self.servers.put(server, entry) is not None:
-                self.evicted["servers"] += 1
+            evicted = self.servers.put(server, entry)
+            if evicted is not None:
+                self._forget_server(evicted[1])
         else:
             self.servers.move_to_end(server)
         return entry
+
+    def _trim_peers(self):
+        """Evict the least recently used addresses or servers, from the table holding more peers, until all
+        the peers held fit MAX_PEER_ENTRIES."""
+        while self.host_peers + self.server_peers > MAX_PEER_ENTRIES:
+            if self.host_peers >= self.server_peers and len(self.hosts) > 1:
+                self._forget_host(self.hosts.popitem(last=False)[1])
+            elif len(self.servers) > 1:
+                self._forget_server(self.servers.popitem(last=False)[1])
+            else:
+                return
+
+    def _forget_host(self, host):
+        self.evicted["hosts"] += 1
+        self.host_peers -= _peer_count(host.queried) + _peer_count(host.repliers)
+
+    def _forget_server(self, server):
+        self.evicted["servers"] += 1
+        self.server_peers -= _peer_count(server.requesters)
 
     # -- the end and -j --------------------------------------------------------------------------------
     def finish(self):
@@ -260,6 +294,8 @@ class TrafficAnalyzer:
         self.evicted["floods"] += max(0, len(ordered) - MAX_FLOODS)
         self.evicted.update(other.evicted)
         self.evicted = +self.evicted  # without the tables that evicted nothing
+        self.host_peers = sum(_peer_count(h.queried) + _peer_count(h.repliers) for h in self.hosts.values())
+        self.server_peers = sum(_peer_count(server.requesters) for server in self.servers.values())
 
     # -- the rules ---------------------------------------------------------------------------------------
     def conclude(self):
@@ -356,9 +392,9 @@ class TrafficAnalyzer:
     def _evicted_record(self):
         counts = dict(sorted(self.evicted.items()))
         listed = ", ".join(f"{count} {table}" for table, count in counts.items())
-        detail = (f"evicted to stay within the limits ({MAX_HOSTS} addresses, {MAX_SERVERS} servers, {MAX_PAIRS} "
-                  f"address pairs, {MAX_OPEN} open queries, {MAX_FLOODS} floods listed): {listed}; rates, "
-                  f"rankings and rules cover what was kept")
+        detail = (f"evicted to stay within the limits ({MAX_HOSTS} addresses, {MAX_SERVERS} servers, "
+                  f"{MAX_PEER_ENTRIES} peers counted by them in all, {MAX_PAIRS} address pairs, {MAX_OPEN} open "
+                  f"queries, {MAX_FLOODS} floods listed): {listed}; rates, rankings and rules cover what was kept")
         return AnalysisRecord(KEY, "state_evicted", [], counts, [W.state_evicted.at(detail)],
                               f"abuse analysis state evicted: {listed}")
 
