@@ -21,6 +21,7 @@ workers give one process's result while no table reached its limit, and when onl
 in one worker each were evicted (the limits hold per worker, as elsewhere).
 """
 
+import functools
 from collections import Counter
 
 from ..capture.tables import ABUSE_FINDINGS as W
@@ -109,6 +110,7 @@ class TrafficAnalyzer:
             self._request(record.number, second, msg, kind[1], sender, receiver, size, wire)
         else:
             self._reply(record.number, second, msg.protocol, kind[1], receiver, sender, size, wire)
+        self._trim_peers()
 
     def _request(self, frame, second, msg, request, client, server, size, wire):
         protocol = msg.protocol
@@ -134,7 +136,6 @@ class TrafficAnalyzer:
         token_key = self.token_keys.get(protocol)
         if token_key is not None and msg.values.get(token_key) is not None:
             host.token(protocol, msg.values[token_key], server, frame)
-        self._trim_peers()
 
     def _reply(self, frame, second, protocol, request, client, server, size, wire):
         answering = self._server(server, protocol)
@@ -171,7 +172,6 @@ class TrafficAnalyzer:
             host.oversize += 1
         if query is None or oversize:
             host.suspect(second, self.window)
-        self._trim_peers()
 
     def _asked(self, host, source, server, protocol, frame, second):
         """A request from ``source`` to ``server``: the flood watch of the pair."""
@@ -826,17 +826,10 @@ class _Flood:
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-_ROUNDED = {}          # factor in millionths -> to 3 significant digits: a query's sizes repeat
-MAX_ROUNDED = 4096
-
-
+@functools.lru_cache(maxsize=4096)  # a query's sizes repeat, and so do their factors
 def _three_digits(micro):
-    rounded = _ROUNDED.get(micro)
-    if rounded is None:
-        if len(_ROUNDED) >= MAX_ROUNDED:
-            _ROUNDED.clear()
-        rounded = _ROUNDED[micro] = float(f"{micro / MICRO:.3g}")
-    return rounded
+    """A factor in millionths, to 3 significant digits."""
+    return float(f"{micro / MICRO:.3g}")
 
 
 def _ends(record, msg):

@@ -4,6 +4,7 @@
 transport payload, plus a short list of the layers met (for trees and hex dumps).
 """
 
+import functools
 import socket
 import struct
 
@@ -242,17 +243,8 @@ def _ipv4(packet, data, offset):
         _transport(packet, data, offset + ihl, end, proto)
 
 
-_ADDRESSES = {}       # 4 bytes -> dotted quad: a capture's frames come from few addresses
-MAX_ADDRESSES = 4096
-
-
-def _ipv4_text(raw):
-    text = _ADDRESSES.get(raw)
-    if text is None:
-        if len(_ADDRESSES) >= MAX_ADDRESSES:
-            _ADDRESSES.clear()
-        text = _ADDRESSES[raw] = socket.inet_ntoa(raw)
-    return text
+# A capture's frames come from few addresses: their text is made once.
+_ipv4_text = functools.lru_cache(maxsize=4096)(socket.inet_ntoa)
 
 
 def _ipv6(packet, data, offset):
