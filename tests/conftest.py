@@ -26,7 +26,9 @@ def run_cli(*args, stdin=None, env=None):
 
 
 def jsonl(text):
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    # Split on "\n" only: str.splitlines() also splits at U+2028, U+0085 and the like, which JSON writes
+    # unescaped inside strings (a TeeFrame client name may hold one).
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
 def capture(name):
