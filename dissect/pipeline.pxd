@@ -1,9 +1,25 @@
 # Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. The per-frame path's methods are cpdef with typed
+# locals: they call each other as C functions and read the frame, packet and record as C structs.
+
+cimport cython
+from dissect.capture.files cimport Frame
+from dissect.capture.layers cimport Packet
+from dissect.analysis.abuse cimport TrafficAnalyzer
 
 cdef class FrameRecord:
     cdef public object number, ts, caplen, wirelen, linktype, data, packet, protocol, info, messages, findings
     cdef public object first_ts
 
 cdef class Pipeline:
-    cdef public object registry, tree, analyzers, traffic, tcp, defrag, first_ts, last_ts
+    cdef public object registry, tree, analyzers, tcp, defrag, first_ts, last_ts
+    cdef public TrafficAnalyzer traffic
+    @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)
+    cpdef _frame(self, frame, packet)
+    @cython.locals(record=FrameRecord, packet=Packet)
+    cpdef _datagram(self, record, packet, payload, offset, frames)
+    @cython.locals(record=FrameRecord)
+    cpdef _add_message(self, record, msg)
+
+@cython.locals(packet=Packet)
+cpdef _wire_length(FrameRecord record, msg)

@@ -49,12 +49,16 @@ class OdamexAnalyzer(Analyzer):
 
     def _master_list(self, master, msg, result, frames):
         servers = msg.values.get("servers") or []
+        listed, frame = self.listed, frames[-1]
         for server in servers:
-            listing = self.listed.get(server) or {"masters": [], "last_frame": 0}
+            listing = listed.get(server)
+            if listing is None:
+                listed.put(server, {"masters": [master], "last_frame": frame})
+                continue
             if master not in listing["masters"]:
                 listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
-            listing["last_frame"] = frames[-1]
-            self.listed.put(server, listing)
+            listing["last_frame"] = frame
+            listed.move_to_end(server)
         result.update(request_was="master list request", server_count=msg.values.get("server_count"),
                       servers=servers)
         summary = f"master list from {master}: {len(servers)} servers"

@@ -8,13 +8,10 @@ import functools
 import socket
 import struct
 
-_ETH = struct.Struct("!6s6sH")
 _U16 = struct.Struct("!H")
 _U32BE = struct.Struct("!I")
 _U32LE = struct.Struct("<I")
-_IPV4 = struct.Struct("!BBHHHBBH4s4s")
 _IPV6 = struct.Struct("!IHBB16s16s")
-_UDP = struct.Struct("!HHHH")
 _TCP = struct.Struct("!HHIIBB")
 
 LINKTYPE_NAMES = {0: "BSD loopback", 1: "Ethernet", 12: "Raw IP", 14: "Raw IP", 101: "Raw IP",
@@ -70,6 +67,8 @@ class Packet:
 
 
 def decode_frame(data, linktype):
+    if type(data) is not bytes:  # the compiled layers read bytes in C (layers.pxd)
+        data = bytes(data)
     packet = Packet()
     try:
         if linktype == 1:
@@ -121,8 +120,8 @@ def _ethernet(packet, data):
     if len(data) < 14:
         packet.problem = "Ethernet header cut short"
         return
-    dst, src, ethertype = _ETH.unpack_from(data, 0)
-    packet.layers.append(Layer("eth", 0, 14, _ethernet_summary, src, dst))
+    ethertype = data[12] << 8 | data[13]
+    packet.layers.append(Layer("eth", 0, 14, _ethernet_summary, data[6:12], data[0:6]))
     packet.top = "eth"
     offset = 14
     while ethertype in VLAN_TPIDS:
@@ -217,13 +216,18 @@ def _ipv4(packet, data, offset):
     if len(data) < offset + 20:
         packet.problem = "IPv4 header cut short"
         return
-    (ver_ihl, _tos, total, ident, frag, _ttl, proto, _csum, src, dst) = _IPV4.unpack_from(data, offset)
+    # Byte by byte rather than with a struct: the compiled module reads each in C (layers.pxd types them).
+    ver_ihl = data[offset]
     ihl = (ver_ihl & 0x0F) * 4
     if ver_ihl >> 4 != 4 or ihl < 20:
         packet.problem = "bad IPv4 header"
         return
-    packet.src = _ipv4_text(src)
-    packet.dst = _ipv4_text(dst)
+    total = data[offset + 2] << 8 | data[offset + 3]
+    ident = data[offset + 4] << 8 | data[offset + 5]
+    frag = data[offset + 6] << 8 | data[offset + 7]
+    proto = data[offset + 9]
+    packet.src = _ipv4_text(data[offset + 12:offset + 16])
+    packet.dst = _ipv4_text(data[offset + 16:offset + 20])
     packet.ip_id = ident
     packet.ip_proto = proto
     end = min(len(data), offset + total) if total >= ihl else len(data)
@@ -291,7 +295,9 @@ def _udp(packet, data, offset, end):
     if end < offset + 8:
         packet.problem = "UDP header cut short"
         return
-    sport, dport, ulen, _csum = _UDP.unpack_from(data, offset)
+    sport = data[offset] << 8 | data[offset + 1]
+    dport = data[offset + 2] << 8 | data[offset + 3]
+    ulen = data[offset + 4] << 8 | data[offset + 5]
     packet.sport, packet.dport, packet.transport = sport, dport, "udp"
     packet.layers.append(Layer("udp", offset, 8, _udp_summary, sport, dport))
     packet.top = "udp"

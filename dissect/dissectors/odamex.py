@@ -42,6 +42,7 @@ TAG_BYTES = {struct.pack("<i", LAUNCHER_TAG): LAUNCHER_TAG, struct.pack("<i", SE
 EXTENSION_MARKER_1 = 0x01020304
 EXTENSION_MARKER_2 = 0x01020305
 SERVER_PORT, MASTER_PORT = 10666, 15000
+MASTER_ENTRY = struct.Struct("<4sH")  # a master list's server: IPv4 address, port
 
 GAME_TYPES = {0: "COOP", 1: "Deathmatch", 2: "Deathmatch 2.0"}
 SKILLS = {0: "ITYTD", 1: "HNTR", 2: "HMP", 3: "UV", 4: "NM"}
@@ -336,6 +337,8 @@ class Odamex(Dissector):
         servers = []
         msg.values.update(server_count=count, servers=servers)
         try:
+            if not cur.tree:
+                servers += _master_entries(cur)
             while cur.remaining():
                 servers.append(self._master_entry(cur))
         except Truncated as exc:
@@ -407,6 +410,19 @@ class Odamex(Dissector):
         if decoded is not None and announced is not None and len(decoded) < announced:
             cur.finding(W.count_mismatch, f"'Players in server' says {announced} but {len(decoded)} players could "
                                           f"be decoded", exc.offset, exc.available)
+
+
+def _master_entries(cur):
+    """Without a tree, the whole entries from here in one struct call: the values _master_entry reads, and the
+    cursor left where it leaves it. A partial entry at the end is left to _master_entry (it reports it)."""
+    start = cur.pos
+    stop = start + (cur.end - start) // MASTER_ENTRY.size * MASTER_ENTRY.size
+    if stop == start:
+        return []
+    entries = [f"{socket.inet_ntoa(ip)}:{port}" for ip, port in MASTER_ENTRY.iter_unpack(cur.data[start:stop])]
+    cur.pos = stop
+    cur.last_offset, cur.last_length = stop - 2, 2  # the last port read
+    return entries
 
 
 def _layout_text(choice, values):

@@ -41,8 +41,17 @@ RESET = "\x1b[0m"
 
 def protocol_title(key):
     """A protocol's declared title; the lower layers' keys in capitals (UDP, TCP, IPV4...)."""
+    title = _TITLES.get(key)
+    if title is not None:
+        return title
     cls = load_protocols().get(key)
-    return cls.title if cls is not None and cls.title else key.upper()
+    if cls is None or not cls.title:
+        return key.upper()
+    _TITLES[key] = cls.title  # a key, once registered, keeps its class (register refuses another)
+    return cls.title
+
+
+_TITLES = {}  # registered protocol key -> title
 
 
 class SummaryRenderer:
@@ -54,10 +63,11 @@ class SummaryRenderer:
 
     def frame(self, record):
         packet = record.packet
-        src, dst = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
-        line = (f"{record.number:>6} {record.ts - record.first_ts:>11.6f} {src:>21} → {dst:<21} "
-                f"{protocol_title(record.protocol):<8} {record.wirelen:>5} {safe(record.info)}")
-        worst = _worst(record) if record.findings or any(m.findings for m in record.messages) else None
+        # One %-format of the whole line costs less than an f-string of six format specs.
+        line = SUMMARY_LINE % (record.number, record.ts - record.first_ts, endpoint(packet.src, packet.sport),
+                               endpoint(packet.dst, packet.dport), protocol_title(record.protocol),
+                               record.wirelen, safe(record.info))
+        worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
         if worst:
             line += f"  [{worst}]"
             if self.color:
@@ -69,6 +79,16 @@ class SummaryRenderer:
         for finding in rec.findings:
             text += f"\n           {finding.severity}: {finding.code}: {safe(finding.message)}"
         self.out.write(text + "\n")
+
+
+SUMMARY_LINE = "%6d %11.6f %21s → %-21s %-8s %5d %s"
+
+
+def _any_message_findings(messages):
+    for msg in messages:
+        if msg.findings:
+            return True
+    return False
 
 
 def _frame_span(frames):
