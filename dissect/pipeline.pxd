@@ -14,6 +14,7 @@ cdef class FrameRecord:
 cdef class Pipeline:
     cdef public object registry, tree, analyzers, tcp, defrag, first_ts, last_ts
     cdef public TrafficAnalyzer traffic
+    cpdef frame(self, frame, packet=*)
     @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)
     cpdef _frame(self, frame, packet)
     @cython.locals(record=FrameRecord, packet=Packet)

@@ -242,9 +242,10 @@ class Registry:
     def select(self, packet, payload):
         """The dissector for this payload, or None."""
         transport = packet.transport
-        forced = self.forced.get((transport, packet.dport)) or self.forced.get((transport, packet.sport))
-        if forced is not None:
-            return forced
+        if self.forced:
+            forced = self.forced.get((transport, packet.dport)) or self.forced.get((transport, packet.sport))
+            if forced is not None:
+                return forced
         on_port = self.by_port.get((transport, packet.dport)) or self.by_port.get((transport, packet.sport)) or ()
         for dissector in on_port:
             if dissector.claims(payload, packet, True):

@@ -1,0 +1,13 @@
+# Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
+# file is the source and runs as it is without them. Every frame passes through Session.frame: it calls
+# the pipeline and its own record path in C.
+
+cimport cython
+from dissect.pipeline cimport FrameRecord, Pipeline
+
+cdef class Session:
+    cdef public object sink, filter, stats, fail_rank, failed
+    cdef public Pipeline pipeline
+    cpdef frame(self, frame, packet=*)
+    @cython.locals(record=FrameRecord)
+    cpdef _frame(self, record)
