@@ -1,12 +1,32 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. The per-message path's methods are cpdef, the
+# response a typed local: within this module they call each other as C functions.
 
+cimport cython
 from dissect.analysis.base cimport Analyzer
+
+cdef class _Response
 
 cdef class TeeFrameAnalyzer(Analyzer):
     cdef public object pending, requests, latest_token, done, servers, timing, request_count, answered
     cdef public object held, holders
+    @cython.locals(values=dict)
+    cpdef feed(self, record, msg, tree)
+    cpdef _request(self, record, msg)
+    @cython.locals(response=_Response)
+    cpdef _response(self, record, msg, tree)
+    cpdef _match_request(self, _Response response, record, msg, tree)
+    @cython.locals(values=dict)
+    cpdef _add_packet(self, _Response response, record, msg, number, out)
+    cpdef _release(self, _Response response)
+    cpdef _check_complete(self, _Response response, findings)
+    cpdef _server_seen(self, _Response response, info, elapsed)
 
 cdef class _Response:
     cdef public object server, client, token, info, records, frames, first_ts, request, findings
     cdef public object clients_omitted, held, dropped_records
+    cpdef collected(self)
+    cpdef vanilla(self)
+    cpdef complete(self)
+
+cpdef _packet_number(msg)

@@ -28,6 +28,9 @@ MAX_SERVERS = 10000
 MAX_DONE = 4096             # recently completed responses, to recognize late duplicates
 MAX_FRAMES = 128            # frame numbers listed for one response
 LAST_PACKET_NUMBER = 63
+# The fields of packet 0 a response keeps.
+INFO_KEYS = ("version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players", "max_players",
+             "num_clients", "max_clients")
 
 
 class _Response:
@@ -88,12 +91,13 @@ class TeeFrameAnalyzer(Analyzer):
         self.holders = OrderedDict()    # keys of the pending responses that keep records, oldest first
 
     def feed(self, record, msg, tree):
-        ident = msg.values.get("identifier")
+        values = msg.values
+        ident = values.get("identifier")
         if record.src is None:
             return []
-        if ident == "gie3" and "response_token" in msg.values:
+        if ident == "gie3" and "response_token" in values:
             return self._request(record, msg)
-        if ident in ("iext", "iex+", "inf3") and msg.values.get("token") is not None:
+        if ident in ("iext", "iex+", "inf3") and values.get("token") is not None:
             return self._response(record, msg, tree)
         return []
 
@@ -160,16 +164,15 @@ class TeeFrameAnalyzer(Analyzer):
                 f"predate the capture"))
 
     def _add_packet(self, response, record, msg, number, out):
-        records = self._keep(response, msg.values.get("clients") or [], out)
+        values = msg.values
+        records = self._keep(response, values.get("clients") or [], out)
         response.records[number] = records
         if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
         if number == 0:
-            response.info = {k: msg.values.get(k) for k in (
-                "version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players",
-                "max_players", "num_clients", "max_clients")}
-            response.info["identifier"] = msg.values["identifier"]
-            response.clients_omitted = bool(msg.values.get("clients_omitted"))
+            response.info = {key: values.get(key) for key in INFO_KEYS}
+            response.info["identifier"] = values["identifier"]
+            response.clients_omitted = bool(values.get("clients_omitted"))
 
     def _keep(self, response, records, out):
         """The records of a packet that fit within the response's limit and the total budget; the rest are
@@ -254,7 +257,10 @@ class TeeFrameAnalyzer(Analyzer):
                                                 f"is {info['num_clients']}"))
         if response.dropped_records:
             return  # the is-player count needs every record
-        players = sum(1 for c in self._clients(response) if c.get("is_player") == 1)
+        players = 0
+        for client in self._clients(response):
+            if client.get("is_player") == 1:
+                players += 1
         if info.get("num_players") is not None and players != info["num_players"]:
             findings.append(W.count_mismatch.at(f"{players} records have Is Player 1 but Num Players is "
                                                 f"{info['num_players']}"))

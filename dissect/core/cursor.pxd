@@ -1,7 +1,33 @@
 # Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. The null-terminated readers work on ``data`` as
+# bytes at C positions: finding the terminator, slicing and decoding compile to C.
 
+cimport cython
 from dissect.core.model cimport Field, Message
 
 cdef class Cursor:
-    cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, spans
+    cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, starts
+
+    cpdef at_end(self)
+    cpdef add(self, spec, offset, length, value, display=*, generated=*, name=*)
+    cpdef subtree(self, spec, value=*, name=*)
+    @cython.locals(data=bytes, pos=Py_ssize_t, n=Py_ssize_t)
+    cpdef raw(self, spec, n)
+    @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
+    cpdef cstring(self, spec, encoding=*)
+    @cython.locals(pos=Py_ssize_t, available=Py_ssize_t)
+    cpdef _unterminated(self, spec, encoding)
+    @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
+    cpdef cdecimal(self, spec)
+    @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, values=list, starts=list)
+    cpdef list cstrings(self, specs)
+    @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
+    cpdef tuple span(self, Py_ssize_t index)
+
+@cython.locals(stop=Py_ssize_t)
+cdef Py_ssize_t _terminator(bytes data, Py_ssize_t pos, Py_ssize_t end)
+
+cdef Py_ssize_t MAX_EXACT_DIGITS
+
+@cython.locals(first=Py_ssize_t, index=Py_ssize_t, digit=int, exact=bint, value=cython.longlong)
+cdef object _decimal(bytes data, Py_ssize_t start, Py_ssize_t stop)

@@ -20,6 +20,8 @@ I32LE = struct.Struct("<i")
 # Decimal text longer than this (sign included) is not read as a number: int() refuses more than 4300
 # digits (and slows with the square of the length), and no field of these protocols holds one that long.
 MAX_DECIMAL_DIGITS = 4000
+# Numbers of up to this many digits fit a 64-bit integer: _decimal adds them up itself, int() reads longer ones.
+MAX_EXACT_DIGITS = 18
 
 
 class Truncated(Exception):
@@ -97,11 +99,11 @@ _NO_SUBTREE = _NoSubtree()
 
 
 class Cursor:
-    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw", "spans")
+    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw", "starts")
 
     def __init__(self, msg, data, tree=True, pos=0):
         self.msg = msg
-        self.data = data
+        self.data = data if type(data) is bytes else bytes(data)  # slices of it are the fields' bytes
         self.pos = pos
         self.end = len(data)
         self.tree = tree
@@ -109,7 +111,7 @@ class Cursor:
         self.last_offset = pos
         self.last_length = 0
         self.last_raw = b""
-        self.spans = []
+        self.starts = []
 
     # -- state ---------------------------------------------------------------
     def remaining(self):
@@ -191,9 +193,9 @@ class Cursor:
         return self.number(U8, spec)
 
     def raw(self, spec, n):
-        pos = self.pos
+        data, pos = self.data, self.pos
         self._need(n, spec)
-        value = bytes(self.data[pos:pos + n])
+        value = data[pos:pos + n]
         self.pos = pos + n
         self.last_offset = pos
         self.last_length = n
@@ -205,17 +207,11 @@ class Cursor:
 
         ``last_raw`` keeps the bytes before the terminator, for byte-limit checks.
         """
-        pos = self.pos
-        nul = self.data.find(b"\0", pos, self.end)
+        data, pos = self.data, self.pos
+        nul = _terminator(data, pos, self.end)
         if nul < 0:
-            available = self.end - pos
-            self.last_raw = bytes(self.data[pos:self.end])
-            self.last_offset = pos
-            self.last_length = available
-            self.add(spec, pos, available, self.last_raw.decode(encoding, "replace"),
-                     name=spec.name + " [unterminated]")
-            raise Unterminated(spec.key, spec.name, pos, available)
-        raw = bytes(self.data[pos:nul])
+            self._unterminated(spec, encoding)
+        raw = data[pos:nul]
         value = raw.decode(encoding, "replace")
         self.pos = nul + 1
         self.last_raw = raw
@@ -225,16 +221,25 @@ class Cursor:
             self._stack[-1].append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt))
         return value
 
+    def _unterminated(self, spec, encoding):
+        """Records the text from here to the end as a cut field, then raises Unterminated."""
+        pos = self.pos
+        available = self.end - pos
+        self.last_raw = self.data[pos:self.end]
+        self.last_offset = pos
+        self.last_length = available
+        self.add(spec, pos, available, self.last_raw.decode(encoding, "replace"), name=spec.name + " [unterminated]")
+        raise Unterminated(spec.key, spec.name, pos, available)
+
     def cdecimal(self, spec):
         """A null-terminated decimal number: the int, or None where the text is not one (the field then shows
         the text). ``last_raw`` keeps the bytes before the terminator."""
-        pos = self.pos
-        nul = self.data.find(b"\0", pos, self.end)
+        data, pos = self.data, self.pos
+        nul = _terminator(data, pos, self.end)
         if nul < 0:
-            self.cstring(spec, "latin-1")  # records the cut text and raises Unterminated
-        raw = self.data[pos:nul]
-        digits = raw[1:] if raw[:1] == b"-" else raw
-        value = int(raw) if len(raw) <= MAX_DECIMAL_DIGITS and digits.isdigit() else None
+            self._unterminated(spec, "latin-1")
+        value = _decimal(data, pos, nul)
+        raw = data[pos:nul]
         self.pos = nul + 1
         self.last_raw = raw
         self.last_offset = pos
@@ -247,34 +252,40 @@ class Cursor:
     def cstrings(self, specs):
         """Consecutive null-terminated fields in one call: ``specs`` holds (field spec, kind) with kind
         "text" (UTF-8) or "decimal" (the int, or None where the text is not one). Returns the values;
-        ``spans`` keeps (offset, length, raw bytes) of each, for checks and findings."""
+        ``starts`` keeps the offset of each field and then the offset after the last, ``span`` and ``spans``
+        give the (offset, length, raw bytes) of the fields, for checks and findings."""
         data, pos, end = self.data, self.pos, self.end
-        find = data.find
         parent = self._stack[-1] if self.tree else None
         values = []
-        spans = self.spans = []
+        starts = self.starts = [pos]
         for spec, kind in specs:
-            nul = find(b"\0", pos, end)
+            nul = _terminator(data, pos, end)
             if nul < 0:
                 self.pos = pos
-                self.cstring(spec)  # records the cut field and raises Unterminated
-            raw = data[pos:nul]
-            if kind == "text":
-                value = raw.decode("utf-8", "replace")
-            elif len(raw) <= MAX_DECIMAL_DIGITS and (raw.isdigit() or (raw[:1] == b"-" and raw[1:].isdigit())):
-                value = int(raw)
-            else:
-                value = None
+                self._unterminated(spec, "utf-8")
+            value = data[pos:nul].decode("utf-8", "replace") if kind == "text" else _decimal(data, pos, nul)
             if parent is not None:
-                display = f'"{raw.decode("latin-1")}" (not a decimal number)' if value is None else None
+                display = f'"{data[pos:nul].decode("latin-1")}" (not a decimal number)' if value is None else None
                 parent.append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
-            spans.append((pos, nul + 1 - pos, raw))
             values.append(value)
             pos = nul + 1
+            starts.append(pos)
         self.pos = pos
-        if spans:
-            self.last_offset, self.last_length, self.last_raw = spans[-1]
+        if values:
+            self.last_offset, self.last_length, self.last_raw = self.span(len(values) - 1)
         return values
+
+    def span(self, index):
+        """(offset, length, raw bytes) of field ``index`` of the last ``cstrings``: the length counts the
+        terminator, the raw bytes do not."""
+        data, starts = self.data, self.starts
+        start, stop = starts[index], starts[index + 1]
+        return start, stop - start, data[start:stop - 1]
+
+    @property
+    def spans(self):
+        """(offset, length, raw bytes) of each field of the last ``cstrings``."""
+        return [self.span(index) for index in range(len(self.starts) - 1)]
 
     def separated(self, separator, encoding="utf-8"):
         """Fields each preceded by ``separator``, from here to the end: [(offset, length, text)].
@@ -294,3 +305,32 @@ class Cursor:
 
     def rest(self, spec):
         return self.raw(spec, self.end - self.pos)
+
+
+def _terminator(data, pos, end):
+    """The offset of the first null byte in data[pos:end], or -1."""
+    stop = min(end, len(data))
+    while pos < stop:
+        if data[pos] == 0:
+            return pos
+        pos += 1
+    return -1
+
+
+def _decimal(data, start, stop):
+    """The number data[start:stop] writes in decimal (ASCII digits, a minus sign first where negative), or None
+    where it writes none."""
+    first = start + 1 if stop - start > 1 and data[start] == 0x2D else start  # 0x2D: "-"
+    if first == stop or stop - start > MAX_DECIMAL_DIGITS:
+        return None
+    exact = stop - first <= MAX_EXACT_DIGITS
+    value = 0
+    for index in range(first, stop):
+        digit = data[index] - 0x30
+        if digit < 0 or digit > 9:
+            return None
+        if exact:
+            value = value * 10 + digit
+    if not exact:
+        return int(data[start:stop])  # raises ValueError beyond int()'s limit of digits
+    return -value if first > start else value

@@ -182,6 +182,9 @@ CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["clan"], "text"), (_CLIENT[
                  (_CLIENT["score"], "decimal"), (_CLIENT["is_player"], "decimal"), (_CLIENT["reserved"], "text"))
 VANILLA_CLIENT_FIELDS = CLIENT_FIELDS[:5]
 LEGACY_CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["score"], "decimal"))
+# Looked up once: an F.<name> read passes through FieldTable's __getattr__ hook, which costs as much as a call.
+TOKEN, VERSION, NAME, MAP, MAP_CRC, MAP_SIZE, GAME_TYPE, FLAGS, RESERVED = (
+    F.token, F.version, F.name, F.map, F.map_crc, F.map_size, F.game_type, F.flags, F.reserved)
 COUNTS = (("num_players", F.num_players), ("max_players", F.max_players), ("num_clients", F.num_clients),
           ("max_clients", F.max_clients))
 
@@ -281,7 +284,7 @@ class TeeFrame(Dissector):
         self._padding_and_identifier(cur)
         if cur.end < REQUEST_LENGTH:
             cur.finding(W.bad_request_length, f"request is {cur.end} bytes", 0, cur.end)
-        token = cur.u8(F.token)
+        token = cur.u8(TOKEN)
         response_token = (extra << 8) | token
         msg.values.update(token=token, extra_token=extra, response_token=response_token)
         cur.add(F.response_token, 2 if extended else 14, 13 if extended else 1, response_token, generated=True)
@@ -342,7 +345,7 @@ class TeeFrame(Dissector):
             what = ("the Teeworlds 0.5 request, answered by inf2" if ident == b"gie2" else
                     "DDNet's 64-client legacy request, answered by dtsf")
             self._legacy_note(cur, ident, what)
-            token = cur.u8(F.token)
+            token = cur.u8(TOKEN)
             msg.values.update(token=token, response_token=token)
             msg.info = f"{IDENTIFIERS[ident]} token={token}"
         if cur.remaining():
@@ -354,9 +357,9 @@ class TeeFrame(Dissector):
         self._response_header(cur)
         with_token = ident == b"inf2"
         self._legacy_note(cur, ident, "a Teeworlds 0.5 reply" + ("" if with_token else " without a token"))
-        token = self._token(cur, msg) if with_token else None
-        self._server_fields(cur, msg, ident)
-        records = self._client_records(cur, msg, LEGACY_CLIENT_FIELDS)
+        token = _token(cur, msg) if with_token else None
+        _server_fields(cur, msg, ident)
+        records = _client_records(cur, msg, LEGACY_CLIENT_FIELDS)
         info = msg.values
         token_text = f" token={token}" if with_token else ""
         msg.info = (f'{IDENTIFIERS[ident]}{token_text} "{info.get("name")}" map={info.get("map")} '
@@ -366,11 +369,11 @@ class TeeFrame(Dissector):
         """DDNet's 64-client legacy reply: the inf3 fields, a packed-integer offset, up to 24 records."""
         self._response_header(cur)
         self._legacy_note(cur, ident, "DDNet's 64-client legacy reply")
-        token = self._token(cur, msg)
-        self._server_fields(cur, msg, ident)
+        token = _token(cur, msg)
+        _server_fields(cur, msg, ident)
         offset = self._packed_int(cur, F.offset)
         msg.values["offset"] = offset
-        records = self._client_records(cur, msg, VANILLA_CLIENT_FIELDS)
+        records = _client_records(cur, msg, VANILLA_CLIENT_FIELDS)
         if records > DTSF_MAX_RECORDS:
             cur.finding(W.too_many_records, f"{records} client records in a dtsf reply")
         info = msg.values
@@ -397,226 +400,240 @@ class TeeFrame(Dissector):
 
     # iext / iex+ / inf3 ------------------------------------------------------------------------
     def _iext(self, cur, msg):
-        token = self._token(cur, msg)
-        self._server_fields(cur, msg, b"iext")
-        reserved = self._string(cur, F.reserved)
-        self._check_reserved(cur, reserved)
-        records = self._client_records(cur, msg, CLIENT_FIELDS)
-        self._check_counts(cur, msg, records, token)
+        token = _token(cur, msg)
+        _server_fields(cur, msg, b"iext")
+        reserved = _string(cur, RESERVED)
+        _check_reserved(cur, reserved)
+        records = _client_records(cur, msg, CLIENT_FIELDS)
+        _check_counts(cur, msg, records, token)
         info = msg.values
         msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
                     f'clients {info.get("num_clients")}/{info.get("max_clients")}'
                     f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
 
     def _iex_plus(self, cur, msg):
-        token = self._token(cur, msg)
-        number = self._decimal(cur, F.packet_number)
+        token = _token(cur, msg)
+        number = _decimal(cur, F.packet_number)
         msg.values["packet_number"] = number
         if number is not None and not 1 <= number <= 63:
             cur.flag_last(W.bad_packet_number, f"packet number {number}")
-        reserved = self._string(cur, F.reserved)
-        self._check_reserved(cur, reserved)
-        records = self._client_records(cur, msg, CLIENT_FIELDS)
+        reserved = _string(cur, RESERVED)
+        _check_reserved(cur, reserved)
+        records = _client_records(cur, msg, CLIENT_FIELDS)
         msg.info = f"More Server Information token={token} packet={number} clients +{records}"
 
     def _inf3(self, cur, msg):
-        token = self._token(cur, msg)
-        self._server_fields(cur, msg, b"inf3")
-        records = self._client_records(cur, msg, VANILLA_CLIENT_FIELDS)
+        token = _token(cur, msg)
+        _server_fields(cur, msg, b"inf3")
+        records = _client_records(cur, msg, VANILLA_CLIENT_FIELDS)
         if records > INF3_MAX_RECORDS:
             cur.finding(W.too_many_records, f"{records} client records in an inf3 reply")
-        self._check_counts(cur, msg, records, token)
+        _check_counts(cur, msg, records, token)
         info = msg.values
         msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
                     f'clients {info.get("num_clients")}/{info.get("max_clients")}')
 
-    def _token(self, cur, msg):
-        token = self._decimal(cur, F.token, allow_negative=True)
-        msg.values["token"] = token
-        if token is not None and token < 0:
-            if token == -1:
-                cur.flag_last(W.unrequested_info, "token -1: an unrequested server information packet, as real "
-                                                  "servers send")
-            else:
-                msg.findings.append(W.bad_decimal.at(f"token {token} is negative", cur.last_offset, cur.last_length,
-                                                     severity="warning"))
-        return token
 
-    def _server_fields(self, cur, msg, ident):
-        values = msg.values
-        version = self._string(cur, F.version)
-        values["version"] = version
-        if ident not in (b"info", b"inf2") and not version.startswith("0.6"):
-            cur.flag_last(W.bad_version, f'version "{version}" does not begin with 0.6')
-        values["name"] = self._string(cur, F.name)
-        values["map"] = self._string(cur, F.map)
-        if ident == b"iext":
-            crc = self._decimal(cur, F.map_crc, allow_negative=True)
-            values["map_crc"] = crc
-            if crc is not None and crc < 0:
-                cur.flag_last(W.signed_map_crc, f"map CRC printed as a signed number ({crc} = "
-                                                f"0x{crc & 0xFFFFFFFF:08x}), as real servers do")
-            values["map_size"] = self._decimal(cur, F.map_size)
-        values["game_type"] = self._string(cur, F.game_type)
-        flags = self._decimal(cur, F.flags)
-        values["flags"] = flags
-        if flags is not None and flags not in (0, 1):
-            cur.flag_last(W.bad_flags, f"server flags {flags}")
-        if ident in (b"info", b"inf2"):
-            values["progression"] = self._decimal(cur, F.progression, allow_negative=True)
-            counts = COUNTS[:2]
+# replies' fields ------------------------------------------------------------------------------
+def _token(cur, msg):
+    token = _decimal(cur, TOKEN, allow_negative=True)
+    msg.values["token"] = token
+    if token is not None and token < 0:
+        if token == -1:
+            cur.flag_last(W.unrequested_info, "token -1: an unrequested server information packet, as real "
+                                              "servers send")
         else:
-            counts = COUNTS
-        for key, spec in counts:
-            values[key] = self._decimal(cur, spec)
+            msg.findings.append(W.bad_decimal.at(f"token {token} is negative", cur.last_offset, cur.last_length,
+                                                 severity="warning"))
+    return token
 
-    def _check_reserved(self, cur, value):
-        if value:
-            self._reserved_nonempty(cur, value, cur.last_offset, cur.last_length)
 
-    @staticmethod
-    def _reserved_nonempty(cur, value, offset, length):
-        cur.finding(W.reserved_nonempty, f'reserved string is "{value}"', offset, length)
+def _server_fields(cur, msg, ident):
+    values = msg.values
+    version = _string(cur, VERSION)
+    values["version"] = version
+    if ident not in (b"info", b"inf2") and not version.startswith("0.6"):
+        cur.flag_last(W.bad_version, f'version "{version}" does not begin with 0.6')
+    values["name"] = _string(cur, NAME)
+    values["map"] = _string(cur, MAP)
+    if ident == b"iext":
+        crc = _decimal(cur, MAP_CRC, allow_negative=True)
+        values["map_crc"] = crc
+        if crc is not None and crc < 0:
+            cur.flag_last(W.signed_map_crc, f"map CRC printed as a signed number ({crc} = "
+                                            f"0x{crc & 0xFFFFFFFF:08x}), as real servers do")
+        values["map_size"] = _decimal(cur, MAP_SIZE)
+    values["game_type"] = _string(cur, GAME_TYPE)
+    flags = _decimal(cur, FLAGS)
+    values["flags"] = flags
+    if flags is not None and flags not in (0, 1):
+        cur.flag_last(W.bad_flags, f"server flags {flags}")
+    if ident in (b"info", b"inf2"):
+        values["progression"] = _decimal(cur, F.progression, allow_negative=True)
+        counts = COUNTS[:2]
+    else:
+        counts = COUNTS
+    for key, spec in counts:
+        values[key] = _decimal(cur, spec)
 
-    def _check_counts(self, cur, msg, records, token):
-        data = msg.values
-        players, max_players = data.get("num_players"), data.get("max_players")
-        clients, max_clients = data.get("num_clients"), data.get("max_clients")
-        problems = []
-        if None not in (players, max_players) and players > max_players:
-            problems.append(f"Num Players {players} > Max Players {max_players}")
-        if None not in (players, clients) and players > clients:
-            problems.append(f"Num Players {players} > Num Clients {clients}")
-        if None not in (clients, max_clients) and clients > max_clients:
-            problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
-        if problems:
-            cur.finding(W.count_mismatch, "; ".join(problems))
-        if clients and records == 0 and token != -1 and cur.at_end():
-            data["clients_omitted"] = True
-            cur.finding(W.no_client_records, f"Num Clients is {clients} but the packet carries no client records")
 
-    # client records ----------------------------------------------------------------------------
-    def _client_records(self, cur, msg, fields):
-        records = []
-        msg.values["clients"] = records
-        read = self._legacy_record if fields is LEGACY_CLIENT_FIELDS else self._client_record
-        while not cur.at_end():
-            start = cur.pos
-            with cur.subtree(CLIENT, name="Client") as node:
-                try:
-                    record = read(cur, fields, node)
-                except Truncated:
-                    node.name = "Client [split]"
-                    cur.finding(W.split_record, f"client record cut off at the end of the packet after "
-                                                f"{cur.end - start} bytes", start, cur.end - start)
-                    cur.pos = cur.end
-                    msg.values["split_record"] = True
-                    break
-                if cur.tree:
-                    _title(node, record)
-            records.append(record)
-        return len(records)
+def _check_reserved(cur, value):
+    if value:
+        _reserved_nonempty(cur, value, cur.last_offset, cur.last_length)
 
-    def _client_record(self, cur, fields, node):
+
+def _check_counts(cur, msg, records, token):
+    data = msg.values
+    players, max_players = data.get("num_players"), data.get("max_players")
+    clients, max_clients = data.get("num_clients"), data.get("max_clients")
+    problems = []
+    if None not in (players, max_players) and players > max_players:
+        problems.append(f"Num Players {players} > Max Players {max_players}")
+    if None not in (players, clients) and players > clients:
+        problems.append(f"Num Players {players} > Num Clients {clients}")
+    if None not in (clients, max_clients) and clients > max_clients:
+        problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
+    if problems:
+        cur.finding(W.count_mismatch, "; ".join(problems))
+    if clients and records == 0 and token != -1 and cur.at_end():
+        data["clients_omitted"] = True
+        cur.finding(W.no_client_records, f"Num Clients is {clients} but the packet carries no client records")
+
+
+def _string(cur, spec):
+    value = cur.cstring(spec, "utf-8")
+    _check_text(cur, spec, value, cur.last_offset, cur.last_length, cur.last_raw)
+    return value
+
+
+def _decimal(cur, spec, allow_negative=False):
+    """A Decimal String: the field's value is the integer, or None where the text is not a number."""
+    try:
+        value = cur.cdecimal(spec)
+    except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
+        value = _long_number(cur, spec)
+    if value is None:
+        _not_decimal(cur, spec, cur.last_offset, cur.last_length, cur.last_raw)
+    elif value < 0 and not allow_negative:
+        cur.set_last(None, f'"{value}" (negative)')
+        cur.msg.findings.append(W.bad_decimal.at(
+            f"{spec.name} is negative ({value}); the spec allows that only for the score", cur.last_offset,
+            cur.last_length, severity="warning"))
+        return None
+    return value
+
+
+# client records --------------------------------------------------------------------------------
+def _client_records(cur, msg, fields):
+    """The client records from here to the end of the packet: how many. A record cut off at the end is flagged
+    and not counted."""
+    records = []
+    msg.values["clients"] = records
+    legacy = fields is LEGACY_CLIENT_FIELDS
+    while not cur.at_end():
         start = cur.pos
-        try:
-            values = cur.cstrings(fields)
-            spans = cur.spans
-        except ValueError:  # a number too long for int()
-            values, spans = self._record_slowly(cur, fields, node, start)
-        name, clan, country, score, is_player = values[:5]
-        if len(spans[0][2]) > NAME_LIMIT or len(spans[1][2]) > CLAN_LIMIT or "\ufffd" in name or "\ufffd" in clan:
-            for index in (0, 1):
-                self._check_text(cur, fields[index][0], values[index], *spans[index])
-        if country is None or score is None or is_player is None:
-            for index in (2, 3, 4):
-                if values[index] is None:
-                    self._not_decimal(cur, fields[index][0], *spans[index])
-        if is_player is not None and (is_player > 1 or is_player < 0):
-            cur.finding(W.bad_is_player, f"Is Player is {is_player}", spans[4][0], spans[4][1])
-        if len(fields) > 5 and values[5]:
-            self._reserved_nonempty(cur, values[5], spans[5][0], spans[5][1])
-        return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
+        with cur.subtree(CLIENT, value=None, name="Client") as node:
+            try:
+                record = _legacy_record(cur, fields, node) if legacy else _client_record(cur, fields, node)
+            except Truncated:
+                node.name = "Client [split]"
+                cur.finding(W.split_record, f"client record cut off at the end of the packet after "
+                                            f"{cur.end - start} bytes", start, cur.end - start)
+                cur.pos = cur.end
+                msg.values["split_record"] = True
+                break
+            if cur.tree:
+                _title(node, record)
+        records.append(record)
+    return len(records)
 
-    def _legacy_record(self, cur, fields, node):
-        start = cur.pos
-        try:
-            values = cur.cstrings(fields)
-            spans = cur.spans
-        except ValueError:
-            values, spans = self._record_slowly(cur, fields, node, start)
-        name, score = values
-        self._check_text(cur, fields[0][0], name, *spans[0])
-        if score is None:
-            self._not_decimal(cur, fields[1][0], *spans[1])
-        return {"name": name, "score": score}
 
-    @staticmethod
-    def _record_slowly(cur, fields, node, start):
-        """A record read again field by field, a number too long for int() read as text: the values and the
-        (offset, length, raw bytes) of each field."""
-        cur.pos = start
-        if cur.tree:
-            node.children.clear()  # the fields read before the long number
-        values, spans = [], []
-        for spec, kind in fields:
-            if kind == "text":
-                values.append(cur.cstring(spec))
-            else:
-                try:
-                    values.append(cur.cdecimal(spec))
-                except ValueError:
-                    values.append(_long_number(cur, spec))
-            spans.append((cur.last_offset, cur.last_length, cur.last_raw))
-        return values, spans
+def _client_record(cur, fields, node):
+    values = _record_values(cur, fields, node)
+    starts = cur.starts
+    name, clan, country, score, is_player = values[:5]
+    # the name's and the clan's sizes, each with its terminator
+    if (starts[1] - starts[0] > NAME_LIMIT + 1 or starts[2] - starts[1] > CLAN_LIMIT + 1 or "\ufffd" in name
+            or "\ufffd" in clan):
+        for index in (0, 1):
+            _check_text(cur, fields[index][0], values[index], *cur.span(index))
+    if country is None or score is None or is_player is None:
+        for index in (2, 3, 4):
+            if values[index] is None:
+                _not_decimal(cur, fields[index][0], *cur.span(index))
+    if is_player is not None and (is_player > 1 or is_player < 0):
+        cur.finding(W.bad_is_player, f"Is Player is {is_player}", starts[4], starts[5] - starts[4])
+    if len(fields) > 5 and values[5]:
+        _reserved_nonempty(cur, values[5], starts[5], starts[6] - starts[5])
+    return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
 
-    # field types -----------------------------------------------------------------------------------
-    def _string(self, cur, spec):
-        value = cur.cstring(spec, "utf-8")
-        self._check_text(cur, spec, value, cur.last_offset, cur.last_length, cur.last_raw)
-        return value
 
-    @staticmethod
-    def _check_text(cur, spec, value, offset, length, raw):
-        limit = LIMITS.get(spec.key)
-        if limit is not None and len(raw) > limit:
-            cur.finding(W.string_too_long, f"{spec.name} is {len(raw)} bytes, over its limit of {limit}", offset,
-                        length)
-        if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
-            cur.finding(W.bad_utf8, f"{spec.name} is not valid UTF-8", offset, length)
+def _legacy_record(cur, fields, node):
+    name, score = _record_values(cur, fields, node)
+    _check_text(cur, fields[0][0], name, *cur.span(0))
+    if score is None:
+        _not_decimal(cur, fields[1][0], *cur.span(1))
+    return {"name": name, "score": score}
 
-    def _decimal(self, cur, spec, allow_negative=False):
-        """A Decimal String: the field's value is the integer, or None where the text is not a number."""
-        try:
-            value = cur.cdecimal(spec)
-        except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
-            value = _long_number(cur, spec)
-        if value is None:
-            self._not_decimal(cur, spec, cur.last_offset, cur.last_length, cur.last_raw)
-        elif value < 0 and not allow_negative:
-            cur.set_last(None, f'"{value}" (negative)')
-            cur.msg.findings.append(W.bad_decimal.at(
-                f"{spec.name} is negative ({value}); the spec allows that only for the score", cur.last_offset,
-                cur.last_length, severity="warning"))
-            return None
-        return value
 
-    @staticmethod
-    def _not_decimal(cur, spec, offset, length, raw):
-        digits = raw[1:] if raw[:1] == b"-" else raw
-        if digits.isdigit():
-            detail = f"{spec.name} has {len(digits)} digits, too many to read as a number"
+def _record_values(cur, fields, node):
+    """The values of a record's fields; ``cur.starts`` and ``cur.span`` say where each one is."""
+    start = cur.pos
+    try:
+        return cur.cstrings(fields)
+    except ValueError:  # a number too long for int()
+        return _record_slowly(cur, fields, node, start)
+
+
+def _record_slowly(cur, fields, node, start):
+    """A record read again field by field, a number too long for int() read as text: the values, and the
+    fields' offsets in ``cur.starts`` as cstrings leaves them."""
+    cur.pos = start
+    if cur.tree:
+        node.children.clear()  # the fields read before the long number
+    values, starts = [], [start]
+    for spec, kind in fields:
+        if kind == "text":
+            values.append(cur.cstring(spec))
         else:
-            text = raw.decode("latin-1")
-            detail = f'{spec.name} is "{text if len(text) <= 40 else text[:40] + "..."}", not a decimal number'
-        cur.finding(W.bad_decimal, detail, offset, length)
+            try:
+                values.append(cur.cdecimal(spec))
+            except ValueError:
+                values.append(_long_number(cur, spec))
+        starts.append(cur.pos)
+    cur.starts = starts
+    return values
+
+
+# checks ----------------------------------------------------------------------------------------------
+def _check_text(cur, spec, value, offset, length, raw):
+    limit = LIMITS.get(spec.key)
+    if limit is not None and len(raw) > limit:
+        cur.finding(W.string_too_long, f"{spec.name} is {len(raw)} bytes, over its limit of {limit}", offset,
+                    length)
+    if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
+        cur.finding(W.bad_utf8, f"{spec.name} is not valid UTF-8", offset, length)
+
+
+def _not_decimal(cur, spec, offset, length, raw):
+    digits = raw[1:] if raw[:1] == b"-" else raw
+    if digits.isdigit():
+        detail = f"{spec.name} has {len(digits)} digits, too many to read as a number"
+    else:
+        text = raw.decode("latin-1")
+        detail = f'{spec.name} is "{text if len(text) <= 40 else text[:40] + "..."}", not a decimal number'
+    cur.finding(W.bad_decimal, detail, offset, length)
+
+
+def _reserved_nonempty(cur, value, offset, length):
+    cur.finding(W.reserved_nonempty, f'reserved string is "{value}"', offset, length)
 
 
 def _long_number(cur, spec):
     """A Decimal String too long to convert: the field shows its size and has no value."""
     pos = cur.pos
     nul = cur.data.find(b"\0", pos, cur.end)
-    raw = bytes(cur.data[pos:nul])
+    raw = cur.data[pos:nul]
     cur.pos = nul + 1
     cur.last_offset, cur.last_length, cur.last_raw = pos, nul + 1 - pos, raw
     cur.add(spec, pos, nul + 1 - pos, None, display=f"a number of {len(raw)} characters (not read)")
