@@ -1,11 +1,25 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. The per-server path's methods are cpdef, their
+# locals typed: within this module they call each other as C functions.
 
+cimport cython
 from dissect.analysis.base cimport Analyzer
 
 cdef class SoldatAnalyzer(Analyzer):
     cdef public object exchanges, servers, timing, requests, answered, held_entries, held_bytes
+    @cython.locals(values=dict, exchange=_Exchange)
+    cpdef feed(self, record, msg, tree)
+    cpdef _Exchange _open(self, stream, msg, list out)
+    @cython.locals(fields=dict, values=tuple)
+    cpdef _server(self, stream, _Exchange exchange, msg, list out)
+    cpdef _make_room(self, stream, cost, list out)
+    cpdef _hold(self, _Exchange exchange, entries, cost)
+    cpdef _seen(self, _Exchange exchange, dict fields, list frames)
 
 cdef class _Exchange:
     cdef public object client, lobby, filters, announced, servers, received, cost, frames, start_ts, elapsed
     cdef public object ended, lost
+
+cpdef _cost(tuple values)
+cpdef _add_frames(list frames, list more)
+cpdef _text(value)

@@ -7,7 +7,7 @@ a list that alone reaches it, or MAX_SERVERS_PER_LIST, counts its further server
 keeping them (the result's ``omitted``).
 """
 
-import sys
+from sys import getsizeof
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
@@ -22,12 +22,15 @@ MAX_HELD_BYTES = 64 * 1024 * 1024
 MAX_SERVERS = 10000
 MAX_FRAMES = 64                   # frame numbers a list record keeps
 MAX_TEXT = 256                    # characters of a name or map kept in the servers-seen table
-_INDEX = {key: i for i, key in enumerate(SERVER_KEYS)}
 
 
 def _cost(values):
     """Estimated bytes a kept tuple of values holds: the tuple, its slot in a list, and its text."""
-    return sys.getsizeof(values) + 8 + sum(sys.getsizeof(v) for v in values if type(v) is str)
+    cost = getsizeof(values) + 8
+    for value in values:
+        if type(value) is str:
+            cost += value.__sizeof__()  # sys.getsizeof of a str: it is not tracked by the garbage collector
+    return cost
 
 
 class _Exchange:
@@ -62,7 +65,8 @@ class SoldatAnalyzer(Analyzer):
         self.held_bytes = 0          # their estimated bytes, and the filters'
 
     def feed(self, record, msg, tree):
-        stream = msg.values.get("stream")
+        values = msg.values
+        stream = values.get("stream")
         if stream is None:
             return []
         out = []
@@ -72,17 +76,17 @@ class SoldatAnalyzer(Analyzer):
             if exchange is not None:
                 out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))
             exchange = self._open(stream, msg, out)
-        if msg.values.get("after_gap"):
+        if values.get("after_gap"):
             exchange.lost = True
         if record.number is not None and len(exchange.frames) < MAX_FRAMES:
-            exchange.frames.extend(f for f in msg.frames if f not in exchange.frames)
+            _add_frames(exchange.frames, msg.frames)
         if name == "request_list":
             self.requests += 1
-            exchange.filters = tuple(_text(msg.values.get(key)) for key in FILTER_KEYS)
+            exchange.filters = tuple([_text(values.get(key)) for key in FILTER_KEYS])
             self._hold(exchange, 0, _cost(exchange.filters))
             exchange.start_ts = record.ts
         elif name == "list_begin":
-            exchange.announced = msg.values.get("servercount")
+            exchange.announced = values.get("servercount")
         elif name == "server":
             self._server(stream, exchange, msg, out)
         elif name == "list_end":
@@ -104,14 +108,15 @@ class SoldatAnalyzer(Analyzer):
 
     def _server(self, stream, exchange, msg, out):
         exchange.received += 1
-        values = tuple(msg.values.get(key) for key in SERVER_KEYS)
+        fields = msg.values
+        values = tuple([fields.get(key) for key in SERVER_KEYS])
         if len(exchange.servers) < MAX_SERVERS_PER_LIST:
             cost = _cost(values)
             self._make_room(stream, cost, out)
             if self.held_entries < MAX_HELD_ENTRIES and self.held_bytes + cost <= MAX_HELD_BYTES:
                 exchange.servers.append(values)
                 self._hold(exchange, 1, cost)
-        self._seen(exchange, values, msg)
+        self._seen(exchange, fields, msg.frames)
 
     def _make_room(self, stream, cost, out):
         """Conclude the oldest open lists, other than this stream's, until a new entry fits the budget."""
@@ -135,14 +140,13 @@ class SoldatAnalyzer(Analyzer):
         self.held_bytes -= exchange.cost
         exchange.cost = 0
 
-    def _seen(self, exchange, values, msg):
-        ip, port = values[_INDEX["ip"]], values[_INDEX["port"]]
-        address = f"{clip(str(ip), MAX_TEXT)}:{port}"
-        passworded = values[_INDEX["passworded"]]
-        self.servers.update(address, msg.frames[-1] if msg.frames else 0, {
-            "name": _text(values[_INDEX["name"]]), "map": _text(values[_INDEX["map"]]),
-            "players": values[_INDEX["players"]], "max_players": values[_INDEX["maxplayers"]],
-            "game_type": GAME_STYLES.get(values[_INDEX["gamestyle"]]), "version": values[_INDEX["version"]],
+    def _seen(self, exchange, fields, frames):
+        address = f"{clip(str(fields.get('ip')), MAX_TEXT)}:{fields.get('port')}"
+        passworded = fields.get("passworded")
+        self.servers.update(address, frames[-1] if frames else 0, {
+            "name": _text(fields.get("name")), "map": _text(fields.get("map")),
+            "players": fields.get("players"), "max_players": fields.get("maxplayers"),
+            "game_type": GAME_STYLES.get(fields.get("gamestyle")), "version": fields.get("version"),
             "password": None if passworded is None else bool(passworded), "listed_by": exchange.lobby})
 
     def _evict(self, stream, exchange, why):
@@ -182,6 +186,12 @@ class SoldatAnalyzer(Analyzer):
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {"list": self.timing.as_dict()}, "servers": self.servers.entries()}
+
+
+def _add_frames(frames, more):
+    for frame in more:
+        if frame not in frames:
+            frames.append(frame)
 
 
 def _text(value):

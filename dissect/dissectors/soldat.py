@@ -31,6 +31,7 @@ MAX_FIELDS = 32                  # fields split per line: the longest layout has
 MAX_DIGITS = 20                  # digits of a number: every numeric field fits in far fewer
 MAX_HELD = 16 * 1024 * 1024      # bytes of unfinished lines held across all streams of a run
 MAX_QUOTED = 64                  # characters of a field's text quoted in a finding or an info line
+PLAIN_DIGITS = 18                # digits of a number the field loop reads itself: any such number fits 64 bits
 
 TYPES = {0x65: ("request_list", "101 Request List"), 0x66: ("list_begin", "102 List begin"),
          0x67: ("server", "103 Server Entry"), 0x68: ("list_end", "104 List End")}
@@ -40,7 +41,10 @@ GAME_STYLES = {0: "DM", 1: "PM", 2: "TM", 3: "CTF", 4: "RM", 5: "INF", 6: "HTF"}
 CONNECTIONS = {0: "Modem", 1: "ISDN", 2: "DSL", 3: "T1"}
 OSES = {0: "Windows", 1: "Linux"}
 _INT = re.compile(r"-?[0-9]+")
-_COUNTRY = re.compile(r"[A-Z]{2}|A1")
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+COUNTRY_CODES = frozenset([first + second for first in _LETTERS for second in _LETTERS] + ["A1"])
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])"  # 0-255 in one to three ASCII digits
+_DOTTED_QUAD = re.compile(r"\.".join([_OCTET] * 4))
 
 
 def _ascii_digits(text):
@@ -58,12 +62,33 @@ def clip(text, limit=MAX_QUOTED):
 # A rule checks a field's text and returns (value, display, problem or None, severity of the problem).
 # ``display`` is None where the rule's ``fmt`` (the field's formatter in the table) can show the value
 # when a view asks (the summary path never does); it is given only for text that is not a value.
+# ``plain`` holds what the rule takes as it is, with no problem and no display, so that the field loop
+# keeps it without calling the rule: for a number rule, the range of numbers written in ASCII digits; for a
+# text rule, a set of texts, or EVERY_TEXT.
 
-def _shown_with(fmt):
+EVERY_TEXT = None
+NOTHING_PLAIN = frozenset()
+
+
+def _shown_with(fmt, plain=NOTHING_PLAIN):
     def attach(rule):
         rule.fmt = fmt
+        rule.plain = plain
         return rule
     return attach
+
+
+def _plain_numbers(low=None, high=None, names=None):
+    """The numbers from 0 up that ``_in_range`` takes without a problem, as one range (a names table has no
+    hole in this protocol)."""
+    lowest = max(0, low or 0)
+    highest = 10 ** PLAIN_DIGITS - 1 if high is None else high
+    if names:
+        taken = sorted(value for value in names if lowest <= value <= highest)
+        lowest, highest = taken[0], taken[-1]
+        if taken != list(range(lowest, highest + 1)):
+            raise ValueError(f"the names {names} are not one range")
+    return range(lowest, highest + 1)
 
 
 def _number_display(names):
@@ -92,7 +117,7 @@ def _in_range(value, low, high, names, rule):
 
 
 def _number_rule(low=None, high=None, names=None, rule=""):
-    @_shown_with(_number_display(names))
+    @_shown_with(_number_display(names), _plain_numbers(low, high, names))
     def check(text):
         return _number(text, low, high, names, rule)
     return check
@@ -102,7 +127,7 @@ def _filter(meanings, allowed):
     def fmt(value):
         return f'"{value}" ({meanings[value]})' if value in meanings else f'"{value}"'
 
-    @_shown_with(fmt)
+    @_shown_with(fmt, frozenset(meanings))
     def check(text):
         if text in meanings:
             return text, None, None, None
@@ -134,20 +159,15 @@ def _quoted(value):
     return f'"{value}"'
 
 
-def _octet(text):
-    return len(text) <= 3 and _ascii_digits(text) and int(text) <= 255
-
-
 @_shown_with(str)
 def ip_address(text):
-    parts = text.split(".", 4)
-    if len(parts) == 4 and _octet(parts[0]) and _octet(parts[1]) and _octet(parts[2]) and _octet(parts[3]):
+    if _DOTTED_QUAD.fullmatch(text):
         return text, None, None, None
     quoted = f'"{clip(text)}"'
     return text, quoted, f"{quoted} is not a dotted-quad IP address (spec: IP in dotted-quad format)", "warning"
 
 
-@_shown_with(_number_display(GAME_STYLES))
+@_shown_with(_number_display(GAME_STYLES), _plain_numbers(1, names=GAME_STYLES))  # 0 (DM) has a note
 def gamestyle(text):
     value, display, problem, level = _number(text, names=GAME_STYLES,
                                              rule="GAMESTYLE 1-6 (PM, TM, CTF, RM, INF, HTF)")
@@ -157,14 +177,14 @@ def gamestyle(text):
     return value, display, problem, level
 
 
-@_shown_with(_quoted)
+@_shown_with(_quoted, EVERY_TEXT)
 def text_field(text):
     return text, None, None, None
 
 
-@_shown_with(lambda value: f'"{value}"' + (" (unknown)" if value == "A1" else ""))
+@_shown_with(lambda value: f'"{value}"' + (" (unknown)" if value == "A1" else ""), COUNTRY_CODES)
 def country(text):
-    if _COUNTRY.fullmatch(text):
+    if text in COUNTRY_CODES:
         return text, None, None, None
     return text, None, f'"{clip(text)}" is not a 2-letter country code or A1 (spec: COUNTRY)', "warning"
 
@@ -279,9 +299,25 @@ W = FindingTable("soldat", messages=True, entries=[
 ])
 
 
+class Column:
+    """One field of a line type: its table entry, its key in ``msg.values`` (the entry key's last part), its
+    rule, whether it is a number (trimmed of spaces), and the rule's plain values: numbers from ``low`` to
+    ``high`` written in ASCII digits, or texts in ``texts`` (EVERY_TEXT: all)."""
+
+    __slots__ = ("spec", "short", "rule", "numeric", "low", "high", "texts")
+
+    def __init__(self, spec, rule, numeric):
+        self.spec = spec
+        self.short = spec.key.rsplit(".", 1)[1]
+        self.rule = rule
+        self.numeric = numeric
+        numbers = rule.plain if numeric else range(0)
+        self.low, self.high = numbers.start, numbers.stop - 1
+        self.texts = NOTHING_PLAIN if numeric else rule.plain
+
+
 def _layout(specs_and_rules):
-    """(field spec, values key, rule, numeric) per field: the values key is the key's last part."""
-    return [(spec, spec.key.rsplit(".", 1)[1], rule, numeric) for spec, rule, numeric in specs_and_rules]
+    return [Column(spec, rule, numeric) for spec, rule, numeric in specs_and_rules]
 
 
 REQUEST_LAYOUT = _layout([
@@ -303,8 +339,8 @@ SERVER_LAYOUT = _layout([
 ])
 LAYOUTS = {0x65: REQUEST_LAYOUT, 0x66: _layout([(F.list.servercount, servercount, True)]), 0x67: SERVER_LAYOUT,
            0x68: []}
-FILTER_KEYS = [short for _, short, _, _ in REQUEST_LAYOUT]
-SERVER_KEYS = [short for _, short, _, _ in SERVER_LAYOUT]
+FILTER_KEYS = [column.short for column in REQUEST_LAYOUT]
+SERVER_KEYS = [column.short for column in SERVER_LAYOUT]
 END_SEPARATORS = 5
 
 
@@ -318,21 +354,68 @@ def separator_of(line):
 
 
 def split_fields(data, start, end, separator, limit=MAX_FIELDS):
-    """Fields each preceded by ``separator`` in ``data[start:end]``: [(offset, length)] of the first ``limit``,
-    and how many more follow (counted, not split, so that a line of separators costs no more than its bytes)."""
-    step = len(separator)
+    """Fields each preceded by ``separator`` in ``data[start:end]``: the bytes of the first ``limit``, and how
+    many more follow (counted, not split, so that a line of separators costs no more than its bytes)."""
     if not data.startswith(separator, start, end):
         return [], 0
-    fields = []
-    offset = start + step
-    while len(fields) < limit:
-        following = data.find(separator, offset, end)
-        if following < 0:
-            fields.append((offset, end - offset))
-            return fields, 0
-        fields.append((offset, following - offset))
-        offset = following + step
-    return fields, data.count(separator, offset, end) + 1
+    fields = bytes(data[start + len(separator):end]).split(separator, limit)
+    if len(fields) <= limit:
+        return fields, 0
+    return fields[:limit], fields[limit].count(separator) + 1
+
+
+def ascii_number(raw):
+    """The number ``raw`` spells in 1 to PLAIN_DIGITS ASCII digits, or -1 (for the rule to read)."""
+    if not 0 < len(raw) <= PLAIN_DIGITS:
+        return -1
+    value = 0
+    for byte in raw:
+        if not 48 <= byte <= 57:
+            return -1
+        value = value * 10 + byte - 48
+    return value
+
+
+def decoded(raw, utf8):
+    return raw.decode("utf-8", "replace") if utf8 else raw.decode("latin-1", "replace")
+
+
+def layout_fields(cur, msg, fields, offset, step, layout, utf8):
+    """Decode a line's fields, the first at ``offset``, each after a separator of ``step`` bytes, by the
+    columns of its layout. A plain value (one the column's rule takes as it is) is kept without the rule."""
+    values = msg.values
+    tree = cur.tree
+    for i in range(min(len(fields), len(layout))):
+        raw = fields[i]
+        column = layout[i]
+        length = len(raw)
+        number = ascii_number(raw) if column.numeric else -1
+        if column.low <= number <= column.high:
+            value = number
+        else:
+            text = decoded(raw, utf8)
+            if column.numeric or (column.texts is not EVERY_TEXT and text not in column.texts):
+                ruled_field(cur, msg, column, offset, length, text)
+                offset += length + step
+                continue
+            value = text
+        values[column.short] = value
+        if tree:
+            cur.add(column.spec, offset, length, value)
+        offset += length + step
+
+
+def ruled_field(cur, msg, column, start, length, text):
+    """A field as its rule reads it: value, display, and the findings of its problems."""
+    spec = column.spec
+    stripped = text.strip(" ") if column.numeric else text
+    value, display, problem, level = column.rule(stripped)
+    cur.add(spec, start, length, value, display)
+    msg.values[column.short] = value
+    if stripped != text:
+        cur.finding(W.whitespace, f"{spec.name} has spaces around its value ({clip(text)!r})", start, length)
+    if problem:
+        msg.findings.append(W.bad_value.at(f"{spec.name}: {problem}", start, length, severity=level))
 
 
 class Soldat(Dissector):
@@ -376,12 +459,12 @@ class Soldat(Dissector):
     def decode(self, cur, msg, packet):
         line = cur.data
         type_byte = cur.u8(F.type)
-        name, title = TYPES.get(type_byte, (f"unknown_0x{type_byte:02x}", "unknown"))
+        name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
         msg.name = name
         msg.values["type"] = chr(type_byte)
         separator, encoding = separator_of(line)
         msg.values["encoding"] = encoding
-        terminated = self._bound(cur, line, separator)
+        terminated = _bound(cur, line, separator)
         if type_byte not in TYPES:
             cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
         if separator is None:
@@ -390,8 +473,8 @@ class Soldat(Dissector):
             if cur.remaining():
                 cur.rest(F.body)
         else:
-            count = self._fields(cur, msg, separator, encoding, type_byte)
-            msg.info = self._info(msg, count)
+            count = _fields(cur, msg, separator, encoding, type_byte)
+            msg.info = info_line(msg, count)
         if terminated:
             cur.end = len(line)
             cur.raw(F.eol, 1)
@@ -400,84 +483,83 @@ class Soldat(Dissector):
         if not msg.info:
             msg.info = title
 
-    @staticmethod
-    def _bound(cur, line, separator):
-        """Set where the fields end: before the \\n, or at MAX_LINE for a longer line; whether it is terminated."""
-        size = len(line)
-        terminated = 2 <= size <= MAX_LINE and line.endswith(EOL)
-        if terminated:
-            cur.end -= 1
-        elif size >= MAX_LINE:
-            cur.end = MAX_LINE
-            longer = f" of a {size}-byte line" if size > MAX_LINE else ""
-            cur.finding(W.line_too_long, f"no \\n within the first {MAX_LINE} bytes{longer}: the line is cut there",
-                        MAX_LINE, size - MAX_LINE)
-        if not terminated and separator == SEP_UTF8 and line.startswith(SEP_UTF8[:1], cur.end - 1):
-            cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
-        return terminated
 
-    def _fields(self, cur, msg, separator, encoding, type_byte):
-        """Decode the fields after the type byte; return how many the line has."""
-        data = cur.data
-        spans, more = split_fields(data, cur.pos, cur.end, separator)
-        cur.pos = cur.end
-        count = len(spans) + more
-        layout = LAYOUTS.get(type_byte)
-        if layout is None:
-            for start, length in spans:
-                cur.add(F.field, start, length, data[start:start + length].decode(encoding, "replace"))
-        else:
-            self._check_count(cur, msg, type_byte, count, layout)
-            for (start, length), spec in zip(spans, layout):
-                self._field(cur, msg, spec, start, length, data[start:start + length].decode(encoding, "replace"))
-            if type_byte == 0x68 and any(length for _, length in spans):
-                cur.finding(W.bad_end_line, "the list-end line carries data", 1, cur.end - 1)
-            self._cross_checks(cur, msg)
-        if more:
-            start = spans[-1][0] + spans[-1][1]
-            cur.add(F.more_fields, start, cur.end - start, more, generated=True)
-        return count
+def _bound(cur, line, separator):
+    """Set where the fields end: before the \\n, or at MAX_LINE for a longer line; whether it is terminated."""
+    size = len(line)
+    terminated = 2 <= size <= MAX_LINE and line.endswith(EOL)
+    if terminated:
+        cur.end -= 1
+    elif size >= MAX_LINE:
+        cur.end = MAX_LINE
+        longer = f" of a {size}-byte line" if size > MAX_LINE else ""
+        cur.finding(W.line_too_long, f"no \\n within the first {MAX_LINE} bytes{longer}: the line is cut there",
+                    MAX_LINE, size - MAX_LINE)
+    if not terminated and separator == SEP_UTF8 and line.startswith(SEP_UTF8[:1], cur.end - 1):
+        cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
+    return terminated
 
-    def _check_count(self, cur, msg, type_byte, count, layout):
-        end_line = type_byte == 0x68
-        expected = END_SEPARATORS if end_line else len(layout)
-        msg.values["field_count"] = count
-        if count != expected:
-            what = "separators" if end_line else "fields"
-            cur.finding(W.bad_end_line if end_line else W.bad_field_count,
-                        f"{TYPES[type_byte][1]} has {count} {what}, the spec's format has {expected}", 0, cur.end)
 
-    def _field(self, cur, msg, layout_entry, start, length, text):
-        spec, short, rule, numeric = layout_entry
-        stripped = text.strip(" ") if numeric else text
-        value, display, problem, level = rule(stripped)
-        cur.add(spec, start, length, value, display)
-        msg.values[short] = value
-        if stripped != text:
-            cur.finding(W.whitespace, f"{spec.name} has spaces around its value ({clip(text)!r})", start, length)
-        if problem:
-            msg.findings.append(W.bad_value.at(f"{spec.name}: {problem}", start, length, severity=level))
+def _fields(cur, msg, separator, encoding, type_byte):
+    """Decode the fields after the type byte; return how many the line has."""
+    fields, more = split_fields(cur.data, cur.pos, cur.end, separator)
+    step = len(separator)
+    first = cur.pos + step
+    cur.pos = cur.end
+    count = len(fields) + more
+    utf8 = encoding == "utf-8"
+    layout = LAYOUTS.get(type_byte)
+    if layout is None:
+        offset = first
+        for raw in fields:
+            cur.add(F.field, offset, len(raw), decoded(raw, utf8))
+            offset += len(raw) + step
+    else:
+        _check_count(cur, msg, type_byte, count, layout)
+        layout_fields(cur, msg, fields, first, step, layout, utf8)
+        if type_byte == 0x68 and any(fields):
+            cur.finding(W.bad_end_line, "the list-end line carries data", 1, cur.end - 1)
+        _cross_checks(cur, msg)
+    if more:
+        start = first + sum(map(len, fields)) + step * (len(fields) - 1)  # where the last field ends
+        cur.add(F.more_fields, start, cur.end - start, more, generated=True)
+    return count
 
-    def _cross_checks(self, cur, msg):
-        data = msg.values
-        players, maximum = data.get("players"), data.get("maxplayers")
-        if isinstance(players, int) and isinstance(maximum, int) and players > maximum:
-            cur.finding(W.bad_value, f"PLAYERS {players} exceeds MAXPLAYERS {maximum} (MAXPLAYERS is the player "
-                                     f"limit)")
 
-    @staticmethod
-    def _info(msg, count):
-        data = msg.values
-        if msg.name == "request_list":
-            return f"Request List version={data.get('version')} gametype={data.get('gametype')}"
-        if msg.name == "list_begin":
-            return f"List begin: {data.get('servercount')} servers"
-        if msg.name == "server":
-            return (f'Server {clip(str(data.get("ip")))}:{data.get("port")} "{clip(str(data.get("name")))}" '
-                    f'map={clip(str(data.get("map")))} players {data.get("players")}/{data.get("maxplayers")}')
-        if msg.name == "list_end":
-            return "List End"
-        return f"{count} fields"
+def _check_count(cur, msg, type_byte, count, layout):
+    """Note the line's field count; report a count its type's format does not have."""
+    end_line = type_byte == 0x68
+    expected = END_SEPARATORS if end_line else len(layout)
+    msg.values["field_count"] = count
+    if count != expected:
+        what = "separators" if end_line else "fields"
+        cur.finding(W.bad_end_line if end_line else W.bad_field_count,
+                    f"{TYPES[type_byte][1]} has {count} {what}, the spec's format has {expected}", 0, cur.end)
+
+
+def _cross_checks(cur, msg):
+    """Checks between fields."""
+    data = msg.values
+    players, maximum = data.get("players"), data.get("maxplayers")
+    if isinstance(players, int) and isinstance(maximum, int) and players > maximum:
+        cur.finding(W.bad_value, f"PLAYERS {players} exceeds MAXPLAYERS {maximum} (MAXPLAYERS is the player "
+                                 f"limit)")
+
+
+def info_line(msg, count):
+    """The line's info column: what it says, in short."""
+    data = msg.values
+    name = msg.name
+    if name == "request_list":
+        return f"Request List version={data.get('version')} gametype={data.get('gametype')}"
+    if name == "list_begin":
+        return f"List begin: {data.get('servercount')} servers"
+    if name == "server":
+        return (f'Server {clip(str(data.get("ip")))}:{data.get("port")} "{clip(str(data.get("name")))}" '
+                f'map={clip(str(data.get("map")))} players {data.get("players")}/{data.get("maxplayers")}')
+    if name == "list_end":
+        return "List End"
+    return f"{count} fields"
 
 
 def _line_starts_at(data, pos):
@@ -580,7 +662,7 @@ class LineParser:
 
     def _line(self, tree, packet):
         line = bytes(self.buffer)
-        frames = list(dict.fromkeys(span[0] for span in self.spans))
+        frames = list(dict.fromkeys([span[0] for span in self.spans]))
         offset = self.spans[0][1] if len(frames) == 1 else None
         self._release()
         msg = self.dissector.dissect(line, tree, packet, offset)
