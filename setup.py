@@ -1,6 +1,6 @@
 """Build: the package is plain Python; where a C compiler is at hand, Cython compiles its modules.
 
-The compiled modules are the same source, run 1.2 to 1.4 times as fast (see README, Performance); the
+The compiled modules are the same source, run about 1.5 times as fast (see README, Performance); the
 .pxd files beside a few modules declare their hot classes as extension types for the compiler.
 Nothing depends on them: without a compiler, or with DISSECT_PURE_PYTHON=1 set at install
 time, the build warns and installs the pure-Python package, which behaves identically.
