@@ -5,6 +5,8 @@
 # as C functions.
 
 cimport cython
+from dissect.core.model cimport Message
+from dissect.capture.layers cimport Packet
 
 cdef class _Query
 cdef class _Kind
@@ -15,13 +17,15 @@ cdef class _Server
 cdef class _Pair
 
 cdef class TrafficAnalyzer:
-    cdef public object kinds, limits, token_keys, token_findings, rate, window
+    cdef public dict kinds, limits, token_keys
+    cdef public object token_findings, rate, window
     cdef public object threshold, top, amplification, unsolicited
     cdef public object hosts, servers, pairs, open, floods, evicted
     cdef public object host_peers, server_peers
-    cpdef feed(self, record, msg, size, wire)
+    @cython.locals(kind=tuple)
+    cpdef feed(self, record, Message msg, size, wire)
     @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server)
-    cpdef _request(self, frame, second, msg, request, client, server, size, wire)
+    cpdef _request(self, frame, second, Message msg, request, client, server, size, wire)
     @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited)
     cpdef _reply(self, frame, second, protocol, request, client, server, size, wire)
     @cython.locals(pair=_Pair)
@@ -91,6 +95,7 @@ cdef class _Flood:
     cdef public object protocol, first_frame, frame, peak, requests
 
 cpdef _slide(list recent, second, window)
-cpdef tuple _ends(record, msg)
+@cython.locals(values=dict, packet=Packet)
+cpdef tuple _ends(record, Message msg)
 cpdef _split(text)
 cpdef _add_peer(peers, peer)

@@ -4,9 +4,11 @@
 
 cimport cython
 from dissect.analysis.base cimport Analyzer
+from dissect.analysis.common cimport ServersSeen
 
 cdef class SoldatAnalyzer(Analyzer):
-    cdef public object exchanges, servers, timing, requests, answered, held_entries, held_bytes
+    cdef public object exchanges, timing, requests, answered, held_entries, held_bytes
+    cdef public ServersSeen servers
     @cython.locals(values=dict, exchange=_Exchange)
     cpdef feed(self, record, msg, tree)
     cpdef _Exchange _open(self, stream, msg, list out)

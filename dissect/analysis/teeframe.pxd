@@ -4,11 +4,13 @@
 
 cimport cython
 from dissect.analysis.base cimport Analyzer
+from dissect.analysis.common cimport ServersSeen
 
 cdef class _Response
 
 cdef class TeeFrameAnalyzer(Analyzer):
-    cdef public object pending, requests, latest_token, done, servers, timing, request_count, answered
+    cdef public object pending, requests, latest_token, done, timing, request_count, answered
+    cdef public ServersSeen servers
     cdef public object held, holders
     @cython.locals(values=dict)
     cpdef feed(self, record, msg, tree)

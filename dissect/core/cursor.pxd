@@ -9,6 +9,9 @@ cdef class Cursor:
     cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, starts
 
     cpdef at_end(self)
+    @cython.locals(pos=Py_ssize_t, size=Py_ssize_t)
+    cpdef number(self, st, spec)
+    cpdef u8(self, spec)
     cpdef add(self, spec, offset, length, value, display=*, generated=*, name=*)
     cpdef subtree(self, spec, value=*, name=*)
     @cython.locals(data=bytes, pos=Py_ssize_t, n=Py_ssize_t)
@@ -23,6 +26,9 @@ cdef class Cursor:
     cpdef list cstrings(self, specs)
     @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)
+
+@cython.locals(value=cython.longlong)
+cdef object _unpack(st, bytes data, Py_ssize_t pos)
 
 @cython.locals(stop=Py_ssize_t)
 cdef Py_ssize_t _terminator(bytes data, Py_ssize_t pos, Py_ssize_t end)

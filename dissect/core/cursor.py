@@ -181,7 +181,7 @@ class Cursor:
         size = st.size
         if pos + size > self.end:
             self._need(size, spec)
-        value = st.unpack_from(self.data, pos)[0]
+        value = _unpack(st, self.data, pos)
         self.pos = pos + size
         self.last_offset = pos
         self.last_length = size
@@ -305,6 +305,23 @@ class Cursor:
 
     def rest(self, spec):
         return self.raw(spec, self.end - self.pos)
+
+
+def _unpack(st, data, pos):
+    """The number ``st`` reads at ``pos`` (the whole of it is there). The formats the dissectors read most are
+    put together from their bytes: compiled, that is C arithmetic instead of a call to struct."""
+    if st is U8:
+        return data[pos]
+    if st is U16LE:
+        return data[pos] | data[pos + 1] << 8
+    if st is I16LE:
+        value = data[pos] | data[pos + 1] << 8
+        return value - 0x10000 if value >= 0x8000 else value
+    if st is I32LE or st is U32LE:
+        value = data[pos + 3]  # first, so that the top byte's shift is done in 64 bits
+        value = value << 24 | data[pos + 2] << 16 | data[pos + 1] << 8 | data[pos]
+        return value - 0x100000000 if st is I32LE and value >= 0x80000000 else value
+    return st.unpack_from(data, pos)[0]
 
 
 def _terminator(data, pos, end):

@@ -2,7 +2,21 @@
 # file is the source and runs as it is without them.
 
 cimport cython
-from dissect.core.model cimport Field
+from dissect.core.model cimport Field, Message
+from dissect.capture.layers cimport Packet
+from dissect.pipeline cimport FrameRecord
+from dissect.core.fmt cimport endpoint
 
 @cython.locals(field=Field)
 cdef _field_lines(fields, depth, append)
+
+cpdef safe(text)
+cpdef protocol_title(key)
+
+cdef class SummaryRenderer:
+    cdef public object out, color
+    @cython.locals(packet=Packet)
+    cpdef frame(self, FrameRecord record)
+
+@cython.locals(msg=Message)
+cdef bint _any_message_findings(messages)

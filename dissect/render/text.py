@@ -18,6 +18,10 @@ _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def safe(text):
     if text.isprintable():
         return text
+    return _escaped(text)
+
+
+def _escaped(text):
     return "".join(char if char.isprintable() else _escape(char) for char in text)
 
 
@@ -56,6 +60,8 @@ _TITLES = {}  # registered protocol key -> title
 
 class SummaryRenderer:
     """``No. Time Source Destination Protocol Length Info``, one line a frame (tshark's columns)."""
+
+    __slots__ = ("out", "color")
 
     def __init__(self, out, color=False):
         self.out = out

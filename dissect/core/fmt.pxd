@@ -1,0 +1,4 @@
+# Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
+# file is the source and runs as it is without them. endpoint is cpdef: the summary line calls it in C.
+
+cpdef endpoint(ip, port)
