@@ -97,6 +97,9 @@ class ServersSeen:
         row = self.rows.get(server)
         if row is None:
             row = ({"server": server, "responses": 0, "last_frame": frame}, {})
+            self.rows.put(server, row)
+        else:
+            self.rows.move_to_end(server)  # the row is updated in place
         entry, stamps = row
         entry["responses"] += 1
         entry["last_frame"] = max(entry["last_frame"], frame)
@@ -104,7 +107,6 @@ class ServersSeen:
             if value is not None and frame >= stamps.get(key, -1):
                 entry[key] = value
                 stamps[key] = frame
-        self.rows.put(server, row)
 
     def merge(self, other):
         """Fold in another ``-j`` worker's table."""
