@@ -7,8 +7,8 @@ from dissect.capture.layers cimport Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport endpoint
 
-@cython.locals(field=Field)
-cdef _field_lines(fields, depth, append)
+@cython.locals(field=Field, indent=str, line=str)
+cdef _field_lines(fields, Py_ssize_t depth, list lines)
 
 cpdef safe(text)
 cpdef protocol_title(key)

@@ -142,7 +142,7 @@ class TreeRenderer:
         where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
             f"{','.join(map(str, msg.frames))}, {msg.length} bytes]"
         lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
-        _field_lines(msg.fields, 1, lines.append)
+        _field_lines(msg.fields, 1, lines)
         for finding in msg.findings:
             lines.append("    " + self._finding(finding))
 
@@ -162,7 +162,7 @@ class TreeRenderer:
         w("\n")
 
 
-def _field_lines(fields, depth, append):
+def _field_lines(fields, depth, lines):
     """One line per field, children indented under their parent; generated fields in brackets."""
     indent = INDENT[min(depth, len(INDENT) - 1)]
     for field in fields:
@@ -171,9 +171,9 @@ def _field_lines(fields, depth, append):
             line = f"{indent}[{field.name}: {field.display}]{where}"
         else:
             line = f"{indent}{field.name}: {field.display} [{field.offset}:{field.length}]"
-        append(safe(line))
+        lines.append(safe(line))
         if field.children:
-            _field_lines(field.children, depth + 1, append)
+            _field_lines(field.children, depth + 1, lines)
 
 
 def utc_text(ts):
