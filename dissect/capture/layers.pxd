@@ -10,6 +10,9 @@ cdef class Packet:
     cdef public object layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
     cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem
 
+@cython.locals(layer=Layer)
+cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)
+
 @cython.locals(offset=Py_ssize_t, ethertype=int)
 cdef _ethernet(Packet packet, bytes data)
 @cython.locals(ver_ihl=int, ihl=Py_ssize_t, total=Py_ssize_t, ident=int, frag=int, proto=int, end=Py_ssize_t,

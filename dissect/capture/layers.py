@@ -42,6 +42,13 @@ class Layer:
         return self._describe(*self._args) if callable(self._describe) else self._describe
 
 
+def _add_layer(packet, key, offset, length, describe, args=()):
+    """Append a Layer to the packet's: made without the constructor's argument parsing (every frame has a few)."""
+    layer = Layer.__new__(Layer)
+    layer.key, layer.offset, layer.length, layer._describe, layer._args = key, offset, length, describe, args
+    packet.layers.append(layer)
+
+
 class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
     ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too."""
@@ -121,7 +128,7 @@ def _ethernet(packet, data):
         packet.problem = "Ethernet header cut short"
         return
     ethertype = data[12] << 8 | data[13]
-    packet.layers.append(Layer("eth", 0, 14, _ethernet_summary, data[6:12], data[0:6]))
+    _add_layer(packet, "eth", 0, 14, _ethernet_summary, (data[6:12], data[0:6]))
     packet.top = "eth"
     offset = 14
     while ethertype in VLAN_TPIDS:
@@ -129,7 +136,7 @@ def _ethernet(packet, data):
             packet.problem = "VLAN tag cut short"
             return
         tci, ethertype = struct.unpack_from("!HH", data, offset)
-        packet.layers.append(Layer("vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}"))
+        _add_layer(packet, "vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}")
         packet.top = "vlan"
         offset += 4
     if ethertype == ETHERTYPE_IPV4:
@@ -167,7 +174,7 @@ def _loopback(packet, data, linktype):
         family = _U32BE.unpack_from(data, 0)[0]
     else:
         family = _U32LE.unpack_from(data, 0)[0]
-    packet.layers.append(Layer("null", 0, 4, f"Null/Loopback, Family: {family}"))
+    _add_layer(packet, "null", 0, 4, f"Null/Loopback, Family: {family}")
     packet.top = "null"
     if family == 2:
         _ipv4(packet, data, 4)
@@ -182,7 +189,7 @@ def _sll(packet, data):
         packet.problem = "Linux cooked header cut short"
         return
     ethertype = _U16.unpack_from(data, 14)[0]
-    packet.layers.append(Layer("sll", 0, 16, f"Linux cooked capture v1, Protocol: 0x{ethertype:04x}"))
+    _add_layer(packet, "sll", 0, 16, f"Linux cooked capture v1, Protocol: 0x{ethertype:04x}")
     packet.top = "sll"
     _network(packet, data, 16, ethertype)
 
@@ -193,8 +200,8 @@ def _sll2(packet, data):
         return
     ethertype = _U16.unpack_from(data, 0)[0]
     ifindex = _U32BE.unpack_from(data, 4)[0]
-    packet.layers.append(Layer("sll2", 0, 20, f"Linux cooked capture v2, Protocol: 0x{ethertype:04x}, "
-                                              f"Interface index: {ifindex}"))
+    _add_layer(packet, "sll2", 0, 20, f"Linux cooked capture v2, Protocol: 0x{ethertype:04x}, "
+                                      f"Interface index: {ifindex}")
     packet.top = "sll2"
     _network(packet, data, 20, ethertype)
 
@@ -231,7 +238,7 @@ def _ipv4(packet, data, offset):
     packet.ip_id = ident
     packet.ip_proto = proto
     end = min(len(data), offset + total) if total >= ihl else len(data)
-    packet.layers.append(Layer("ip", offset, ihl, _ip_summary, 4, packet.src, packet.dst))
+    _add_layer(packet, "ip", offset, ihl, _ip_summary, (4, packet.src, packet.dst))
     packet.top = "ipv4"
     frag_offset = (frag & 0x1FFF) * 8
     more = bool(frag & 0x2000)
@@ -258,7 +265,7 @@ def _ipv6(packet, data, offset):
     _vtf, plen, nxt, _hlim, src, dst = _IPV6.unpack_from(data, offset)
     packet.src = socket.inet_ntop(socket.AF_INET6, src)
     packet.dst = socket.inet_ntop(socket.AF_INET6, dst)
-    packet.layers.append(Layer("ipv6", offset, 40, _ip_summary, 6, packet.src, packet.dst))
+    _add_layer(packet, "ipv6", offset, 40, _ip_summary, (6, packet.src, packet.dst))
     packet.top = "ipv6"
     end = min(len(data), offset + 40 + plen)
     pos = offset + 40
@@ -299,7 +306,7 @@ def _udp(packet, data, offset, end):
     dport = data[offset + 2] << 8 | data[offset + 3]
     ulen = data[offset + 4] << 8 | data[offset + 5]
     packet.sport, packet.dport, packet.transport = sport, dport, "udp"
-    packet.layers.append(Layer("udp", offset, 8, _udp_summary, sport, dport))
+    _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
     packet.top = "udp"
     stop = min(end, offset + ulen) if ulen >= 8 else end
     packet.payload = data[offset + 8:stop]
@@ -315,7 +322,7 @@ def _tcp(packet, data, offset, end):
     packet.sport, packet.dport, packet.transport = sport, dport, "tcp"
     packet.tcp_seq = seq
     packet.tcp_flags = flags
-    packet.layers.append(Layer("tcp", offset, max(hlen, 20), _tcp_summary, sport, dport, seq, flags))
+    _add_layer(packet, "tcp", offset, max(hlen, 20), _tcp_summary, (sport, dport, seq, flags))
     packet.top = "tcp"
     start = offset + max(hlen, 20)
     packet.payload = data[start:end] if start < end else b""
