@@ -29,13 +29,14 @@ def test_harness_catches_a_planted_bug(tmp_path):
         "import runpy, sys\n"
         f"sys.path.insert(0, {ROOT!r})\n"
         "import dissect.dissectors.netquake as nq\n"
-        "def broken(self, cur, msg):\n"
+        "def broken(cur, msg):\n"
         "    raise ValueError('planted')\n"
         "nq.BODIES[nq.CCREQ_SERVER_INFO] = broken\n"
         f"sys.argv = [{os.path.join(TOOLS, 'fuzz.py')!r}, '--child', 'netquake', '--', '-runs=50']\n"
         f"runpy.run_path({os.path.join(TOOLS, 'fuzz.py')!r}, run_name='__main__')\n")
     proc = subprocess.run([sys.executable, str(planted)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode != 0
+    assert "ValueError: planted" in proc.stdout + proc.stderr  # the planted bug, not some other failure
     crashes = list(tmp_path.glob("crash-*"))
     assert len(crashes) == 1
     assert crashes[0].read_bytes()[4] == 0x02  # a CCREQ_SERVER_INFO, the command the planted bug breaks

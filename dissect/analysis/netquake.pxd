@@ -1,13 +1,38 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. The per-message path's methods are cpdef: within this
+# module they call each other as C functions and read the message and the conversation as C structs.
 
+cimport cython
 from dissect.analysis.base cimport Analyzer
+from dissect.core.model cimport Message
 
-cdef class NetQuakeAnalyzer(Analyzer):
-    cdef public object conversations, timings, requests, answered, servers
+cdef class _Walk:
+    cdef public object kind, client, server, frames, items, requested, ended
+    cpdef add_frame(self, number)
 
 cdef class _Conversation:
     cdef public object pending, players_pending, rule_walk, player_walk, last_rule, current_players
 
-cdef class _Walk:
-    cdef public object kind, client, server, frames, items, requested, ended
+cdef class NetQuakeAnalyzer(Analyzer):
+    cdef public object conversations, timings, requests, answered, servers
+    @cython.locals(values=dict)
+    cpdef feed(self, record, Message msg, tree)
+    @cython.locals(conv=_Conversation)
+    cpdef _request(self, record, Message msg, command)
+    @cython.locals(walk=_Walk)
+    cpdef _player_request(self, record, Message msg, _Conversation conv, client, server, list out)
+    cpdef _rule_request(self, record, Message msg, _Conversation conv, client, server, list out)
+    @cython.locals(conv=_Conversation)
+    cpdef _reply(self, record, Message msg, command, tree)
+    cpdef _match(self, _Conversation conv, Message msg, command)
+    @cython.locals(values=dict, walk=_Walk)
+    cpdef _rule_reply(self, record, Message msg, _Conversation conv, list out)
+    @cython.locals(values=dict, walk=_Walk)
+    cpdef _player_reply(self, record, Message msg, _Conversation conv, list out)
+    cpdef _server_seen(self, server, record, Message msg)
+    @cython.locals(conv=_Conversation)
+    cpdef _Conversation _conversation(self, key, list out)
+    cpdef _conclude(self, _Walk walk, expected=*, evicted=*)
+
+cpdef bint _past_last_player(number, current_players) except -1
+cpdef str _count(count, noun)

@@ -13,6 +13,8 @@ MAX_CONVERSATIONS = 4096
 MAX_SERVERS = 10000
 MAX_WALK_ITEMS = 256
 
+# A finding table's entry is an attribute lookup that builds its code each time: these are looked up once.
+WALK_OUT_OF_ORDER, STATE_EVICTED, INCOMPLETE_WALK = W.walk_out_of_order, W.state_evicted, W.incomplete_walk
 REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYER_INFO,
             CCREP_RULE_INFO: CCREQ_RULE_INFO, CCREP_ACCEPT: CCREQ_CONNECT, CCREP_REJECT: CCREQ_CONNECT}
 
@@ -60,7 +62,8 @@ class NetQuakeAnalyzer(Analyzer):
         self.servers = ServersSeen(MAX_SERVERS)
 
     def feed(self, record, msg, tree):
-        command = msg.values.get("command")
+        values = msg.values
+        command = values.get("command")
         if command is None or record.src is None:
             return []
         if command in REPLY_TO:
@@ -106,7 +109,7 @@ class NetQuakeAnalyzer(Analyzer):
                 out.append(self._conclude(conv.rule_walk))
             conv.rule_walk = _Walk("rule_walk", client, server)
         elif conv.last_rule is not None and rule != conv.last_rule:
-            msg.report(W.walk_out_of_order,
+            msg.report(WALK_OUT_OF_ORDER,
                        f'rule request names "{rule}" but the last reply named "{conv.last_rule}"', 5, len(rule) + 1)
         if conv.rule_walk is not None:
             conv.rule_walk.add_frame(record.number)
@@ -120,7 +123,11 @@ class NetQuakeAnalyzer(Analyzer):
         if request is not None:
             elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.answered += 1
-            self.timings.setdefault(COMMANDS[REPLY_TO[command]], Timing()).add(elapsed)
+            name = COMMANDS[REPLY_TO[command]]
+            timing = self.timings.get(name)
+            if timing is None:
+                timing = self.timings[name] = Timing()
+            timing.add(elapsed)
         if command == CCREP_SERVER_INFO:
             conv.current_players = msg.values.get("current_players")
             self._server_seen(server, record, msg)
@@ -137,7 +144,8 @@ class NetQuakeAnalyzer(Analyzer):
 
     def _rule_reply(self, record, msg, conv, out):
         walk = conv.rule_walk
-        if msg.values.get("end_of_rules"):
+        values = msg.values
+        if values.get("end_of_rules"):
             conv.last_rule = None
             if walk is not None:
                 walk.add_frame(record.number)
@@ -145,20 +153,21 @@ class NetQuakeAnalyzer(Analyzer):
                 out.append(self._conclude(walk))
                 conv.rule_walk = None
             return
-        rule = msg.values.get("rule")
+        rule = values.get("rule")
         conv.last_rule = rule
         if walk is not None and rule is not None:
             walk.add_frame(record.number)
             if len(walk.items) < MAX_WALK_ITEMS:
-                walk.items.append({"rule": rule, "value": msg.values.get("value")})
+                walk.items.append({"rule": rule, "value": values.get("value")})
 
     def _player_reply(self, record, msg, conv, out):
         walk = conv.player_walk
-        if walk is None or "address" not in msg.values:
+        values = msg.values
+        if walk is None or "address" not in values:
             return
         walk.add_frame(record.number)
         if len(walk.items) < MAX_WALK_ITEMS:
-            walk.items.append({key: msg.values.get(key) for key in
+            walk.items.append({key: values.get(key) for key in
                                ("player_number", "name", "colors", "frags", "connect_time", "address")})
         expected = conv.current_players
         if expected is not None and len({p["player_number"] for p in walk.items}) >= expected:
@@ -195,12 +204,12 @@ class NetQuakeAnalyzer(Analyzer):
     def _conclude(self, walk, expected=None, evicted=False):
         findings = []
         if evicted:
-            findings.append(W.state_evicted.at(f"more than {MAX_CONVERSATIONS} conversations in flight: the "
+            findings.append(STATE_EVICTED.at(f"more than {MAX_CONVERSATIONS} conversations in flight: the "
                                                f"oldest was concluded early"))
         if walk.kind == "rule_walk":
             result = {"client": walk.client, "server": walk.server, "rules": walk.items, "complete": walk.ended}
             if not walk.ended:
-                findings.append(W.incomplete_walk.at("rule walk ended without the 5-byte end-of-rules reply"))
+                findings.append(INCOMPLETE_WALK.at("rule walk ended without the 5-byte end-of-rules reply"))
             summary = f"rule walk {walk.client} → {walk.server}: {_count(len(walk.items), 'rule')}" + \
                 ("" if walk.ended else " (incomplete)")
         else:

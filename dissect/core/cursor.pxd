@@ -27,8 +27,9 @@ cdef class Cursor:
     @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)
 
+cdef Py_ssize_t _width(st) except -1
 @cython.locals(value=cython.longlong)
-cdef object _unpack(st, bytes data, Py_ssize_t pos)
+cpdef unpack(st, bytes data, Py_ssize_t pos)
 
 @cython.locals(stop=Py_ssize_t)
 cdef Py_ssize_t _terminator(bytes data, Py_ssize_t pos, Py_ssize_t end)

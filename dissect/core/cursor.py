@@ -16,6 +16,7 @@ I16LE = struct.Struct("<h")
 U32BE = struct.Struct(">I")
 U32LE = struct.Struct("<I")
 I32LE = struct.Struct("<i")
+I32BE = struct.Struct(">i")
 
 # Decimal text longer than this (sign included) is not read as a number: int() refuses more than 4300
 # digits (and slows with the square of the length), and no field of these protocols holds one that long.
@@ -178,10 +179,10 @@ class Cursor:
 
     def number(self, st, spec):
         pos = self.pos
-        size = st.size
+        size = _width(st)
         if pos + size > self.end:
             self._need(size, spec)
-        value = _unpack(st, self.data, pos)
+        value = unpack(st, self.data, pos)
         self.pos = pos + size
         self.last_offset = pos
         self.last_length = size
@@ -307,20 +308,35 @@ class Cursor:
         return self.raw(spec, self.end - self.pos)
 
 
-def _unpack(st, data, pos):
-    """The number ``st`` reads at ``pos`` (the whole of it is there). The formats the dissectors read most are
-    put together from their bytes: compiled, that is C arithmetic instead of a call to struct."""
+def _width(st):
+    """``st.size``, known without an attribute lookup for the formats unpack() puts together."""
+    if st is U8:
+        return 1
+    if st is U16LE or st is I16LE or st is U16BE:
+        return 2
+    if st is I32LE or st is U32LE or st is I32BE or st is U32BE:
+        return 4
+    return st.size
+
+
+def unpack(st, data, pos):
+    """The number the struct ``st`` reads at ``pos`` (its bytes are all there). The formats the dissectors read
+    most are put together from their bytes: compiled, that is C arithmetic instead of a call into struct."""
     if st is U8:
         return data[pos]
-    if st is U16LE:
-        return data[pos] | data[pos + 1] << 8
-    if st is I16LE:
+    if st is U16LE or st is I16LE:
         value = data[pos] | data[pos + 1] << 8
-        return value - 0x10000 if value >= 0x8000 else value
+        return value - 0x10000 if st is I16LE and value >= 0x8000 else value
+    if st is U16BE:
+        return data[pos] << 8 | data[pos + 1]
     if st is I32LE or st is U32LE:
         value = data[pos + 3]  # first, so that the top byte's shift is done in 64 bits
         value = value << 24 | data[pos + 2] << 16 | data[pos + 1] << 8 | data[pos]
         return value - 0x100000000 if st is I32LE and value >= 0x80000000 else value
+    if st is I32BE or st is U32BE:
+        value = data[pos]
+        value = value << 24 | data[pos + 1] << 16 | data[pos + 2] << 8 | data[pos + 3]
+        return value - 0x100000000 if st is I32BE and value >= 0x80000000 else value
     return st.unpack_from(data, pos)[0]
 
 

@@ -15,10 +15,9 @@ Non-control packets (data, ack, unreliable) carry a header and a big-endian
 sequence number; their game messages are not decoded.
 """
 
-import struct
-
-from ..core import I32LE, U16BE, U32BE
+from ..core import I32BE, I32LE, U16BE, U32BE
 from ..core.bounded import BoundedDict
+from ..core.cursor import unpack
 from ..core.fmt import hex16
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -60,7 +59,6 @@ COMMANDS = {
 REQUESTS = (CCREQ_CONNECT, CCREQ_SERVER_INFO, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO)
 COLOR_MAX = 13
 MAX_CONVERSATIONS = 4096
-I32BE = struct.Struct(">i")
 
 
 def _flags_text(flags):
@@ -141,6 +139,19 @@ W = FindingTable("netquake", messages=True, entries=[
 ])
 
 
+# The entries read per message, looked up once: each F.control.x or W.x is an attribute lookup at its use.
+C = F.control
+FLAGS, LENGTH, SEQUENCE, DATA, TRAILING, COMMAND, BODY = F.flags, F.length, F.sequence, F.data, F.trailing, \
+    C.command, C.body
+GAME, VERSION, PLAYER_NUMBER, RULE, VALUE, END_OF_RULES, PORT, REASON = C.game_name, C.net_protocol_version, \
+    C.player_number, C.rule, C.value, C.end_of_rules, C.port, C.reason
+SERVER_ADDRESS, HOST_NAME, LEVEL_NAME, CURRENT_PLAYERS, MAX_PLAYERS = C.server_address, C.host_name, \
+    C.level_name, C.current_players, C.max_players
+NAME, COLORS, SHIRT, PANTS, FRAGS, CONNECT_TIME, ADDRESS = C.name, C.colors, C.colors.shirt, \
+    C.colors.pants, C.frags, C.connect_time, C.address
+LITTLE_ENDIAN_LONG, BIG_ENDIAN_LONG = W.little_endian_long, W.big_endian_long
+
+
 class NetQuake(Dissector):
     key = "netquake"
     title = "NetQuake"
@@ -181,6 +192,7 @@ class NetQuake(Dissector):
     def __init__(self):
         # Conversations where NetQuake was seen, so data packets on other ports are recognized.
         self.conversations = BoundedDict(MAX_CONVERSATIONS)
+        self.last_remembered = None
 
     # -- recognition -----------------------------------------------------------
     def claims(self, payload, packet, on_port):
@@ -202,172 +214,195 @@ class NetQuake(Dissector):
             in self.conversations
 
     def observe(self, packet, msg):
-        if packet is None or msg.values.get("command") is None:
+        values = msg.values
+        command = values.get("command")
+        if packet is None or command is None:
             return
-        self._remember(_conversation(packet.src, packet.sport, packet.dst, packet.dport))
-        if msg.values["command"] == CCREP_ACCEPT and isinstance(msg.values.get("port"), int):
+        _remember(self, _conversation(packet.src, packet.sport, packet.dst, packet.dport))
+        if command == CCREP_ACCEPT and isinstance(values.get("port"), int):
             # The game runs between the client and the port the server accepted it on.
-            self._remember(_conversation(packet.src, msg.values["port"], packet.dst, packet.dport))
-
-    def _remember(self, conversation):
-        self.conversations.put(conversation, True)
+            _remember(self, _conversation(packet.src, values["port"], packet.dst, packet.dport))
 
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        flags = cur.number(U16BE, F.flags)
-        length = cur.number(U16BE, F.length)
-        msg.values["flags"] = flags
-        if length != cur.end:
-            cur.flag_last(W.length_mismatch, f"header length {length} differs from the payload length {cur.end}")
-        if flags & NETFLAG_CTL:
-            self._control(cur, msg, flags)
-        else:
-            self._data(cur, msg, flags)
+        _decode(cur, msg)
 
-    def _data(self, cur, msg, flags):
-        names = [name for bit, name in DATA_FLAG_NAMES if flags & bit]
-        msg.name = "data" if flags & NETFLAG_DATA else ("ack" if flags & NETFLAG_ACK else
-                                                         "unreliable" if flags & NETFLAG_UNRELIABLE else "nak")
-        sequence = cur.number(U32BE, F.sequence)
-        msg.values["sequence"] = sequence
-        size = cur.remaining()
-        if size:
-            cur.rest(F.data)
-        msg.info = f"{'|'.join(names)} seq={sequence}" + (f" len={size}" if size else "")
 
-    def _control(self, cur, msg, flags):
-        if flags != NETFLAG_CTL:
-            cur.finding(W.bad_flags, f"control packet flags are {hex16(flags)}, not 0x8000", 0, 2)
-        command = cur.u8(F.control.command)
-        msg.values["command"] = command
-        name = COMMANDS.get(command)
-        if name is None:
-            msg.name = f"unknown_0x{command:02x}"
-            cur.flag_last(W.unknown_command, f"command byte 0x{command:02x} is not one of the nine defined")
-            if cur.remaining():
-                cur.rest(F.control.body)
-            msg.info = f"Unknown command 0x{command:02x}"
-            return
-        msg.name = name
-        BODIES[command](self, cur, msg)
-        if cur.remaining():
-            count = cur.remaining()
-            cur.rest(F.trailing)
-            cur.flag_last(W.trailing_bytes, f"{count} bytes after the last field of {name}")
+def _decode(cur, msg):
+    flags = cur.number(U16BE, FLAGS)
+    length = cur.number(U16BE, LENGTH)
+    msg.values["flags"] = flags
+    if length != cur.end:
+        cur.flag_last(W.length_mismatch, f"header length {length} differs from the payload length {cur.end}")
+    if flags & NETFLAG_CTL:
+        _control(cur, msg, flags)
+    else:
+        _data(cur, msg, flags)
 
-    # -- bodies, in the spec's order ---------------------------------------------------------------
-    def _game_request(self, cur, msg):
-        game = cur.cstring(F.control.game_name, "latin-1")
-        msg.values["game_name"] = game
-        if game != GAME_NAME:
-            cur.flag_last(W.bad_game_name, f'game_name is "{game}", not "QUAKE"')
-        version = cur.u8(F.control.net_protocol_version)
-        msg.values["version"] = version
-        self._check_version(cur, version)
-        msg.info = f'{msg.name} game="{game}" version={version}'
 
-    def _check_version(self, cur, version):
-        if version != NET_PROTOCOL_VERSION:
-            cur.flag_last(W.bad_version, f"net_protocol_version is {version}, not 3")
+def _data(cur, msg, flags):
+    names = [name for bit, name in DATA_FLAG_NAMES if flags & bit]
+    msg.name = "data" if flags & NETFLAG_DATA else ("ack" if flags & NETFLAG_ACK else
+                                                     "unreliable" if flags & NETFLAG_UNRELIABLE else "nak")
+    sequence = cur.number(U32BE, SEQUENCE)
+    msg.values["sequence"] = sequence
+    size = cur.end - cur.pos
+    if size:
+        cur.rest(DATA)
+    msg.info = f"{'|'.join(names)} seq={sequence}" + (f" len={size}" if size else "")
 
-    def _player_request(self, cur, msg):
-        number = cur.u8(F.control.player_number)
-        msg.values["player_number"] = number
-        msg.info = f"CCREQ_PLAYER_INFO player={number}"
 
-    def _rule_request(self, cur, msg):
-        rule = cur.cstring(F.control.rule, "latin-1")
-        msg.values["rule"] = rule
-        msg.info = f'CCREQ_RULE_INFO rule="{rule}"' if rule else 'CCREQ_RULE_INFO rule="" (first rule)'
+def _control(cur, msg, flags):
+    if flags != NETFLAG_CTL:
+        cur.finding(W.bad_flags, f"control packet flags are {hex16(flags)}, not 0x8000", 0, 2)
+    command = cur.u8(COMMAND)
+    msg.values["command"] = command
+    name = COMMANDS.get(command)
+    if name is None:
+        msg.name = f"unknown_0x{command:02x}"
+        cur.flag_last(W.unknown_command, f"command byte 0x{command:02x} is not one of the nine defined")
+        if cur.end > cur.pos:
+            cur.rest(BODY)
+        msg.info = f"Unknown command 0x{command:02x}"
+        return
+    msg.name = name
+    BODIES[command](cur, msg)
+    count = cur.end - cur.pos
+    if count:
+        cur.rest(TRAILING)
+        cur.flag_last(W.trailing_bytes, f"{count} bytes after the last field of {name}")
 
-    def _accept(self, cur, msg):
-        order = _long_order(cur, _plausible_port)
-        port = cur.number(order, F.control.port)
-        msg.values["port"] = port
-        msg.info = f"CCREP_ACCEPT port={port}"
 
-    def _reject(self, cur, msg):
-        reason = cur.cstring(F.control.reason, "latin-1")
-        msg.values["reason"] = reason
-        msg.info = f'CCREP_REJECT "{reason.rstrip()}"'
+# -- bodies, in the spec's order ---------------------------------------------------------------
+def _game_request(cur, msg):
+    game = cur.cstring(GAME, "latin-1")
+    msg.values["game_name"] = game
+    if game != GAME_NAME:
+        cur.flag_last(W.bad_game_name, f'game_name is "{game}", not "QUAKE"')
+    version = cur.u8(VERSION)
+    msg.values["version"] = version
+    _check_version(cur, version)
+    msg.info = f'{msg.name} game="{game}" version={version}'
 
-    def _server_info(self, cur, msg):
-        address = cur.cstring(F.control.server_address, "latin-1")
-        host = cur.cstring(F.control.host_name, "latin-1")
-        level = cur.cstring(F.control.level_name, "latin-1")
-        msg.values.update(server_address=address, host_name=host, level_name=level)
-        current = cur.u8(F.control.current_players)
-        maximum = cur.u8(F.control.max_players)
-        msg.values.update(current_players=current, max_players=maximum)
-        version = cur.u8(F.control.net_protocol_version)
-        msg.values["version"] = version
-        self._check_version(cur, version)
-        msg.info = f'CCREP_SERVER_INFO "{host}" map={level} players {current}/{maximum}'
 
-    def _player_info(self, cur, msg):
-        number = cur.u8(F.control.player_number)
-        name = cur.cstring(F.control.name, "latin-1")
-        msg.values.update(player_number=number, name=name)
-        order = _long_order(cur, lambda colors: 0 <= colors <= 0xFF)
-        colors = cur.number(order, F.control.colors)
-        shirt, pants = (colors >> 4) & 0x0F, colors & 0x0F
+def _check_version(cur, version):
+    if version != NET_PROTOCOL_VERSION:
+        cur.flag_last(W.bad_version, f"net_protocol_version is {version}, not 3")
+
+
+def _player_request(cur, msg):
+    number = cur.u8(PLAYER_NUMBER)
+    msg.values["player_number"] = number
+    msg.info = f"CCREQ_PLAYER_INFO player={number}"
+
+
+def _rule_request(cur, msg):
+    rule = cur.cstring(RULE, "latin-1")
+    msg.values["rule"] = rule
+    msg.info = f'CCREQ_RULE_INFO rule="{rule}"' if rule else 'CCREQ_RULE_INFO rule="" (first rule)'
+
+
+def _accept(cur, msg):
+    order = _long_order(cur, 1, 0xFFFF)
+    port = cur.number(order, PORT)
+    msg.values["port"] = port
+    msg.info = f"CCREP_ACCEPT port={port}"
+
+
+def _reject(cur, msg):
+    reason = cur.cstring(REASON, "latin-1")
+    msg.values["reason"] = reason
+    msg.info = f'CCREP_REJECT "{reason.rstrip()}"'
+
+
+def _server_info(cur, msg):
+    values = msg.values
+    address = cur.cstring(SERVER_ADDRESS, "latin-1")
+    host = cur.cstring(HOST_NAME, "latin-1")
+    level = cur.cstring(LEVEL_NAME, "latin-1")
+    values["server_address"], values["host_name"], values["level_name"] = address, host, level
+    current = cur.u8(CURRENT_PLAYERS)
+    maximum = cur.u8(MAX_PLAYERS)
+    values["current_players"], values["max_players"] = current, maximum
+    version = cur.u8(VERSION)
+    values["version"] = version
+    _check_version(cur, version)
+    msg.info = f'CCREP_SERVER_INFO "{host}" map={level} players {current}/{maximum}'
+
+
+def _player_info(cur, msg):
+    values = msg.values
+    number = cur.u8(PLAYER_NUMBER)
+    name = cur.cstring(NAME, "latin-1")
+    values["player_number"], values["name"] = number, name
+    order = _long_order(cur, 0, 0xFF)
+    colors = cur.number(order, COLORS)
+    shirt, pants = (colors >> 4) & 0x0F, colors & 0x0F
+    if cur.tree:
         color_byte = cur.last_offset + (3 if order is I32BE else 0)
-        cur.add_child(F.control.colors.shirt, color_byte, 1, shirt)
-        cur.add_child(F.control.colors.pants, color_byte, 1, pants)
-        msg.values.update(colors=colors, shirt=shirt, pants=pants)
-        if colors < 0 or colors > 0xFF or shirt > COLOR_MAX or pants > COLOR_MAX:
-            cur.flag_last(W.bad_colors, f"colors {colors} gives shirt {shirt} and pants {pants}")
-        frags = cur.number(order, F.control.frags)
-        connect_time = cur.number(order, F.control.connect_time)
-        address = cur.cstring(F.control.address, "latin-1")
-        msg.values.update(frags=frags, connect_time=connect_time, address=address)
-        msg.info = f'CCREP_PLAYER_INFO player={number} "{name}" frags={frags}'
-
-    def _rule_info(self, cur, msg):
-        if cur.at_end():
-            msg.values["end_of_rules"] = True
-            cur.add(F.control.end_of_rules, 4, 1, True,
-                    display="no rule or value: the list has ended (spec: 'the length of the packet will be 5')",
-                    generated=True)
-            msg.info = "CCREP_RULE_INFO end of rules"
-            return
-        rule = cur.cstring(F.control.rule, "latin-1")
-        value = cur.cstring(F.control.value, "latin-1")
-        msg.values.update(rule=rule, value=value, end_of_rules=False)
-        msg.info = f'CCREP_RULE_INFO {rule}="{value}"'
+        cur.add_child(SHIRT, color_byte, 1, shirt)
+        cur.add_child(PANTS, color_byte, 1, pants)
+    values["colors"], values["shirt"], values["pants"] = colors, shirt, pants
+    if colors < 0 or colors > 0xFF or shirt > COLOR_MAX or pants > COLOR_MAX:
+        cur.flag_last(W.bad_colors, f"colors {colors} gives shirt {shirt} and pants {pants}")
+    frags = cur.number(order, FRAGS)
+    connect_time = cur.number(order, CONNECT_TIME)
+    address = cur.cstring(ADDRESS, "latin-1")
+    values["frags"], values["connect_time"], values["address"] = frags, connect_time, address
+    msg.info = f'CCREP_PLAYER_INFO player={number} "{name}" frags={frags}'
 
 
-def _long_order(cur, plausible):
-    """Choose the byte order of this message's longs, noting the departure it implies."""
+def _rule_info(cur, msg):
+    if cur.at_end():
+        msg.values["end_of_rules"] = True
+        cur.add(END_OF_RULES, 4, 1, True,
+                display="no rule or value: the list has ended (spec: 'the length of the packet will be 5')",
+                generated=True)
+        msg.info = "CCREP_RULE_INFO end of rules"
+        return
+    rule = cur.cstring(RULE, "latin-1")
+    value = cur.cstring(VALUE, "latin-1")
+    values = msg.values
+    values["rule"], values["value"], values["end_of_rules"] = rule, value, False
+    msg.info = f'CCREP_RULE_INFO {rule}="{value}"'
+
+
+def _long_order(cur, low, high):
+    """Choose the byte order of this message's longs, noting the departure it implies: a plausible value lies
+    in low..high."""
     pos = cur.pos
-    if cur.remaining() < 4:
+    if cur.end - pos < 4:
         return I32LE  # the read that follows reports the truncation
-    little = I32LE.unpack_from(cur.data, pos)[0]
-    big = I32BE.unpack_from(cur.data, pos)[0]
-    if not plausible(little) and plausible(big):
-        cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
+    little = unpack(I32LE, cur.data, pos)
+    big = unpack(I32BE, cur.data, pos)
+    if not low <= little <= high and low <= big <= high:
+        cur.finding(BIG_ENDIAN_LONG, "payload longs decoded big-endian as the spec says", pos, 4)
         return I32BE
-    cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
+    cur.finding(LITTLE_ENDIAN_LONG, "payload longs decoded little-endian", pos, 4)
     return I32LE
 
 
-def _plausible_port(port):
-    return 0 < port <= 0xFFFF
+def _remember(dissector, conversation):
+    if conversation != dissector.last_remembered:  # the last one put is at the end already: put would change nothing
+        dissector.conversations.put(conversation, True)
+        dissector.last_remembered = conversation
 
 
 def _conversation(src, sport, dst, dport):
-    a, b = (src, sport), (dst, dport)
-    return (a, b) if a <= b else (b, a)
+    """One key for both directions: the lower (address, port) first, as tuples compare."""
+    if sport <= dport if src == dst else src < dst:
+        return src, sport, dst, dport
+    return dst, dport, src, sport
 
 
 BODIES = {
-    CCREQ_CONNECT: NetQuake._game_request,
-    CCREQ_SERVER_INFO: NetQuake._game_request,
-    CCREQ_PLAYER_INFO: NetQuake._player_request,
-    CCREQ_RULE_INFO: NetQuake._rule_request,
-    CCREP_ACCEPT: NetQuake._accept,
-    CCREP_REJECT: NetQuake._reject,
-    CCREP_SERVER_INFO: NetQuake._server_info,
-    CCREP_PLAYER_INFO: NetQuake._player_info,
-    CCREP_RULE_INFO: NetQuake._rule_info,
+    CCREQ_CONNECT: _game_request,
+    CCREQ_SERVER_INFO: _game_request,
+    CCREQ_PLAYER_INFO: _player_request,
+    CCREQ_RULE_INFO: _rule_request,
+    CCREP_ACCEPT: _accept,
+    CCREP_REJECT: _reject,
+    CCREP_SERVER_INFO: _server_info,
+    CCREP_PLAYER_INFO: _player_info,
+    CCREP_RULE_INFO: _rule_info,
 }

@@ -30,8 +30,9 @@ candidate that read furthest is shown with an error where it broke.
 import socket
 import struct
 
-from ..core import I16LE, I32LE, U16LE, U32LE, Cursor, Message, Truncated
+from ..core import I16LE, I32LE, U16LE, U32LE, Message, Truncated
 from ..core.bounded import BoundedDict
+from ..core.cursor import Cursor
 from ..core.fmt import named
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -207,6 +208,8 @@ PLAYER_NAME, PLAYER_FRAGS, PLAYER_PING, PLAYER_TEAM = (F.player.children[part]
 TEAM_IN_PLAY, TEAM_SCORE = F.team.in_play, F.team.score
 EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
+# Findings of every reply or trial, looked up once: a FindingTable lookup formats the code on every call.
+BAD_VALUE, REAL_LAYOUT, EXTENSION_NOTE = W.bad_value, W.real_layout, W.extension
 
 
 class _Broken(Exception):
@@ -395,11 +398,11 @@ class Odamex(Dissector):
             msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
                        broken, 0)
         elif choice.layout == REAL:
-            msg.report(W.real_layout, "read in the real servers' layout", 0, 0)
+            msg.report(REAL_LAYOUT, "read in the real servers' layout", 0, 0)
         elif choice.layout == COMPACT:
             msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
         if choice.extension and broken is None:
-            msg.report(W.extension, "newer servers' extension after the team block",
+            msg.report(EXTENSION_NOTE, "newer servers' extension after the team block",
                        msg.values.get("extension_offset"), 0)
 
     @staticmethod
@@ -413,13 +416,19 @@ class Odamex(Dissector):
 
 
 def _master_entries(cur):
-    """Without a tree, the whole entries from here in one struct call: the values _master_entry reads, and the
-    cursor left where it leaves it. A partial entry at the end is left to _master_entry (it reports it)."""
-    start = cur.pos
-    stop = start + (cur.end - start) // MASTER_ENTRY.size * MASTER_ENTRY.size
-    if stop == start:
+    """Without a tree, the whole entries from here in one loop over the bytes (in C in the compiled build): the
+    values _master_entry reads, and the cursor left where it leaves it. A partial entry at the end is left to
+    _master_entry (it reports it)."""
+    data, start, size = cur.data, cur.pos, MASTER_ENTRY.size
+    count = (cur.end - start) // size
+    if count == 0:
         return []
-    entries = [f"{socket.inet_ntoa(ip)}:{port}" for ip, port in MASTER_ENTRY.iter_unpack(cur.data[start:stop])]
+    entries = []
+    for index in range(count):
+        pos = start + index * size  # what inet_ntoa writes, then the little-endian port
+        entries.append(f"{data[pos]}.{data[pos + 1]}.{data[pos + 2]}.{data[pos + 3]}:"
+                       f"{data[pos + 4] | data[pos + 5] << 8}")
+    stop = start + count * size
     cur.pos = stop
     cur.last_offset, cur.last_length = stop - 2, 2  # the last port read
     return entries
@@ -444,11 +453,11 @@ def _choose_layout(data, keyed):
     # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
     echo_first = keyed or any(b < 0x20 for b in data[8:12])
     fit, fit_warnings, best, best_rank = None, None, None, None
-    heads = {}
+    heads, bodies = {}, {}
     for candidate in CANDIDATES[echo_first]:
         if candidate.echo not in heads:
             heads[candidate.echo] = _head_trial(data, candidate)
-        reach, fits, marker_seen, trial = _trial(data, candidate, heads[candidate.echo])
+        reach, fits, marker_seen, trial = _trial(data, candidate, heads[candidate.echo], bodies)
         if fits:
             warnings = sum(1 for f in trial.findings if f.severity in SEVERE)
             if not warnings:
@@ -486,20 +495,45 @@ def _head_trial(data, candidate):
     return cur.pos, None, msg
 
 
-def _trial(data, candidate, head):
-    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized, the message)."""
+def _trial(data, candidate, head, bodies):
+    """Decode without a tree: (bytes read before a break, fits exactly, extension recognized, the message). The
+    candidates with and without the extension read the same body before it: ``bodies`` keeps it per shape."""
+    shape = (candidate.layout, candidate.teams, candidate.echo)
+    body = bodies.get(shape)
+    if body is None:
+        body = bodies[shape] = _body_trial(data, candidate, head)
+    without, end = body
+    if not candidate.extension or end is None:
+        return without  # a body that broke breaks the same with the extension after it
+    msg = _fork(data, end.msg)
+    cur = Cursor(msg, data, tree=False, pos=end.pos)
+    try:
+        _ServerInfo(cur, msg, candidate)._extension()
+    except (_Broken, Truncated) as exc:
+        return exc.offset, False, bool(msg.values.get("ext_recognized")), msg
+    return cur.pos, cur.at_end(), bool(msg.values.get("ext_recognized")), msg
+
+
+def _body_trial(data, candidate, head):
+    """The trial without the extension, and the cursor where the body ended (None when it broke)."""
     pos, cut, shared = head
-    msg = Message("odamex", payload=data)
-    msg.values.update(shared.values)
-    msg.findings.extend(shared.findings)
+    msg = _fork(data, shared)
     if pos is None:
-        return cut, False, False, msg
+        return (cut, False, False, msg), None
     cur = Cursor(msg, data, tree=False, pos=pos)
     try:
         _ServerInfo(cur, msg, candidate).body()
     except (_Broken, Truncated) as exc:
-        return exc.offset, False, bool(msg.values.get("ext_recognized")), msg
-    return cur.pos, cur.at_end(), bool(msg.values.get("ext_recognized")), msg
+        return (exc.offset, False, False, msg), None
+    return (cur.pos, cur.at_end(), False, msg), cur
+
+
+def _fork(data, shared):
+    """A trial's own message, holding what the message ``shared`` has read so far."""
+    msg = Message("odamex", payload=data)
+    msg.values.update(shared.values)
+    msg.findings.extend(shared.findings)
+    return msg
 
 
 class _ServerInfo:
@@ -519,9 +553,11 @@ class _ServerInfo:
     def read(self):
         self.head()
         self.body()
+        if self.extension:
+            self._extension()
 
     def body(self):
-        """Everything after the PWAD names: the part the layouts differ in."""
+        """Everything after the PWAD names up to the extension: the part the layouts differ in."""
         cur, values = self.cur, self.values
         pwads = values["pwads"]
         if self.layout == REAL:
@@ -529,8 +565,9 @@ class _ServerInfo:
         else:
             self._spec_modes()
         values["player_list"] = players = []
+        allowed = self._allowed_teams()  # what decides it is read before the players
         for _ in range(values["players"]):
-            players.append(self._player())
+            players.append(self._player(allowed))
         values["hashes"] = [self._hash() for _ in pwads]
         if self.layout != REAL:
             values["ctf"] = self._bool(F.ctf)
@@ -539,8 +576,6 @@ class _ServerInfo:
         self._team_block()
         if self.layout == REAL and (players or "score_limit" in values):
             values["teams_in_build"] = self.teams
-        if self.extension:
-            self._extension()
 
     def head(self):
         """Token, echoed key, name, player counts, map and PWAD names: the same in every layout."""
@@ -571,7 +606,7 @@ class _ServerInfo:
         teamplay = values["teamplay"] = self._bool(F.teamplay)
         ctf = values["ctf"] = self._bool(F.ctf)
         values["mode"] = mode = real_mode(deathmatch, teamplay, ctf)
-        cur.add(F.game_mode, start, 4, mode, generated=True)
+        cur.add(F.game_mode, start, 4, mode, display=None, generated=True)
 
     def _teams_on(self):
         values = self.values
@@ -591,35 +626,40 @@ class _ServerInfo:
         value = self.cur.u8(spec)
         if value not in names:
             self._out_of_range(f"{spec.name} {value} is not one of "
-                               f"{', '.join(f'{k} = {v}' for k, v in names.items())}")
+                               f"{', '.join([f'{k} = {v}' for k, v in names.items()])}")
         return value
 
     def _out_of_range(self, detail):
         cur = self.cur
-        cur.flag_last(W.bad_value, detail)
+        cur.flag_last(BAD_VALUE, detail)
         raise _Broken(cur.last_offset)
 
-    def _player(self):
+    def _player(self, allowed):
         cur = self.cur
+        if not cur.tree:
+            return self._player_fields(allowed)  # no node to nest them in
         with cur.subtree(F.player) as node:
-            player = {"name": cur.cstring(PLAYER_NAME, "latin-1"),
-                      "frags": cur.number(I16LE, PLAYER_FRAGS),
-                      "ping": cur.number(I32LE, PLAYER_PING)}
-            if self.layout != COMPACT or self.values["teamplay"]:
-                player["team"] = self._team()
-            if cur.tree:
-                node.name = f'Player "{player["name"]}"'
-                node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
-                    f", team {self.team_names[player['team']]}" if "team" in player else "")
+            player = self._player_fields(allowed)
+            node.name = f'Player "{player["name"]}"'
+            node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
+                f", team {self.team_names[player['team']]}" if "team" in player else "")
         return player
 
-    def _team(self):
+    def _player_fields(self, allowed):
+        cur = self.cur
+        player = {"name": cur.cstring(PLAYER_NAME, "latin-1"),
+                  "frags": cur.number(I16LE, PLAYER_FRAGS),
+                  "ping": cur.number(I32LE, PLAYER_PING)}
+        if self.layout != COMPACT or self.values["teamplay"]:
+            player["team"] = self._team(allowed)
+        return player
+
+    def _team(self, allowed):
         cur = self.cur
         team = cur.u8(PLAYER_TEAM)
-        allowed = self._allowed_teams()
         if team not in allowed:
             self._out_of_range(f"player team {team} is not one of "
-                               f"{', '.join(f'{k} = {self.team_names[k]}' for k in allowed)}")
+                               f"{', '.join([f'{k} = {self.team_names[k]}' for k in allowed])}")
         if cur.tree:
             cur.set_last(team, f"{self.team_names[team]} ({team})")
         return team
@@ -672,7 +712,7 @@ class _ServerInfo:
         cur, values, fields = self.cur, self.values, F.ext
         values["extension_offset"] = cur.pos
         ext = {}
-        with cur.subtree(fields, name="Extension (newer servers, beyond the spec)") as node:
+        with cur.subtree(fields, value=None, name="Extension (newer servers, beyond the spec)") as node:
             ext["version"] = cur.number(I16LE, fields.version)
             ext["email"] = cur.cstring(fields.email, "latin-1")
             values["ext_recognized"] = True
@@ -695,12 +735,11 @@ class _ServerInfo:
 
     def _player_stats(self, index):
         cur = self.cur
-        with cur.subtree(F.ext.player, name=f"Player {index} stats") as node:
-            stats = {"kills": cur.number(I16LE, EXT_KILLS),
-                     "deaths": cur.number(I16LE, EXT_DEATHS),
-                     "minutes": cur.number(I16LE, EXT_MINUTES)}
-            if cur.tree:
-                node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
+        if not cur.tree:
+            return _stats_fields(cur)  # no node to nest them in
+        with cur.subtree(F.ext.player, value=None, name=f"Player {index} stats") as node:
+            stats = _stats_fields(cur)
+            node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
         return stats
 
     def _marker(self, expected):
@@ -710,6 +749,12 @@ class _ServerInfo:
             self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
 
 
+def _stats_fields(cur):
+    return {"kills": cur.number(I16LE, EXT_KILLS), "deaths": cur.number(I16LE, EXT_DEATHS), "minutes": cur.number(I16LE, EXT_MINUTES)}
+
+
+# Little-endian integers. Without a tree they are read here, in C in the compiled build: no Field to add, no
+# Python call to the Cursor. With a tree, or where the bytes run out, the Cursor reads (and reports) them.
 def _spec_mode(values):
     mode = GAME_TYPES[values["game_type"]]
     if values["ctf"]:

@@ -1,0 +1,29 @@
+# Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
+# file is the source and runs as it is without them. The per-message path is module functions that read
+# the Cursor and the Message as C structs and call the Cursor's C methods.
+
+cimport cython
+from dissect.core.cursor cimport Cursor, unpack
+from dissect.core.model cimport Message
+
+cpdef _decode(Cursor cur, Message msg)
+cpdef _data(Cursor cur, Message msg, flags)
+cpdef _control(Cursor cur, Message msg, flags)
+
+
+cpdef _game_request(Cursor cur, Message msg)
+cpdef _check_version(Cursor cur, version)
+cpdef _player_request(Cursor cur, Message msg)
+cpdef _rule_request(Cursor cur, Message msg)
+cpdef _accept(Cursor cur, Message msg)
+cpdef _reject(Cursor cur, Message msg)
+@cython.locals(values=dict)
+cpdef _server_info(Cursor cur, Message msg)
+@cython.locals(values=dict)
+cpdef _player_info(Cursor cur, Message msg)
+@cython.locals(values=dict)
+cpdef _rule_info(Cursor cur, Message msg)
+@cython.locals(pos=Py_ssize_t, little=cython.longlong, big=cython.longlong)
+cpdef _long_order(Cursor cur, long long low, long long high)
+cpdef _remember(dissector, tuple conversation)
+cpdef tuple _conversation(src, sport, dst, dport)

@@ -1,0 +1,38 @@
+# Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
+# file is the source and runs as it is without them. The server-info reply's fields are read by C calls to
+# each other and to the Cursor; without a tree, its integers are read from the bytes in C.
+
+cimport cython
+from dissect.core.cursor cimport Cursor
+
+cdef class _ServerInfo:
+    cdef public Cursor cur
+    cdef public dict values
+    cdef public object layout, teams, echo, extension, team_names
+
+    cpdef read(self)
+    @cython.locals(players=list)
+    cpdef body(self)
+    cpdef head(self)
+    cpdef _spec_modes(self)
+    cpdef _real_modes(self)
+    cpdef _teams_on(self)
+    cpdef _bool(self, spec)
+    cpdef _enum(self, spec, names)
+    cpdef _out_of_range(self, detail)
+    cpdef _player(self, allowed)
+    cpdef dict _player_fields(self, allowed)
+    cpdef _team(self, allowed)
+    cpdef list _allowed_teams(self)
+    cpdef _hash(self)
+    cpdef _team_block(self)
+    cpdef _teams(self, names, with_limit, scored)
+    cpdef _extension(self)
+    cpdef _player_stats(self, index)
+    cpdef _marker(self, expected)
+
+cpdef dict _stats_fields(Cursor cur)
+
+@cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,
+               index=Py_ssize_t, pos=Py_ssize_t, entries=list)
+cpdef list _master_entries(Cursor cur)
