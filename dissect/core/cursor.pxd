@@ -8,6 +8,7 @@ from dissect.core.model cimport Field, Message
 cdef class Cursor:
     cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, starts
 
+    cpdef remaining(self)
     cpdef at_end(self)
     @cython.locals(pos=Py_ssize_t, size=Py_ssize_t)
     cpdef number(self, st, spec)

@@ -246,7 +246,7 @@ def _data(cur, msg, flags):
                                                      "unreliable" if flags & NETFLAG_UNRELIABLE else "nak")
     sequence = cur.number(U32BE, SEQUENCE)
     msg.values["sequence"] = sequence
-    size = cur.end - cur.pos
+    size = cur.remaining()
     if size:
         cur.rest(DATA)
     msg.info = f"{'|'.join(names)} seq={sequence}" + (f" len={size}" if size else "")
@@ -261,13 +261,13 @@ def _control(cur, msg, flags):
     if name is None:
         msg.name = f"unknown_0x{command:02x}"
         cur.flag_last(W.unknown_command, f"command byte 0x{command:02x} is not one of the nine defined")
-        if cur.end > cur.pos:
+        if cur.remaining():
             cur.rest(BODY)
         msg.info = f"Unknown command 0x{command:02x}"
         return
     msg.name = name
     BODIES[command](cur, msg)
-    count = cur.end - cur.pos
+    count = cur.remaining()
     if count:
         cur.rest(TRAILING)
         cur.flag_last(W.trailing_bytes, f"{count} bytes after the last field of {name}")
@@ -371,7 +371,7 @@ def _long_order(cur, low, high):
     """Choose the byte order of this message's longs, noting the departure it implies: a plausible value lies
     in low..high."""
     pos = cur.pos
-    if cur.end - pos < 4:
+    if cur.remaining() < 4:
         return I32LE  # the read that follows reports the truncation
     little = unpack(I32LE, cur.data, pos)
     big = unpack(I32BE, cur.data, pos)
