@@ -13,8 +13,6 @@ MAX_CONVERSATIONS = 4096
 MAX_SERVERS = 10000
 MAX_WALK_ITEMS = 256
 
-# A finding table's entry is an attribute lookup that builds its code each time: these are looked up once.
-WALK_OUT_OF_ORDER, STATE_EVICTED, INCOMPLETE_WALK = W.walk_out_of_order, W.state_evicted, W.incomplete_walk
 REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYER_INFO,
             CCREP_RULE_INFO: CCREQ_RULE_INFO, CCREP_ACCEPT: CCREQ_CONNECT, CCREP_REJECT: CCREQ_CONNECT}
 
@@ -109,7 +107,7 @@ class NetQuakeAnalyzer(Analyzer):
                 out.append(self._conclude(conv.rule_walk))
             conv.rule_walk = _Walk("rule_walk", client, server)
         elif conv.last_rule is not None and rule != conv.last_rule:
-            msg.report(WALK_OUT_OF_ORDER,
+            msg.report(W.walk_out_of_order,
                        f'rule request names "{rule}" but the last reply named "{conv.last_rule}"', 5, len(rule) + 1)
         if conv.rule_walk is not None:
             conv.rule_walk.add_frame(record.number)
@@ -204,12 +202,12 @@ class NetQuakeAnalyzer(Analyzer):
     def _conclude(self, walk, expected=None, evicted=False):
         findings = []
         if evicted:
-            findings.append(STATE_EVICTED.at(f"more than {MAX_CONVERSATIONS} conversations in flight: the "
+            findings.append(W.state_evicted.at(f"more than {MAX_CONVERSATIONS} conversations in flight: the "
                                                f"oldest was concluded early"))
         if walk.kind == "rule_walk":
             result = {"client": walk.client, "server": walk.server, "rules": walk.items, "complete": walk.ended}
             if not walk.ended:
-                findings.append(INCOMPLETE_WALK.at("rule walk ended without the 5-byte end-of-rules reply"))
+                findings.append(W.incomplete_walk.at("rule walk ended without the 5-byte end-of-rules reply"))
             summary = f"rule walk {walk.client} → {walk.server}: {_count(len(walk.items), 'rule')}" + \
                 ("" if walk.ended else " (incomplete)")
         else:

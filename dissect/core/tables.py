@@ -190,6 +190,8 @@ class FindingTable(_Entries):
             if spec.code in self.by_code:
                 raise ValueError(f"finding {spec.code} is declared twice")
             self.by_code[spec.code] = spec
+            if not hasattr(type(self), suffix):
+                self.__dict__[suffix] = spec  # T.suffix is a plain attribute read, as FieldTable's entries are
 
     def __getattr__(self, name):
         try:

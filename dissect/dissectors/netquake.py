@@ -149,7 +149,6 @@ SERVER_ADDRESS, HOST_NAME, LEVEL_NAME, CURRENT_PLAYERS, MAX_PLAYERS = C.server_a
     C.level_name, C.current_players, C.max_players
 NAME, COLORS, SHIRT, PANTS, FRAGS, CONNECT_TIME, ADDRESS = C.name, C.colors, C.colors.shirt, \
     C.colors.pants, C.frags, C.connect_time, C.address
-LITTLE_ENDIAN_LONG, BIG_ENDIAN_LONG = W.little_endian_long, W.big_endian_long
 
 
 class NetQuake(Dissector):
@@ -376,9 +375,9 @@ def _long_order(cur, low, high):
     little = unpack(I32LE, cur.data, pos)
     big = unpack(I32BE, cur.data, pos)
     if not low <= little <= high and low <= big <= high:
-        cur.finding(BIG_ENDIAN_LONG, "payload longs decoded big-endian as the spec says", pos, 4)
+        cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
         return I32BE
-    cur.finding(LITTLE_ENDIAN_LONG, "payload longs decoded little-endian", pos, 4)
+    cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
     return I32LE
 
 

@@ -208,8 +208,6 @@ PLAYER_NAME, PLAYER_FRAGS, PLAYER_PING, PLAYER_TEAM = (F.player.children[part]
 TEAM_IN_PLAY, TEAM_SCORE = F.team.in_play, F.team.score
 EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
-# Findings of every reply or trial, looked up once: a FindingTable lookup formats the code on every call.
-BAD_VALUE, REAL_LAYOUT, EXTENSION_NOTE = W.bad_value, W.real_layout, W.extension
 
 
 class _Broken(Exception):
@@ -398,11 +396,11 @@ class Odamex(Dissector):
             msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
                        broken, 0)
         elif choice.layout == REAL:
-            msg.report(REAL_LAYOUT, "read in the real servers' layout", 0, 0)
+            msg.report(W.real_layout, "read in the real servers' layout", 0, 0)
         elif choice.layout == COMPACT:
             msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
         if choice.extension and broken is None:
-            msg.report(EXTENSION_NOTE, "newer servers' extension after the team block",
+            msg.report(W.extension, "newer servers' extension after the team block",
                        msg.values.get("extension_offset"), 0)
 
     @staticmethod
@@ -631,7 +629,7 @@ class _ServerInfo:
 
     def _out_of_range(self, detail):
         cur = self.cur
-        cur.flag_last(BAD_VALUE, detail)
+        cur.flag_last(W.bad_value, detail)
         raise _Broken(cur.last_offset)
 
     def _player(self, allowed):
