@@ -2,11 +2,15 @@
 # file is the source and runs as it is without them. The abuse analysis is fed every message: its
 # classes become extension types, so their methods read and write their attributes as C struct members.
 # The per-message path's methods are cpdef, their locals typed: within this module they call each other
-# as C functions.
+# as C functions. The counters they add to are C integers (sizes are typed where they come in): only the
+# end of the capture reads them from Python. Its tables are BoundedDicts, read and refreshed through the
+# C functions of core/bounded.
 
 cimport cython
+from libc.stdint cimport int64_t
 from dissect.core.model cimport Message
 from dissect.capture.layers cimport Packet
+from dissect.core.bounded cimport put, refreshed
 
 cdef class _Query
 cdef class _Kind
@@ -19,20 +23,22 @@ cdef class _Pair
 cdef class TrafficAnalyzer:
     cdef public dict kinds, limits, token_keys
     cdef public object token_findings, rate, window
-    cdef public object threshold, top, amplification, unsolicited
+    cdef public object threshold, top
+    cdef public dict amplification, unsolicited
     cdef public object hosts, servers, pairs, open, floods, evicted
-    cdef public object host_peers, server_peers
-    @cython.locals(kind=tuple)
+    cdef public Py_ssize_t host_peers, server_peers
+    @cython.locals(kind=tuple, kinds=dict)
     cpdef feed(self, record, Message msg, size, wire)
-    @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server)
-    cpdef _request(self, frame, second, Message msg, request, client, server, size, wire)
-    @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited)
-    cpdef _reply(self, frame, second, protocol, request, client, server, size, wire)
+    @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, held=Py_ssize_t)
+    cpdef _request(self, frame, second, Message msg, request, client, server, int64_t size, int64_t wire)
+    @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited,
+                   held=Py_ssize_t)
+    cpdef _reply(self, frame, second, protocol, request, client, server, int64_t size, int64_t wire)
     @cython.locals(pair=_Pair)
     cpdef _asked(self, _Host host, source, server, protocol, frame, second)
     @cython.locals(pair=_Pair)
     cpdef _Pair _pair(self, source, server, protocol, frame)
-    cpdef _close(self, key, query)
+    cpdef _close(self, key, _Query query)
     @cython.locals(kind=_Kind)
     cpdef _Kind _kind(self, protocol, request)
     @cython.locals(entry=_Unsolicited)
@@ -47,47 +53,53 @@ cdef class TrafficAnalyzer:
 
 cdef class _Query:
     cdef public _Kind kind
-    cdef public object frame, size, wire, replies, reply_bytes, reply_wire, frames
-    cpdef add(self, frame, size, wire)
+    cdef public object frame, size, wire, frames
+    cdef public int64_t replies, reply_bytes, reply_wire
+    cpdef add(self, frame, int64_t size, int64_t wire)
 
 cdef class _Kind:
-    cdef public object requests, request_bytes, request_wire, answered, replies
-    cdef public object reply_bytes, reply_wire, factor_micro
-    cdef public object factors, worst
+    cdef public int64_t requests, request_bytes, request_wire, answered, replies
+    cdef public int64_t reply_bytes, reply_wire
+    cdef public object factor_micro, worst
+    cdef public dict factors
+    @cython.locals(worst=tuple)
     cpdef conclude(self, _Query query, client, server)
 
 cdef class _Unsolicited:
-    cdef public object count, size, wire, oversize
-    cpdef add(self, size, wire)
+    cdef public int64_t count, size, wire, oversize
+    cpdef add(self, int64_t size, int64_t wire)
 
 cdef class _Rate:
-    cdef public object bins, folded
+    cdef public dict bins
+    cdef public object folded
+    @cython.locals(bins=dict)
     cpdef add(self, second, window, count=*)
 
 cdef class _Host:
-    cdef public object requests, request_bytes, others, answered, caused_bytes
-    cdef public object caused_wire, received, received_bytes
-    cdef public object unsolicited, oversize, servers_asked_fast, servers_replying_fast, first
-    cdef public object last, first_frame, last_frame
+    cdef public int64_t requests, request_bytes, others, answered, caused_bytes
+    cdef public int64_t caused_wire, received, received_bytes
+    cdef public int64_t unsolicited, oversize, servers_asked_fast, servers_replying_fast
+    cdef public object first, last, first_frame, last_frame
     cdef public object queried, repliers, tokens
     cdef public _Rate rates, replies, suspects
-    cpdef request(self, frame, second, server, size, window)
-    cpdef receive(self, frame, second, server, size, window)
+    cpdef request(self, frame, second, server, int64_t size, window)
+    cpdef receive(self, frame, second, server, int64_t size, window)
     cpdef suspect(self, second, window)
     cpdef token(self, protocol, token, server, frame)
     cpdef other(self, frame)
     cpdef _seen(self, frame)
 
 cdef class _Server:
-    cdef public object protocol, requests, replies, bytes_out, wire_out
-    cdef public object unsolicited, oversize, requesters, last_frame
+    cdef public object protocol, requesters, last_frame
+    cdef public int64_t requests, replies, bytes_out, wire_out, unsolicited, oversize
     cpdef request(self, address, frame)
-    cpdef reply(self, frame, size, wire)
+    cpdef reply(self, frame, int64_t size, int64_t wire)
 
 cdef class _Pair:
-    cdef public object protocol, first_frame, last_frame, total, asked_recent
-    cdef public object asked_count, replied_recent, replied_count
-    cdef public object asked_fast, replied_fast, flood
+    cdef public object protocol, first_frame, last_frame, flood
+    cdef public list asked_recent, replied_recent
+    cdef public int64_t total, asked_count, replied_count
+    cdef public bint asked_fast, replied_fast
     cpdef asked(self, second, window)
     cpdef replied(self, second, window)
 
@@ -97,5 +109,6 @@ cdef class _Flood:
 cpdef _slide(list recent, second, window)
 @cython.locals(values=dict, packet=Packet)
 cpdef tuple _ends(record, Message msg)
-cpdef _split(text)
 cpdef _add_peer(peers, peer)
+cpdef Py_ssize_t _peer_count(peers)
+cpdef _three_digits(micro)

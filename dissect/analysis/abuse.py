@@ -26,7 +26,7 @@ from collections import Counter
 
 from ..capture.tables import ABUSE_FINDINGS as W
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put, refreshed
 from ..core.fmt import endpoint
 
 KEY = W.protocol           # the key of the abuse analysis among the analyzers and in the --stats dict
@@ -45,7 +45,9 @@ MAX_TOKENS = 16            # distinct tokens followed per address; past that it 
 MAX_FLOODS = 1000          # request floods listed
 MAX_FRAMES = 8             # reply frames listed for the worst query
 MICRO = 1_000_000          # amplification factors are summed in millionths: integer sums merge exactly
+MAX_DIGITS = 4096          # factors kept by _three_digits: a query's sizes repeat, and so do their factors
 _NO_KINDS = {}
+_DIGITS = {}               # factor in millionths -> to 3 significant digits
 
 
 class TrafficAnalyzer:
@@ -101,7 +103,8 @@ class TrafficAnalyzer:
         sender, receiver = _ends(record, msg)
         if sender is None or record.ts is None:
             return
-        kind = self.kinds.get(msg.protocol, _NO_KINDS).get(msg.name)
+        kinds = self.kinds.get(msg.protocol, _NO_KINDS)
+        kind = kinds.get(msg.name)
         if kind is None:
             self._host(sender[0]).other(record.number)
             return
@@ -116,8 +119,8 @@ class TrafficAnalyzer:
         protocol = msg.protocol
         key = (protocol, request, client, server)
         kind = self._kind(protocol, request)
-        self._close(key, self.open.pop(key, None))
-        evicted = self.open.put(key, _Query(kind, frame, size, wire))
+        self._close(key, dict.get(self.open, key))  # the previous one, which put replaces
+        evicted = put(self.open, key, _Query(kind, frame, size, wire))
         if evicted is not None:
             self.evicted["queries"] += 1
             self._close(*evicted)
@@ -147,7 +150,7 @@ class TrafficAnalyzer:
         pair = self._pair(client[0], server, protocol, frame)
         if pair.replied(second, self.window):
             host.servers_replying_fast += 1
-        query = self.open.get((protocol, request, client, server))
+        query = dict.get(self.open, (protocol, request, client, server))  # a C call when compiled
         if query is None:
             self._unsolicited(protocol).add(size, wire)
             answering.unsolicited += 1
@@ -184,13 +187,12 @@ class TrafficAnalyzer:
 
     def _pair(self, source, server, protocol, frame):
         key = (source, server)
-        pair = self.pairs.get(key)
+        pair = refreshed(self.pairs, key)
         if pair is None:
             pair = _Pair(protocol, frame)
-            if self.pairs.put(key, pair) is not None:
+            if put(self.pairs, key, pair) is not None:
                 self.evicted["pairs"] += 1
         else:
-            self.pairs.move_to_end(key)
             pair.last_frame = frame
         return pair
 
@@ -226,25 +228,21 @@ class TrafficAnalyzer:
         return entry
 
     def _host(self, address):
-        host = self.hosts.get(address)
+        host = refreshed(self.hosts, address)
         if host is None:
             host = _Host()
-            evicted = self.hosts.put(address, host)
+            evicted = put(self.hosts, address, host)
             if evicted is not None:
                 self._forget_host(evicted[1])
-        else:
-            self.hosts.move_to_end(address)
         return host
 
     def _server(self, server, protocol):
-        entry = self.servers.get(server)
+        entry = refreshed(self.servers, server)
         if entry is None:
             entry = _Server(protocol)
-            evicted = self.servers.put(server, entry)
+            evicted = put(self.servers, server, entry)
             if evicted is not None:
                 self._forget_server(evicted[1])
-        else:
-            self.servers.move_to_end(server)
         return entry
 
     def _trim_peers(self):
@@ -494,7 +492,7 @@ class _Kind:
     def __init__(self):
         for name in self.SUMS:
             setattr(self, name, 0)
-        self.factors = Counter()  # an answered query's factor, to 3 significant digits -> queries (the median)
+        self.factors = {}         # an answered query's factor, to 3 significant digits -> queries (the median)
         self.worst = None         # (factor in millionths, -request frame, request frame, reply frames, client, server)
 
     def conclude(self, query, client, server):
@@ -502,14 +500,17 @@ class _Kind:
             return
         micro = query.reply_bytes * MICRO // max(1, query.size)
         self.factor_micro += micro
-        self.factors[_three_digits(micro)] += 1
-        if self.worst is None or (micro, -query.frame) > self.worst[:2]:
+        factor = _three_digits(micro)
+        self.factors[factor] = self.factors.get(factor, 0) + 1
+        worst = self.worst
+        if worst is None or micro > worst[0] or micro == worst[0] and -query.frame > worst[1]:
             self.worst = (micro, -query.frame, query.frame, list(query.frames), client, server)
 
     def merge(self, other):
         for name in self.SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.factors.update(other.factors)
+        for factor, count in other.factors.items():
+            self.factors[factor] = self.factors.get(factor, 0) + count
         if other.worst is not None and (self.worst is None or other.worst[:2] > self.worst[:2]):
             self.worst = other.worst
 
@@ -563,8 +564,9 @@ class _Rate:
 
     def add(self, second, window, count=1):
         bins = self.bins
-        if second in bins:
-            bins[second] += count
+        held = bins.get(second)
+        if held is not None:
+            bins[second] = held + count
             return
         if len(bins) >= MAX_BINS:
             oldest = next(iter(bins))
@@ -799,7 +801,8 @@ def _slide(recent, second, window):
     if recent and second <= recent[-2]:  # the same second, or a clock that went back: the latest one
         recent[-1] += 1
         return 0
-    recent += (second, 1)
+    recent.append(second)
+    recent.append(1)
     gone = 0
     while recent[0] <= second - window:
         gone += recent[1]
@@ -826,10 +829,14 @@ class _Flood:
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=4096)  # a query's sizes repeat, and so do their factors
 def _three_digits(micro):
     """A factor in millionths, to 3 significant digits."""
-    return float(f"{micro / MICRO:.3g}")
+    factor = _DIGITS.get(micro)
+    if factor is None:
+        factor = float(f"{micro / MICRO:.3g}")
+        if len(_DIGITS) < MAX_DIGITS:
+            _DIGITS[micro] = factor
+    return factor
 
 
 def _ends(record, msg):
@@ -847,6 +854,7 @@ def _ends(record, msg):
     return (packet.src, packet.sport), (packet.dst, packet.dport)
 
 
+@functools.lru_cache(maxsize=4096)  # a stream's endpoints repeat: one tuple each, compared by identity
 def _split(text):
     """``10.0.0.1:26000`` or ``[2001:db8::1]:26000`` -> (address, port)."""
     if not text:
