@@ -5,15 +5,17 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen
+from dissect.core.model cimport Message
+from dissect.dissectors.soldat cimport clip
 
 cdef class SoldatAnalyzer(Analyzer):
     cdef public object exchanges, timing, requests, answered, held_entries, held_bytes
     cdef public ServersSeen servers
     @cython.locals(values=dict, exchange=_Exchange)
-    cpdef feed(self, record, msg, tree)
-    cpdef _Exchange _open(self, stream, msg, list out)
+    cpdef feed(self, record, Message msg, tree)
+    cpdef _Exchange _open(self, stream, Message msg, list out)
     @cython.locals(fields=dict, values=tuple)
-    cpdef _server(self, stream, _Exchange exchange, msg, list out)
+    cpdef _server(self, stream, _Exchange exchange, Message msg, list out)
     cpdef _make_room(self, stream, cost, list out)
     cpdef _hold(self, _Exchange exchange, entries, cost)
     cpdef _seen(self, _Exchange exchange, dict fields, list frames)

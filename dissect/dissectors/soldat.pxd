@@ -1,39 +1,58 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them. The field loop and its helpers are C functions with
-# typed locals: a line's fields cost no Python call each where the value is plain.
+# typed locals: they find each field's separator in the line's bytes and read a plain value there, so a
+# line's fields cost no Python call and no bytes object each. PLAIN_DIGITS, TYPES and LAYOUTS are C globals
+# (not attributes of the compiled module): only this module reads them.
 
 cimport cython
+from dissect.core.cursor cimport Cursor
+from dissect.core.model cimport Message
 
 cdef class Column:
     cdef public object spec, short, rule, texts
     cdef public bint numeric
     cdef public Py_ssize_t low, high
 
+cdef Py_ssize_t PLAIN_DIGITS
+cdef dict TYPES, LAYOUTS
+
 cpdef bint _ascii_digits(text)
+@cython.locals(dots=Py_ssize_t, digits=Py_ssize_t, octet=Py_ssize_t, char=cython.Py_UCS4)
+cpdef bint dotted_quad(str text)
 cpdef clip(text, limit=*)
 
-@cython.locals(fields=list)
-cpdef split_fields(data, Py_ssize_t start, Py_ssize_t end, bytes separator, Py_ssize_t limit=*)
-@cython.locals(value=Py_ssize_t, byte=cython.uchar)
-cpdef Py_ssize_t ascii_number(bytes raw) except? -2
-cpdef str decoded(bytes raw, bint utf8)
-@cython.locals(values=dict, i=Py_ssize_t, length=Py_ssize_t, number=Py_ssize_t, raw=bytes, column=Column, text=str)
-cpdef layout_fields(cur, msg, list fields, Py_ssize_t offset, Py_ssize_t step, list layout, bint utf8)
-cpdef ruled_field(cur, msg, Column column, Py_ssize_t start, Py_ssize_t length, str text)
-@cython.locals(size=Py_ssize_t)
-cpdef _bound(cur, line, separator)
-@cython.locals(fields=list, step=Py_ssize_t, first=Py_ssize_t, offset=Py_ssize_t, utf8=bint, raw=bytes)
-cpdef _fields(cur, msg, separator, encoding, type_byte)
+@cython.locals(count=Py_ssize_t, step=Py_ssize_t, pos=Py_ssize_t)
+cdef Py_ssize_t field_count(bytes data, Py_ssize_t start, Py_ssize_t end, bytes separator) except -1
+@cython.locals(step=Py_ssize_t, lead=cython.uchar, tail=cython.uchar, last=Py_ssize_t)
+cdef Py_ssize_t field_end(bytes data, Py_ssize_t pos, Py_ssize_t end, bytes separator) except -1
+@cython.locals(step=Py_ssize_t, pos=Py_ssize_t)
+cdef Py_ssize_t fields_end(bytes data, Py_ssize_t start, Py_ssize_t end, bytes separator, Py_ssize_t count) except -1
+@cython.locals(value=Py_ssize_t, pos=Py_ssize_t, byte=cython.uchar)
+cdef Py_ssize_t ascii_number(bytes data, Py_ssize_t start, Py_ssize_t stop) except? -2
+cdef str decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, bint utf8)
+@cython.locals(data=bytes, values=dict, tree=bint, step=Py_ssize_t, i=Py_ssize_t, stop=Py_ssize_t, length=Py_ssize_t,
+               number=Py_ssize_t, column=Column, text=str)
+cpdef layout_fields(Cursor cur, Message msg, Py_ssize_t offset, Py_ssize_t end, bytes separator, Py_ssize_t count,
+                    list layout, bint utf8)
+cpdef ruled_field(Cursor cur, Message msg, Column column, Py_ssize_t start, Py_ssize_t length, str text)
+cpdef tuple separator_of(line)
+@cython.locals(line=bytes, type_byte=Py_ssize_t, terminated=bint)
+cpdef _decode(Cursor cur, Message msg)
+@cython.locals(size=Py_ssize_t, terminated=bint)
+cpdef bint _bound(Cursor cur, bytes line, separator) except -1
+@cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
+               split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
+cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)
 cpdef _check_count(cur, msg, type_byte, count, layout)
 @cython.locals(data=dict)
 cpdef _cross_checks(cur, msg)
 @cython.locals(data=dict)
-cpdef info_line(msg, count)
+cpdef str info_line(Message msg, count)
 
 cdef class LineParser:
     cdef public object dissector, buffer, spans, counted, skipping, after_gap, lost, encoding
-    @cython.locals(start=Py_ssize_t, end=Py_ssize_t, stop=Py_ssize_t, newline=Py_ssize_t, room=Py_ssize_t,
-                   messages=list)
+    @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, stop=Py_ssize_t, newline=Py_ssize_t,
+                   room=Py_ssize_t, messages=list)
     cpdef feed(self, chunk, tree, packet)
     cpdef Py_ssize_t _resume(self, data, Py_ssize_t pos) except -1
     cpdef _append(self, data, Py_ssize_t start, Py_ssize_t stop, frame, offset)
@@ -41,4 +60,5 @@ cdef class LineParser:
     cpdef _release(self)
     cpdef _cut(self, tree, packet)
     cpdef _line(self, tree, packet)
-    cpdef _note_separator(self, msg)
+    cpdef Message _dissect(self, bytes line, list frames, offset, tree, packet)
+    cpdef _note_separator(self, Message msg)

@@ -18,6 +18,7 @@ unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all.
 """
 
 import re
+import sys
 
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -43,8 +44,6 @@ OSES = {0: "Windows", 1: "Linux"}
 _INT = re.compile(r"-?[0-9]+")
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COUNTRY_CODES = frozenset([first + second for first in _LETTERS for second in _LETTERS] + ["A1"])
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])"  # 0-255 in one to three ASCII digits
-_DOTTED_QUAD = re.compile(r"\.".join([_OCTET] * 4))
 
 
 def _ascii_digits(text):
@@ -82,7 +81,7 @@ def _plain_numbers(low=None, high=None, names=None):
     """The numbers from 0 up that ``_in_range`` takes without a problem, as one range (a names table has no
     hole in this protocol)."""
     lowest = max(0, low or 0)
-    highest = 10 ** PLAIN_DIGITS - 1 if high is None else high
+    highest = int("9" * PLAIN_DIGITS) if high is None else high  # the largest number of PLAIN_DIGITS digits
     if names:
         taken = sorted(value for value in names if lowest <= value <= highest)
         lowest, highest = taken[0], taken[-1]
@@ -159,9 +158,28 @@ def _quoted(value):
     return f'"{value}"'
 
 
+def dotted_quad(text):
+    """Whether ``text`` is four numbers 0-255, each in one to three ASCII digits, joined by dots."""
+    dots = digits = octet = 0
+    for char in text:
+        if char == ".":
+            if digits == 0 or dots == 3:
+                return False
+            dots += 1
+            digits = octet = 0
+        elif "0" <= char <= "9" and digits < 3:
+            octet = octet * 10 + ord(char) - 48
+            if octet > 255:
+                return False
+            digits += 1
+        else:
+            return False
+    return dots == 3 and digits > 0
+
+
 @_shown_with(str)
 def ip_address(text):
-    if _DOTTED_QUAD.fullmatch(text):
+    if dotted_quad(text):
         return text, None, None, None
     quoted = f'"{clip(text)}"'
     return text, quoted, f"{quoted} is not a dotted-quad IP address (spec: IP in dotted-quad format)", "warning"
@@ -308,7 +326,7 @@ class Column:
 
     def __init__(self, spec, rule, numeric):
         self.spec = spec
-        self.short = spec.key.rsplit(".", 1)[1]
+        self.short = sys.intern(spec.key.rsplit(".", 1)[1])  # interned: info_line and the analysis read it by name
         self.rule = rule
         self.numeric = numeric
         numbers = rule.plain if numeric else range(0)
@@ -353,56 +371,84 @@ def separator_of(line):
     return None, None
 
 
-def split_fields(data, start, end, separator, limit=MAX_FIELDS):
-    """Fields each preceded by ``separator`` in ``data[start:end]``: the bytes of the first ``limit``, and how
-    many more follow (counted, not split, so that a line of separators costs no more than its bytes)."""
+def field_count(data, start, end, separator):
+    """How many fields data[start:end] holds, each preceded by ``separator``: none where it does not begin
+    with one."""
     if not data.startswith(separator, start, end):
-        return [], 0
-    fields = bytes(data[start + len(separator):end]).split(separator, limit)
-    if len(fields) <= limit:
-        return fields, 0
-    return fields[:limit], fields[limit].count(separator) + 1
+        return 0
+    count, step = 1, len(separator)
+    pos = field_end(data, start + step, end, separator)
+    while pos < end:
+        count += 1
+        pos = field_end(data, pos + step, end, separator)
+    return count
 
 
-def ascii_number(raw):
-    """The number ``raw`` spells in 1 to PLAIN_DIGITS ASCII digits, or -1 (for the rule to read)."""
-    if not 0 < len(raw) <= PLAIN_DIGITS:
+def field_end(data, pos, end, separator):
+    """Where the field at ``pos`` ends: at the next ``separator`` (one or two bytes) wholly before ``end``,
+    or at ``end``."""
+    step = len(separator)
+    lead, tail = separator[0], separator[step - 1]
+    last = end - step
+    while pos <= last:
+        if data[pos] == lead and data[pos + step - 1] == tail:
+            return pos
+        pos += 1
+    return end
+
+
+def fields_end(data, start, end, separator, count):
+    """Where the first ``count`` fields of data[start:end] end, each preceded by ``separator``."""
+    step = len(separator)
+    pos = start
+    for _ in range(count):
+        pos = field_end(data, pos + step, end, separator)
+    return pos
+
+
+def ascii_number(data, start, stop):
+    """The number data[start:stop] spells in 1 to PLAIN_DIGITS ASCII digits, or -1 (for the rule to read)."""
+    if not 0 < stop - start <= PLAIN_DIGITS:
         return -1
     value = 0
-    for byte in raw:
+    for pos in range(start, stop):
+        byte = data[pos]
         if not 48 <= byte <= 57:
             return -1
         value = value * 10 + byte - 48
     return value
 
 
-def decoded(raw, utf8):
-    return raw.decode("utf-8", "replace") if utf8 else raw.decode("latin-1", "replace")
+def decoded(data, start, stop, utf8):
+    return data[start:stop].decode("utf-8", "replace") if utf8 else data[start:stop].decode("latin-1", "replace")
 
 
-def layout_fields(cur, msg, fields, offset, step, layout, utf8):
-    """Decode a line's fields, the first at ``offset``, each after a separator of ``step`` bytes, by the
-    columns of its layout. A plain value (one the column's rule takes as it is) is kept without the rule."""
+def layout_fields(cur, msg, offset, end, separator, count, layout, utf8):
+    """Decode the first ``count`` fields of a line, the first at ``offset``, each ending at the next separator,
+    by the columns of its layout. A plain value (one the column's rule takes as it is) is kept without the
+    rule."""
+    data = cur.data
     values = msg.values
     tree = cur.tree
-    for i in range(min(len(fields), len(layout))):
-        raw = fields[i]
+    step = len(separator)
+    for i in range(min(count, len(layout))):
         column = layout[i]
-        length = len(raw)
-        number = ascii_number(raw) if column.numeric else -1
+        stop = field_end(data, offset, end, separator)
+        length = stop - offset
+        number = ascii_number(data, offset, stop) if column.numeric else -1
         if column.low <= number <= column.high:
             value = number
         else:
-            text = decoded(raw, utf8)
+            text = decoded(data, offset, stop, utf8)
             if column.numeric or (column.texts is not EVERY_TEXT and text not in column.texts):
                 ruled_field(cur, msg, column, offset, length, text)
-                offset += length + step
+                offset = stop + step
                 continue
             value = text
         values[column.short] = value
         if tree:
             cur.add(column.spec, offset, length, value)
-        offset += length + step
+        offset = stop + step
 
 
 def ruled_field(cur, msg, column, start, length, text):
@@ -457,31 +503,36 @@ class Soldat(Dissector):
         return LineParser(self)
 
     def decode(self, cur, msg, packet):
-        line = cur.data
-        type_byte = cur.u8(F.type)
-        name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
-        msg.name = name
-        msg.values["type"] = chr(type_byte)
-        separator, encoding = separator_of(line)
-        msg.values["encoding"] = encoding
-        terminated = _bound(cur, line, separator)
-        if type_byte not in TYPES:
-            cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
-        if separator is None:
-            cur.finding(W.bad_separator, "no © separator after the type byte", min(1, len(line)),
-                        max(0, min(2, len(line) - 1)))
-            if cur.remaining():
-                cur.rest(F.body)
-        else:
-            count = _fields(cur, msg, separator, encoding, type_byte)
-            msg.info = info_line(msg, count)
-        if terminated:
-            cur.end = len(line)
-            cur.raw(F.eol, 1)
-        elif len(line) < MAX_LINE:
-            cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
-        if not msg.info:
-            msg.info = title
+        _decode(cur, msg)
+
+
+def _decode(cur, msg):
+    """A line: its type byte, the fields after their separators, its \\n."""
+    line = cur.data
+    type_byte = cur.u8(F.type)
+    name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
+    msg.name = name
+    msg.values["type"] = chr(type_byte)
+    separator, encoding = separator_of(line)
+    msg.values["encoding"] = encoding
+    terminated = _bound(cur, line, separator)
+    if type_byte not in TYPES:
+        cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
+    if separator is None:
+        cur.finding(W.bad_separator, "no © separator after the type byte", min(1, len(line)),
+                    max(0, min(2, len(line) - 1)))
+        if cur.remaining():
+            cur.rest(F.body)
+    else:
+        count = _fields(cur, msg, separator, encoding, type_byte)
+        msg.info = info_line(msg, count)
+    if terminated:
+        cur.end = len(line)
+        cur.raw(F.eol, 1)
+    elif len(line) < MAX_LINE:
+        cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
+    if not msg.info:
+        msg.info = title
 
 
 def _bound(cur, line, separator):
@@ -501,28 +552,31 @@ def _bound(cur, line, separator):
 
 
 def _fields(cur, msg, separator, encoding, type_byte):
-    """Decode the fields after the type byte; return how many the line has."""
-    fields, more = split_fields(cur.data, cur.pos, cur.end, separator)
+    """Decode the fields after the type byte; return how many the line has. Only the first MAX_FIELDS are
+    read, the rest counted, so that a line of separators costs no more than its bytes."""
+    data, start, end = cur.data, cur.pos, cur.end
     step = len(separator)
-    first = cur.pos + step
-    cur.pos = cur.end
-    count = len(fields) + more
+    first = start + step
+    cur.pos = end
+    count = field_count(data, start, end, separator)
+    split = min(count, MAX_FIELDS)
     utf8 = encoding == "utf-8"
     layout = LAYOUTS.get(type_byte)
     if layout is None:
         offset = first
-        for raw in fields:
-            cur.add(F.field, offset, len(raw), decoded(raw, utf8))
-            offset += len(raw) + step
+        for _ in range(split):
+            stop = field_end(data, offset, end, separator)
+            cur.add(F.field, offset, stop - offset, decoded(data, offset, stop, utf8))
+            offset = stop + step
     else:
         _check_count(cur, msg, type_byte, count, layout)
-        layout_fields(cur, msg, fields, first, step, layout, utf8)
-        if type_byte == 0x68 and any(fields):
+        layout_fields(cur, msg, first, end, separator, split, layout, utf8)
+        if type_byte == 0x68 and fields_end(data, start, end, separator, split) - start > step * split:
             cur.finding(W.bad_end_line, "the list-end line carries data", 1, cur.end - 1)
         _cross_checks(cur, msg)
-    if more:
-        start = first + sum(map(len, fields)) + step * (len(fields) - 1)  # where the last field ends
-        cur.add(F.more_fields, start, cur.end - start, more, generated=True)
+    if count > split:
+        last = fields_end(data, start, end, separator, split)  # where the last field read ends
+        cur.add(F.more_fields, last, cur.end - last, count - split, display=None, generated=True)
     return count
 
 
@@ -589,20 +643,23 @@ class LineParser:
 
     def feed(self, chunk, tree, packet):
         messages = []
-        data, frame, offset = chunk.data, chunk.frame, chunk.frame_offset
+        data, frame, offset = bytes(chunk.data), chunk.frame, chunk.frame_offset  # its lines are sliced as bytes
         start, end = self._resume(data, 0), len(data)
         while start < end:
             room = MAX_LINE - len(self.buffer)
             newline = data.find(EOL, start, start + room)
             stop = newline + 1 if newline >= 0 else min(end, start + room)
-            self._append(data, start, stop, frame, offset)
-            if newline >= 0:
-                messages.append(self._line(tree, packet))
-            elif len(self.buffer) >= MAX_LINE:
-                messages.append(self._line(tree, packet))  # the decoder reports the cut
-                self.skipping = True
-            elif self.dissector.held - self.counted + len(self.buffer) > MAX_HELD:
-                messages.append(self._cut(tree, packet))
+            if newline >= 0 and not self.buffer:  # a whole line in this chunk: not copied through the buffer
+                messages.append(self._dissect(data[start:stop], [frame], offset + start, tree, packet))
+            else:
+                self._append(data, start, stop, frame, offset)
+                if newline >= 0:
+                    messages.append(self._line(tree, packet))
+                elif len(self.buffer) >= MAX_LINE:
+                    messages.append(self._line(tree, packet))  # the decoder reports the cut
+                    self.skipping = True
+                elif self.dissector.held - self.counted + len(self.buffer) > MAX_HELD:
+                    messages.append(self._cut(tree, packet))
             start = self._resume(data, stop)
         self._hold()
         return messages
@@ -665,6 +722,10 @@ class LineParser:
         frames = list(dict.fromkeys([span[0] for span in self.spans]))
         offset = self.spans[0][1] if len(frames) == 1 else None
         self._release()
+        return self._dissect(line, frames, offset, tree, packet)
+
+    def _dissect(self, line, frames, offset, tree, packet):
+        """The message of one line, from ``frames``, at ``offset`` in its frame (None: over several)."""
         msg = self.dissector.dissect(line, tree, packet, offset)
         msg.frames.extend(frames)
         if self.lost:
