@@ -5,6 +5,7 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen
+from dissect.core.fmt cimport endpoint
 
 cdef class _Response
 
@@ -20,9 +21,13 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cpdef _match_request(self, _Response response, record, msg, tree)
     @cython.locals(values=dict)
     cpdef _add_packet(self, _Response response, record, msg, number, out)
+    cpdef _keep(self, _Response response, records, out)
+    @cython.locals(findings=list, info=dict)
+    cpdef _conclude(self, _Response response, superseded_by=*, evicted=*)
     cpdef _release(self, _Response response)
+    @cython.locals(info=dict, client=dict, players=Py_ssize_t)
     cpdef _check_complete(self, _Response response, findings)
-    cpdef _server_seen(self, _Response response, info, elapsed)
+    cpdef _server_seen(self, _Response response, dict info, elapsed)
 
 cdef class _Response:
     cdef public object server, client, token, info, records, frames, first_ts, request, findings
@@ -31,4 +36,6 @@ cdef class _Response:
     cpdef vanilla(self)
     cpdef complete(self)
 
+cpdef list _clients(_Response response)
+cpdef _oldest_holder(holders, key)
 cpdef _packet_number(msg)

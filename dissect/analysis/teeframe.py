@@ -12,6 +12,7 @@ held records longest is concluded early with teeframe.state_evicted).
 """
 
 from collections import OrderedDict
+from functools import partial
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict
@@ -136,7 +137,7 @@ class TeeFrameAnalyzer(Analyzer):
             response = _Response(server, client, token)
             evicted = self.pending.put(key, response)
             if evicted is not None:
-                out.append(self._conclude(evicted[1], evicted="pending"))
+                out.append(self._conclude(evicted[1], superseded_by=None, evicted="pending"))
             self._match_request(response, record, msg, tree)
         elif response.request is not None:
             annotate_response(record, msg, tree, response.request[0], response.request[1], F)
@@ -180,10 +181,10 @@ class TeeFrameAnalyzer(Analyzer):
         room = min(len(records), MAX_RECORDS - response.held)
         key = (response.server, response.client, response.token)
         while room > 0 and self.held + room > MAX_HELD_RECORDS:
-            oldest = next((k for k in self.holders if k != key), None)
+            oldest = _oldest_holder(self.holders, key)
             if oldest is None:
                 break
-            out.append(self._conclude(self.pending.pop(oldest), evicted="records"))
+            out.append(self._conclude(self.pending.pop(oldest), superseded_by=None, evicted="records"))
         room = max(0, min(room, MAX_HELD_RECORDS - self.held))
         response.dropped_records += len(records) - room
         if room < len(records):
@@ -219,31 +220,18 @@ class TeeFrameAnalyzer(Analyzer):
         elapsed = max(0.0, response.first_ts - response.request[1]) if response.request is not None else None
         if info:
             self._server_seen(response, info, elapsed)
-
-        def result():
-            out = {"server": response.server, "client": response.client, "token": response.token,
-                   "info": info or None, "num_clients": expected, "records": collected,
-                   "clients": self._clients(response), "packets": sorted(response.records), "complete": complete}
-            if response.request is not None:
-                out["request_frame"] = response.request[0]
-                out["response_time"] = elapsed
-            if response.clients_omitted:
-                out["clients_omitted"] = True
-            return out
         summary = (f"server info {response.server} token={response.token}: {collected}/{expected} clients in "
                    f"packets {','.join(map(str, sorted(response.records)))}"
                    + (" complete" if complete else " INCOMPLETE"))
-        return AnalysisRecord("teeframe", "server_info", response.frames, result, findings, summary)
+        return AnalysisRecord("teeframe", "server_info", response.frames,
+                              partial(_result, response, info, expected, collected, complete, elapsed), findings,
+                              summary)
 
     def _release(self, response):
         """The response leaves the pending ones: its records no longer count against the budget."""
         if response.held:
             self.held -= response.held
             self.holders.pop((response.server, response.client, response.token), None)
-
-    @staticmethod
-    def _clients(response):
-        return [c for n in sorted(response.records) for c in response.records[n]]
 
     def _check_complete(self, response, findings):
         info = response.info
@@ -258,9 +246,10 @@ class TeeFrameAnalyzer(Analyzer):
         if response.dropped_records:
             return  # the is-player count needs every record
         players = 0
-        for client in self._clients(response):
-            if client.get("is_player") == 1:
-                players += 1
+        for records in response.records.values():
+            for client in records:
+                if client.get("is_player") == 1:
+                    players += 1
         if info.get("num_players") is not None and players != info["num_players"]:
             findings.append(W.count_mismatch.at(f"{players} records have Is Player 1 but Num Players is "
                                                 f"{info['num_players']}"))
@@ -299,6 +288,31 @@ class TeeFrameAnalyzer(Analyzer):
     def stats(self):
         return {"requests": self.request_count, "answered": self.answered,
                 "response_times": {"gie3": self.timing.as_dict()}, "servers": self.servers.entries()}
+
+
+def _result(response, info, expected, collected, complete, elapsed):
+    """An assembled response's result, built when a view reads it."""
+    out = {"server": response.server, "client": response.client, "token": response.token,
+           "info": info or None, "num_clients": expected, "records": collected,
+           "clients": _clients(response), "packets": sorted(response.records), "complete": complete}
+    if response.request is not None:
+        out["request_frame"] = response.request[0]
+        out["response_time"] = elapsed
+    if response.clients_omitted:
+        out["clients_omitted"] = True
+    return out
+
+
+def _clients(response):
+    return [c for n in sorted(response.records) for c in response.records[n]]
+
+
+def _oldest_holder(holders, key):
+    """The key of the pending response that has held records longest, other than ``key``; None if none."""
+    for other in holders:
+        if other != key:
+            return other
+    return None
 
 
 def _packet_number(msg):

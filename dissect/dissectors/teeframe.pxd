@@ -1,21 +1,42 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them. The replies' fields and client records are read by
-# C calls to each other and to the Cursor's methods.
+# file is the source and runs as it is without them. The per-message path is module functions that read
+# the Cursor and the Message as C structs and call each other and the Cursor's methods in C.
 
 cimport cython
 from dissect.core.cursor cimport Cursor
+from dissect.core.model cimport Message
 
-cpdef _token(Cursor cur, msg)
-cpdef _server_fields(Cursor cur, msg, ident)
+cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT
+
+@cython.locals(data=bytes, ident=bytes)
+cpdef _decode(Cursor cur, Message msg)
+@cython.locals(values=dict, extended=bint)
+cpdef _gie3(Cursor cur, Message msg)
+cpdef _check_request_length(Cursor cur, Message msg)
+cpdef _header_ff6(Cursor cur, what)
+cpdef _padding_and_identifier(Cursor cur, size)
+cpdef _response_header(Cursor cur)
+@cython.locals(info=dict)
+cpdef _iext(Cursor cur, Message msg)
+cpdef _iex_plus(Cursor cur, Message msg)
+@cython.locals(info=dict)
+cpdef _inf3(Cursor cur, Message msg)
+
+cpdef _token(Cursor cur, Message msg)
+@cython.locals(values=dict, version=unicode)
+cpdef _server_fields(Cursor cur, Message msg, bytes ident)
 cpdef _check_reserved(Cursor cur, value)
-cpdef _check_counts(Cursor cur, msg, records, token)
+@cython.locals(data=dict)
+cpdef _check_counts(Cursor cur, Message msg, records, token)
 cpdef _string(Cursor cur, spec)
 cpdef _decimal(Cursor cur, spec, allow_negative=*)
 
 @cython.locals(records=list, legacy=bint)
-cpdef _client_records(Cursor cur, msg, fields)
-@cython.locals(values=list, starts=list, name=unicode, clan=unicode)
-cpdef dict _client_record(Cursor cur, fields, node)
-cpdef dict _legacy_record(Cursor cur, fields, node)
-cpdef list _record_values(Cursor cur, fields, node)
-cpdef _check_text(Cursor cur, spec, value, offset, length, raw)
+cpdef _client_records(Cursor cur, Message msg, tuple fields)
+cpdef _read_record(Cursor cur, Message msg, tuple fields, bint legacy, node)
+@cython.locals(values=list, starts=list, name=unicode, clan=unicode, name_size=Py_ssize_t, clan_size=Py_ssize_t)
+cpdef dict _client_record(Cursor cur, tuple fields, node)
+cpdef dict _legacy_record(Cursor cur, tuple fields, node)
+cpdef list _record_values(Cursor cur, tuple fields, node)
+@cython.locals(limits=dict)
+cpdef _check_text(Cursor cur, spec, unicode value, offset, length, bytes raw)

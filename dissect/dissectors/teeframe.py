@@ -176,15 +176,19 @@ W = FindingTable("teeframe", messages=True, entries=[
 
 CLIENT = F.client
 _CLIENT = CLIENT.children  # F.client.name would be the entry's own display name, not the field
-LIMITS = {F.name.key: 256, F.map.key: 32, F.game_type.key: 16, _CLIENT["name"].key: NAME_LIMIT,
-          _CLIENT["clan"].key: CLAN_LIMIT}
+# Looked up once: an F.<name> read passes through FieldTable's __getattr__ hook, which costs as much as a call.
+TOKEN, VERSION, NAME, MAP, MAP_CRC, MAP_SIZE, GAME_TYPE, FLAGS, RESERVED = (
+    F.token, F.version, F.name, F.map, F.map_crc, F.map_size, F.game_type, F.flags, F.reserved)
+MARKER, EXTRA_TOKEN, RESERVED_BYTES, HEADER, PADDING, IDENTIFIER, RESPONSE_TOKEN, REQUEST_EXTRA, BODY = (
+    F.marker, F.extra_token, F.reserved_bytes, F.header, F.padding, F.identifier, F.response_token,
+    F.request_extra, F.body)
+PACKET_NUMBER, PROGRESSION, OFFSET = F.packet_number, F.progression, F.offset
+# The byte limits of Strings, by field entry (a dictionary of entries: no key to read at each check).
+LIMITS = {NAME: 256, MAP: 32, GAME_TYPE: 16, _CLIENT["name"]: NAME_LIMIT, _CLIENT["clan"]: CLAN_LIMIT}
 CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["clan"], "text"), (_CLIENT["country"], "decimal"),
                  (_CLIENT["score"], "decimal"), (_CLIENT["is_player"], "decimal"), (_CLIENT["reserved"], "text"))
 VANILLA_CLIENT_FIELDS = CLIENT_FIELDS[:5]
 LEGACY_CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["score"], "decimal"))
-# Looked up once: an F.<name> read passes through FieldTable's __getattr__ hook, which costs as much as a call.
-TOKEN, VERSION, NAME, MAP, MAP_CRC, MAP_SIZE, GAME_TYPE, FLAGS, RESERVED = (
-    F.token, F.version, F.name, F.map, F.map_crc, F.map_size, F.game_type, F.flags, F.reserved)
 COUNTS = (("num_players", F.num_players), ("max_players", F.max_players), ("num_clients", F.num_clients),
           ("max_clients", F.max_clients))
 
@@ -246,192 +250,214 @@ class TeeFrame(Dissector):
 
     # -- decoding ------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        data = cur.data
-        ident = bytes(data[10:14])
-        msg.name = ident.decode("latin-1")
-        msg.values["identifier"] = msg.name
-        if len(data) > PACKET_LIMIT:
-            cur.finding(W.packet_too_large, f"packet is {len(data)} bytes", PACKET_LIMIT, len(data) - PACKET_LIMIT)
-        if ident == b"gie3" or (len(data) < 14 and data[0:2] == XE):
-            self._gie3(cur, msg)
-        elif ident in LEGACY:
-            LEGACY_DECODERS[ident](self, cur, msg, ident)
-        elif ident in RESPONSES:
-            self._response_header(cur)
-            if ident == b"iext":
-                self._iext(cur, msg)
-            elif ident == b"iex+":
-                self._iex_plus(cur, msg)
-            else:
-                self._inf3(cur, msg)
-        else:
-            self._unknown(cur, msg, ident)
+        _decode(cur, msg)
 
-    # gie3 ----------------------------------------------------------------------------------------
-    def _gie3(self, cur, msg):
-        extended = cur.data[0:2] == XE
-        msg.values["extended"] = extended
-        if extended:
-            cur.raw(F.marker, 2)
-            extra = cur.number(U16BE, F.extra_token)
-            reserved = cur.raw(F.reserved_bytes, 2)
-            if reserved != b"\0\0":
-                cur.flag_last(W.reserved_nonzero, f"reserved bytes 4-5 are {reserved.hex(' ')}")
+
+def _decode(cur, msg):
+    data = cur.data
+    ident = data[10:14]
+    msg.name = ident.decode("latin-1")
+    msg.values["identifier"] = msg.name
+    if len(data) > PACKET_LIMIT:
+        cur.finding(W.packet_too_large, f"packet is {len(data)} bytes", PACKET_LIMIT, len(data) - PACKET_LIMIT)
+    if ident == b"gie3" or (len(data) < 14 and data[0:2] == XE):
+        _gie3(cur, msg)
+    elif ident in LEGACY:
+        LEGACY_DECODERS[ident](cur, msg, ident)
+    elif ident in RESPONSES:
+        _response_header(cur)
+        if ident == b"iext":
+            _iext(cur, msg)
+        elif ident == b"iex+":
+            _iex_plus(cur, msg)
         else:
-            extra = 0
-            self._header_ff6(cur, "request")
-        msg.name = "gie3"
-        self._padding_and_identifier(cur)
-        if cur.end < REQUEST_LENGTH:
-            cur.finding(W.bad_request_length, f"request is {cur.end} bytes", 0, cur.end)
+            _inf3(cur, msg)
+    else:
+        _unknown(cur, msg, ident)
+
+
+# gie3 ----------------------------------------------------------------------------------------
+def _gie3(cur, msg):
+    values = msg.values
+    extended = cur.data[0:2] == XE
+    values["extended"] = extended
+    if extended:
+        cur.raw(MARKER, 2)
+        extra = cur.number(U16BE, EXTRA_TOKEN)
+        reserved = cur.raw(RESERVED_BYTES, 2)
+        if reserved != b"\0\0":
+            cur.flag_last(W.reserved_nonzero, f"reserved bytes 4-5 are {reserved.hex(' ')}")
+    else:
+        extra = 0
+        _header_ff6(cur, "request")
+    msg.name = "gie3"
+    _padding_and_identifier(cur, 4)
+    if cur.end < REQUEST_LENGTH:
+        cur.finding(W.bad_request_length, f"request is {cur.end} bytes", 0, cur.end)
+    token = cur.u8(TOKEN)
+    response_token = (extra << 8) | token
+    values["token"] = token
+    values["extra_token"] = extra
+    values["response_token"] = response_token
+    cur.add(RESPONSE_TOKEN, 2 if extended else 14, 13 if extended else 1, response_token, display=None,
+            generated=True)
+    _check_request_length(cur, msg)
+    kind = "extended" if extended else "vanilla"
+    msg.info = f"Server Information Request ({kind}) token={response_token}"
+
+
+def _check_request_length(cur, msg):
+    size = cur.end
+    if size > REQUEST_LENGTH:
+        cur.rest(REQUEST_EXTRA)
+        msg.findings.append(W.bad_request_length.at(
+            f"request is {size} bytes; real servers accept longer requests and ignore the rest",
+            cur.last_offset, cur.last_length, severity="note"))
+
+
+def _header_ff6(cur, what):
+    header = cur.raw(HEADER, 6)
+    if header != FF6:
+        cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF")
+
+
+def _padding_and_identifier(cur, size):
+    cur.raw(PADDING, 4)
+    cur.raw(IDENTIFIER, size)
+
+
+def _response_header(cur):
+    _header_ff6(cur, "response")
+    _padding_and_identifier(cur, 4)
+
+
+def _unknown(cur, msg, ident):
+    msg.name = "unknown"
+    cur.raw(HEADER, min(6, cur.remaining()))
+    cur.raw(PADDING, min(4, cur.remaining()))
+    cur.raw(IDENTIFIER, min(4, cur.remaining()))
+    shown = _identifier_text(ident)
+    cur.flag_last(W.unknown_identifier, f"message identifier {shown} is not a known one")
+    if cur.remaining():
+        cur.rest(BODY)
+    msg.info = f"Unknown connectionless message {shown}"
+
+
+# legacy messages (outside the spec) --------------------------------------------------------
+def _legacy_note(cur, ident, what):
+    cur.finding(W.legacy_message, f"{ident.decode('latin-1')}: {what}", 10, len(ident))
+
+
+def _qstat_probe(cur, msg, ident):
+    _header_ff6(cur, "request")
+    _padding_and_identifier(cur, 3)
+    _legacy_note(cur, ident, "qstat's first probe, the 0.5 request gief cut to 13 bytes (no token); "
+                             "servers ignore it")
+    msg.info = "qstat probe gie (gief cut short)"
+
+
+def _legacy_request(cur, msg, ident):
+    _header_ff6(cur, "request")
+    _padding_and_identifier(cur, 4)
+    if ident == b"gief":
+        _legacy_note(cur, ident, "the Teeworlds 0.5 request without a token, answered by info")
+        msg.info = IDENTIFIERS[ident]
+    else:
+        what = ("the Teeworlds 0.5 request, answered by inf2" if ident == b"gie2" else
+                "DDNet's 64-client legacy request, answered by dtsf")
+        _legacy_note(cur, ident, what)
         token = cur.u8(TOKEN)
-        response_token = (extra << 8) | token
-        msg.values.update(token=token, extra_token=extra, response_token=response_token)
-        cur.add(F.response_token, 2 if extended else 14, 13 if extended else 1, response_token, generated=True)
-        self._check_request_length(cur, msg)
-        kind = "extended" if extended else "vanilla"
-        msg.info = f"Server Information Request ({kind}) token={response_token}"
+        msg.values.update(token=token, response_token=token)
+        msg.info = f"{IDENTIFIERS[ident]} token={token}"
+    if cur.remaining():
+        cur.rest(REQUEST_EXTRA)
 
-    def _check_request_length(self, cur, msg):
-        size = cur.end
-        if size > REQUEST_LENGTH:
-            cur.rest(F.request_extra)
-            msg.findings.append(W.bad_request_length.at(
-                f"request is {size} bytes; real servers accept longer requests and ignore the rest",
-                cur.last_offset, cur.last_length, severity="note"))
 
-    def _header_ff6(self, cur, what):
-        header = cur.raw(F.header, 6)
-        if header != FF6:
-            cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF")
+def _legacy_05_reply(cur, msg, ident):
+    """info and inf2: version, name, map, game type, flags, progression, Num Players, Max Players, then
+    (name, score) for each client; inf2 starts with the token."""
+    _response_header(cur)
+    with_token = ident == b"inf2"
+    _legacy_note(cur, ident, "a Teeworlds 0.5 reply" + ("" if with_token else " without a token"))
+    token = _token(cur, msg) if with_token else None
+    _server_fields(cur, msg, ident)
+    records = _client_records(cur, msg, LEGACY_CLIENT_FIELDS)
+    info = msg.values
+    token_text = f" token={token}" if with_token else ""
+    msg.info = (f'{IDENTIFIERS[ident]}{token_text} "{info.get("name")}" map={info.get("map")} '
+                f'players {info.get("num_players")}/{info.get("max_players")} ({records} listed)')
 
-    def _padding_and_identifier(self, cur, size=4):
-        cur.raw(F.padding, 4)
-        cur.raw(F.identifier, size)
 
-    def _response_header(self, cur):
-        self._header_ff6(cur, "response")
-        self._padding_and_identifier(cur)
+def _dtsf(cur, msg, ident):
+    """DDNet's 64-client legacy reply: the inf3 fields, a packed-integer offset, up to 24 records."""
+    _response_header(cur)
+    _legacy_note(cur, ident, "DDNet's 64-client legacy reply")
+    token = _token(cur, msg)
+    _server_fields(cur, msg, ident)
+    offset = _packed_int(cur, OFFSET)
+    msg.values["offset"] = offset
+    records = _client_records(cur, msg, VANILLA_CLIENT_FIELDS)
+    if records > DTSF_MAX_RECORDS:
+        cur.finding(W.too_many_records, f"{records} client records in a dtsf reply")
+    info = msg.values
+    msg.info = (f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" clients {info.get("num_clients")}/'
+                f'{info.get("max_clients")} records {offset}-{offset + records - 1}' if records else
+                f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" offset={offset}, no records')
 
-    def _unknown(self, cur, msg, ident):
-        msg.name = "unknown"
-        cur.raw(F.header, min(6, cur.remaining()))
-        cur.raw(F.padding, min(4, cur.remaining()))
-        cur.raw(F.identifier, min(4, cur.remaining()))
-        shown = _identifier_text(ident)
-        cur.flag_last(W.unknown_identifier, f"message identifier {shown} is not a known one")
-        if cur.remaining():
-            cur.rest(F.body)
-        msg.info = f"Unknown connectionless message {shown}"
 
-    # legacy messages (outside the spec) --------------------------------------------------------
-    def _legacy_note(self, cur, ident, what):
-        cur.finding(W.legacy_message, f"{ident.decode('latin-1')}: {what}", 10, len(ident))
+def _packed_int(cur, spec):
+    """A packed integer: bit 7 of a byte says another byte follows; the first byte holds the sign in bit 6
+    and the low 6 bits of the number, each next byte 7 more bits; at most 5 bytes."""
+    data, pos = cur.data, cur.pos
+    size = 1
+    while pos + size <= cur.end and data[pos + size - 1] & 0x80 and size < PACKED_INT_MAX_BYTES:
+        size += 1
+    raw = cur.raw(spec, size)  # raises Truncated when the number runs off the end
+    value = raw[0] & 0x3F
+    for index in range(1, size):
+        value |= (raw[index] & 0x7F) << (6 + 7 * (index - 1))
+    if raw[0] & 0x40:
+        value = ~value
+    cur.set_last(value)
+    return value
 
-    def _qstat_probe(self, cur, msg, ident):
-        self._header_ff6(cur, "request")
-        self._padding_and_identifier(cur, 3)
-        self._legacy_note(cur, ident, "qstat's first probe, the 0.5 request gief cut to 13 bytes (no token); "
-                                           "servers ignore it")
-        msg.info = "qstat probe gie (gief cut short)"
 
-    def _legacy_request(self, cur, msg, ident):
-        self._header_ff6(cur, "request")
-        self._padding_and_identifier(cur)
-        if ident == b"gief":
-            self._legacy_note(cur, ident, "the Teeworlds 0.5 request without a token, answered by info")
-            msg.info = IDENTIFIERS[ident]
-        else:
-            what = ("the Teeworlds 0.5 request, answered by inf2" if ident == b"gie2" else
-                    "DDNet's 64-client legacy request, answered by dtsf")
-            self._legacy_note(cur, ident, what)
-            token = cur.u8(TOKEN)
-            msg.values.update(token=token, response_token=token)
-            msg.info = f"{IDENTIFIERS[ident]} token={token}"
-        if cur.remaining():
-            cur.rest(F.request_extra)
+# iext / iex+ / inf3 ------------------------------------------------------------------------
+def _iext(cur, msg):
+    token = _token(cur, msg)
+    _server_fields(cur, msg, b"iext")
+    reserved = _string(cur, RESERVED)
+    _check_reserved(cur, reserved)
+    records = _client_records(cur, msg, CLIENT_FIELDS)
+    _check_counts(cur, msg, records, token)
+    info = msg.values
+    msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
+                f'clients {info.get("num_clients")}/{info.get("max_clients")}'
+                f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
 
-    def _legacy_05_reply(self, cur, msg, ident):
-        """info and inf2: version, name, map, game type, flags, progression, Num Players, Max Players, then
-        (name, score) for each client; inf2 starts with the token."""
-        self._response_header(cur)
-        with_token = ident == b"inf2"
-        self._legacy_note(cur, ident, "a Teeworlds 0.5 reply" + ("" if with_token else " without a token"))
-        token = _token(cur, msg) if with_token else None
-        _server_fields(cur, msg, ident)
-        records = _client_records(cur, msg, LEGACY_CLIENT_FIELDS)
-        info = msg.values
-        token_text = f" token={token}" if with_token else ""
-        msg.info = (f'{IDENTIFIERS[ident]}{token_text} "{info.get("name")}" map={info.get("map")} '
-                    f'players {info.get("num_players")}/{info.get("max_players")} ({records} listed)')
 
-    def _dtsf(self, cur, msg, ident):
-        """DDNet's 64-client legacy reply: the inf3 fields, a packed-integer offset, up to 24 records."""
-        self._response_header(cur)
-        self._legacy_note(cur, ident, "DDNet's 64-client legacy reply")
-        token = _token(cur, msg)
-        _server_fields(cur, msg, ident)
-        offset = self._packed_int(cur, F.offset)
-        msg.values["offset"] = offset
-        records = _client_records(cur, msg, VANILLA_CLIENT_FIELDS)
-        if records > DTSF_MAX_RECORDS:
-            cur.finding(W.too_many_records, f"{records} client records in a dtsf reply")
-        info = msg.values
-        msg.info = (f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" clients {info.get("num_clients")}/'
-                    f'{info.get("max_clients")} records {offset}-{offset + records - 1}' if records else
-                    f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" offset={offset}, no records')
+def _iex_plus(cur, msg):
+    token = _token(cur, msg)
+    number = _decimal(cur, PACKET_NUMBER)
+    msg.values["packet_number"] = number
+    if number is not None and not 1 <= number <= 63:
+        cur.flag_last(W.bad_packet_number, f"packet number {number}")
+    reserved = _string(cur, RESERVED)
+    _check_reserved(cur, reserved)
+    records = _client_records(cur, msg, CLIENT_FIELDS)
+    msg.info = f"More Server Information token={token} packet={number} clients +{records}"
 
-    @staticmethod
-    def _packed_int(cur, spec):
-        """A packed integer: bit 7 of a byte says another byte follows; the first byte holds the sign in bit 6
-        and the low 6 bits of the number, each next byte 7 more bits; at most 5 bytes."""
-        data, pos = cur.data, cur.pos
-        size = 1
-        while pos + size <= cur.end and data[pos + size - 1] & 0x80 and size < PACKED_INT_MAX_BYTES:
-            size += 1
-        raw = cur.raw(spec, size)  # raises Truncated when the number runs off the end
-        value = raw[0] & 0x3F
-        for index in range(1, size):
-            value |= (raw[index] & 0x7F) << (6 + 7 * (index - 1))
-        if raw[0] & 0x40:
-            value = ~value
-        cur.set_last(value)
-        return value
 
-    # iext / iex+ / inf3 ------------------------------------------------------------------------
-    def _iext(self, cur, msg):
-        token = _token(cur, msg)
-        _server_fields(cur, msg, b"iext")
-        reserved = _string(cur, RESERVED)
-        _check_reserved(cur, reserved)
-        records = _client_records(cur, msg, CLIENT_FIELDS)
-        _check_counts(cur, msg, records, token)
-        info = msg.values
-        msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
-                    f'clients {info.get("num_clients")}/{info.get("max_clients")}'
-                    f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
-
-    def _iex_plus(self, cur, msg):
-        token = _token(cur, msg)
-        number = _decimal(cur, F.packet_number)
-        msg.values["packet_number"] = number
-        if number is not None and not 1 <= number <= 63:
-            cur.flag_last(W.bad_packet_number, f"packet number {number}")
-        reserved = _string(cur, RESERVED)
-        _check_reserved(cur, reserved)
-        records = _client_records(cur, msg, CLIENT_FIELDS)
-        msg.info = f"More Server Information token={token} packet={number} clients +{records}"
-
-    def _inf3(self, cur, msg):
-        token = _token(cur, msg)
-        _server_fields(cur, msg, b"inf3")
-        records = _client_records(cur, msg, VANILLA_CLIENT_FIELDS)
-        if records > INF3_MAX_RECORDS:
-            cur.finding(W.too_many_records, f"{records} client records in an inf3 reply")
-        _check_counts(cur, msg, records, token)
-        info = msg.values
-        msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
-                    f'clients {info.get("num_clients")}/{info.get("max_clients")}')
+def _inf3(cur, msg):
+    token = _token(cur, msg)
+    _server_fields(cur, msg, b"inf3")
+    records = _client_records(cur, msg, VANILLA_CLIENT_FIELDS)
+    if records > INF3_MAX_RECORDS:
+        cur.finding(W.too_many_records, f"{records} client records in an inf3 reply")
+    _check_counts(cur, msg, records, token)
+    info = msg.values
+    msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
+                f'clients {info.get("num_clients")}/{info.get("max_clients")}')
 
 
 # replies' fields ------------------------------------------------------------------------------
@@ -469,7 +495,7 @@ def _server_fields(cur, msg, ident):
     if flags is not None and flags not in (0, 1):
         cur.flag_last(W.bad_flags, f"server flags {flags}")
     if ident in (b"info", b"inf2"):
-        values["progression"] = _decimal(cur, F.progression, allow_negative=True)
+        values["progression"] = _decimal(cur, PROGRESSION, allow_negative=True)
         counts = COUNTS[:2]
     else:
         counts = COUNTS
@@ -487,11 +513,11 @@ def _check_counts(cur, msg, records, token):
     players, max_players = data.get("num_players"), data.get("max_players")
     clients, max_clients = data.get("num_clients"), data.get("max_clients")
     problems = []
-    if None not in (players, max_players) and players > max_players:
+    if players is not None and max_players is not None and players > max_players:
         problems.append(f"Num Players {players} > Max Players {max_players}")
-    if None not in (players, clients) and players > clients:
+    if players is not None and clients is not None and players > clients:
         problems.append(f"Num Players {players} > Num Clients {clients}")
-    if None not in (clients, max_clients) and clients > max_clients:
+    if clients is not None and max_clients is not None and clients > max_clients:
         problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
     if problems:
         cur.finding(W.count_mismatch, "; ".join(problems))
@@ -531,30 +557,41 @@ def _client_records(cur, msg, fields):
     msg.values["clients"] = records
     legacy = fields is LEGACY_CLIENT_FIELDS
     while not cur.at_end():
-        start = cur.pos
-        with cur.subtree(CLIENT, value=None, name="Client") as node:
-            try:
-                record = _legacy_record(cur, fields, node) if legacy else _client_record(cur, fields, node)
-            except Truncated:
-                node.name = "Client [split]"
-                cur.finding(W.split_record, f"client record cut off at the end of the packet after "
-                                            f"{cur.end - start} bytes", start, cur.end - start)
-                cur.pos = cur.end
-                msg.values["split_record"] = True
-                break
-            if cur.tree:
-                _title(node, record)
+        if cur.tree:
+            with cur.subtree(CLIENT, value=None, name="Client") as node:
+                record = _read_record(cur, msg, fields, legacy, node)
+                if record is not None:
+                    _title(node, record)
+        else:  # the summary path: no subtree to open and close
+            record = _read_record(cur, msg, fields, legacy, None)
+        if record is None:
+            break
         records.append(record)
     return len(records)
+
+
+def _read_record(cur, msg, fields, legacy, node):
+    """One client record, or None where the packet ends inside it: that is flagged and the rest skipped."""
+    start = cur.pos
+    try:
+        return _legacy_record(cur, fields, node) if legacy else _client_record(cur, fields, node)
+    except Truncated:
+        if node is not None:
+            node.name = "Client [split]"
+        cur.finding(W.split_record, f"client record cut off at the end of the packet after "
+                                    f"{cur.end - start} bytes", start, cur.end - start)
+        cur.pos = cur.end
+        msg.values["split_record"] = True
+        return None
 
 
 def _client_record(cur, fields, node):
     values = _record_values(cur, fields, node)
     starts = cur.starts
-    name, clan, country, score, is_player = values[:5]
+    name, clan, country, score, is_player = values[0], values[1], values[2], values[3], values[4]
     # the name's and the clan's sizes, each with its terminator
-    if (starts[1] - starts[0] > NAME_LIMIT + 1 or starts[2] - starts[1] > CLAN_LIMIT + 1 or "\ufffd" in name
-            or "\ufffd" in clan):
+    name_size, clan_size = starts[1] - starts[0], starts[2] - starts[1]
+    if name_size > NAME_LIMIT + 1 or clan_size > CLAN_LIMIT + 1 or "\ufffd" in name or "\ufffd" in clan:
         for index in (0, 1):
             _check_text(cur, fields[index][0], values[index], *cur.span(index))
     if country is None or score is None or is_player is None:
@@ -607,7 +644,8 @@ def _record_slowly(cur, fields, node, start):
 
 # checks ----------------------------------------------------------------------------------------------
 def _check_text(cur, spec, value, offset, length, raw):
-    limit = LIMITS.get(spec.key)
+    limits = LIMITS
+    limit = limits.get(spec)
     if limit is not None and len(raw) > limit:
         cur.finding(W.string_too_long, f"{spec.name} is {len(raw)} bytes, over its limit of {limit}", offset,
                     length)
@@ -651,13 +689,13 @@ def _title(node, record):
 
 
 LEGACY_DECODERS = {
-    b"gie": TeeFrame._qstat_probe,
-    b"gief": TeeFrame._legacy_request,
-    b"gie2": TeeFrame._legacy_request,
-    b"fstd": TeeFrame._legacy_request,
-    b"info": TeeFrame._legacy_05_reply,
-    b"inf2": TeeFrame._legacy_05_reply,
-    b"dtsf": TeeFrame._dtsf,
+    b"gie": _qstat_probe,
+    b"gief": _legacy_request,
+    b"gie2": _legacy_request,
+    b"fstd": _legacy_request,
+    b"info": _legacy_05_reply,
+    b"inf2": _legacy_05_reply,
+    b"dtsf": _dtsf,
 }
 
 
