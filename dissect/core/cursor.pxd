@@ -3,7 +3,7 @@
 # bytes at C positions: finding the terminator, slicing and decoding compile to C.
 
 cimport cython
-from dissect.core.model cimport Field, Message
+from dissect.core.model cimport Field, Message, new_field
 
 cdef class Cursor:
     cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, starts

@@ -6,7 +6,7 @@ off (the summary path) the cursor only decodes values: no Field is built.
 
 import struct
 
-from .model import Field
+from .model import new_field
 
 U8 = struct.Struct("B")
 I8 = struct.Struct("b")
@@ -128,7 +128,7 @@ class Cursor:
         """Add a field for bytes already read (or a computed field over them)."""
         if not self.tree:
             return None
-        node = Field(spec.key, name or spec.name, offset, length, value, spec.fmt, display, generated)
+        node = new_field(spec.key, name or spec.name, offset, length, value, spec.fmt, display, generated)
         self._stack[-1].append(node)
         return node
 
@@ -136,7 +136,7 @@ class Cursor:
         """Add a field under the last field added (bit fields, parts of a value)."""
         if not self.tree:
             return None
-        node = Field(spec.key, spec.name, offset, length, value, spec.fmt, display, True)
+        node = new_field(spec.key, spec.name, offset, length, value, spec.fmt, display, True)
         parent = self._stack[-1][-1]
         if not parent.children:
             parent.children = []
@@ -155,7 +155,7 @@ class Cursor:
         """``with cursor.subtree(...) as node:`` nests the fields read inside it."""
         if not self.tree:
             return _NO_SUBTREE
-        node = Field(spec.key, name or spec.name, self.pos, 0, value, spec.fmt)
+        node = new_field(spec.key, name or spec.name, self.pos, 0, value, spec.fmt)
         self._stack[-1].append(node)
         node.children = []
         self._stack.append(node.children)
@@ -187,7 +187,7 @@ class Cursor:
         self.last_offset = pos
         self.last_length = size
         if self.tree:
-            self._stack[-1].append(Field(spec.key, spec.name, pos, size, value, spec.fmt))
+            self._stack[-1].append(new_field(spec.key, spec.name, pos, size, value, spec.fmt))
         return value
 
     def u8(self, spec):
@@ -219,7 +219,7 @@ class Cursor:
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
-            self._stack[-1].append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt))
+            self._stack[-1].append(new_field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt))
         return value
 
     def _unterminated(self, spec, encoding):
@@ -247,7 +247,7 @@ class Cursor:
         self.last_length = nul + 1 - pos
         if self.tree:
             display = None if value is not None else f'"{raw.decode("latin-1")}" (not a decimal number)'
-            self._stack[-1].append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
+            self._stack[-1].append(new_field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
         return value
 
     def cstrings(self, specs):
@@ -267,7 +267,7 @@ class Cursor:
             value = data[pos:nul].decode("utf-8", "replace") if kind == "text" else _decimal(data, pos, nul)
             if parent is not None:
                 display = f'"{data[pos:nul].decode("latin-1")}" (not a decimal number)' if value is None else None
-                parent.append(Field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
+                parent.append(new_field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
             values.append(value)
             pos = nul + 1
             starts.append(pos)

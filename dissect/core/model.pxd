@@ -2,8 +2,15 @@
 # as it is without them. The classes become extension types: their attributes, the same as each
 # class's __slots__ (tests/test_build.py checks), are read and written as C struct members.
 
+cimport cython
+
 cdef class Field:
     cdef public object key, name, offset, length, value, fmt, _display, children, generated
+
+@cython.locals(field=Field)
+cpdef Field new_field(key, name, offset, length, value, fmt, display=*, generated=*)
+cpdef display_of(Field field)
+cpdef default_display(value)
 
 cdef class Finding:
     cdef public object code, severity, message, offset, length

@@ -26,12 +26,7 @@ class Field:
 
     @property
     def display(self):
-        if self._display is None:
-            try:
-                self._display = self.fmt(self.value) if self.fmt else default_display(self.value)
-            except (TypeError, ValueError, KeyError):  # a value cut short may not suit its formatter
-                self._display = default_display(self.value)
-        return self._display
+        return display_of(self)
 
     @display.setter
     def display(self, text):
@@ -44,6 +39,31 @@ class Field:
 
     def __repr__(self):
         return f"Field({self.key!r}, {self.offset}:{self.length}, {self.value!r})"
+
+
+def new_field(key, name, offset, length, value, fmt, display=None, generated=False):
+    """A Field, made without the argument parsing of a constructor call (one per field a tree shows)."""
+    field = Field.__new__(Field)
+    field.key = key
+    field.name = name
+    field.offset = offset
+    field.length = length
+    field.value = value
+    field.fmt = fmt
+    field._display = display
+    field.children = ()
+    field.generated = generated
+    return field
+
+
+def display_of(field):
+    """``field.display``: the text a person reads, computed once from the value and the field's ``fmt``."""
+    if field._display is None:
+        try:
+            field._display = field.fmt(field.value) if field.fmt else default_display(field.value)
+        except (TypeError, ValueError, KeyError):  # a value cut short may not suit its formatter
+            field._display = default_display(field.value)
+    return field._display
 
 
 def default_display(value):

@@ -1,7 +1,7 @@
 # Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
 # file is the source and runs as it is without them.
 
-from dissect.core.model cimport Field, Message
+from dissect.core.model cimport Field, Message, display_of
 from dissect.pipeline cimport FrameRecord
 
 cpdef dict field_dict(Field field)

@@ -12,6 +12,7 @@ finding.
 import json
 
 from ..capture.tables import DISSECT_FINDINGS
+from ..core.model import display_of
 
 try:
     import orjson
@@ -36,7 +37,7 @@ def field_dict(field):
     if value.__class__ is not int and value.__class__ is not str:
         value = _value(value)
     return {"key": field.key, "name": field.name, "offset": field.offset, "length": field.length,
-            "value": value, "display": field.display,
+            "value": value, "display": display_of(field),
             "children": [field_dict(child) for child in field.children] if field.children else []}
 
 

@@ -2,7 +2,7 @@
 # file is the source and runs as it is without them.
 
 cimport cython
-from dissect.core.model cimport Field, Message
+from dissect.core.model cimport Field, Message, display_of
 from dissect.capture.layers cimport Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport endpoint
@@ -11,6 +11,11 @@ from dissect.core.fmt cimport endpoint
 cdef _field_lines(fields, Py_ssize_t depth, list lines)
 
 cpdef safe(text)
+cdef bint _COMPILED
+@cython.locals(char=Py_UCS4)
+cdef bint _printable_by_loop(str text) except -1
+cdef list _DECIMALS
+cdef str _decimal(number)
 cpdef protocol_title(key)
 
 cdef class SummaryRenderer:

@@ -6,6 +6,7 @@ import time
 
 from ..capture.layers import LINKTYPE_NAMES
 from ..core import worst_severity
+from ..core.model import display_of
 from ..core.fmt import endpoint
 from ..registry import load_protocols
 
@@ -16,9 +17,21 @@ _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def safe(text):
-    if text.isprintable():
+    if _printable_by_loop(text) if _COMPILED else text.isprintable():
         return text
     return _escaped(text)
+
+
+# Compiled, a loop that looks for anything outside printable ASCII costs a fifth of str.isprintable's
+# Unicode table lookups per character; run as Python it would cost far more than them.
+_COMPILED = not __file__.endswith(".py")
+
+
+def _printable_by_loop(text):
+    for char in text:
+        if char < " " or char > "~":
+            return text.isprintable()
+    return True
 
 
 def _escaped(text):
@@ -166,14 +179,24 @@ def _field_lines(fields, depth, lines):
     """One line per field, children indented under their parent; generated fields in brackets."""
     indent = INDENT[min(depth, len(INDENT) - 1)]
     for field in fields:
+        where = f"[{_decimal(field.offset)}:{_decimal(field.length)}]"
         if field.generated:  # as Wireshark: a generated field covering no bytes shows no range
-            where = f" [{field.offset}:{field.length}]" if field.length else ""
-            line = f"{indent}[{field.name}: {field.display}]{where}"
+            line = f"{indent}[{field.name}: {display_of(field)}]" + (" " + where if field.length else "")
         else:
-            line = f"{indent}{field.name}: {field.display} [{field.offset}:{field.length}]"
+            line = f"{indent}{field.name}: {display_of(field)} " + where
         lines.append(safe(line))
         if field.children:
             _field_lines(field.children, depth + 1, lines)
+
+
+def _decimal(number):
+    """``str(number)``, from a table for the offsets and lengths most fields have."""
+    if type(number) is int and 0 <= number < 4096:
+        return _DECIMALS[number]
+    return str(number)
+
+
+_DECIMALS = [str(number) for number in range(4096)]
 
 
 def utc_text(ts):
