@@ -176,7 +176,7 @@ W = FindingTable("teeframe", messages=True, entries=[
 
 CLIENT = F.client
 _CLIENT = CLIENT.children  # F.client.name would be the entry's own display name, not the field
-# Looked up once: an F.<name> read passes through FieldTable's __getattr__ hook, which costs as much as a call.
+# Looked up once, as module constants: F.<name> is an attribute read on the table at every use.
 TOKEN, VERSION, NAME, MAP, MAP_CRC, MAP_SIZE, GAME_TYPE, FLAGS, RESERVED = (
     F.token, F.version, F.name, F.map, F.map_crc, F.map_size, F.game_type, F.flags, F.reserved)
 MARKER, EXTRA_TOKEN, RESERVED_BYTES, HEADER, PADDING, IDENTIFIER, RESPONSE_TOKEN, REQUEST_EXTRA, BODY = (
