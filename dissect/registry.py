@@ -220,7 +220,7 @@ def protocol_key(name):
 class Registry:
     """One per run: holds the dissector instances and their per-run state."""
 
-    __slots__ = ("dissectors", "forced", "by_port", "order")
+    __slots__ = ("dissectors", "forced", "by_port", "order", "plans")
 
     def __init__(self, decode_as=None):
         self.dissectors = {key: cls() for key, cls in load_protocols().items()}
@@ -231,6 +231,16 @@ class Registry:
                 for port in dissector.ports:
                     self.by_port.setdefault((transport, port), []).append(dissector)
         self.order = {t: [d for d in self.dissectors.values() if t in d.transports] for t in ("udp", "tcp")}
+        # transport -> ({default port: what select tries there, in order}, what it tries on any other port)
+        self.plans = {t: ({}, self._plan(t, ())) for t in self.order}
+        for (transport, port), on_port in self.by_port.items():
+            self.plans[transport][0][port] = self._plan(transport, on_port)
+
+    def _plan(self, transport, on_port):
+        """(claims, on_port, dissector) for each heuristic to try: the dissectors of the port first, then
+        every other one of the transport, off its port. The bound methods are taken once, not per payload."""
+        off_port = [d for d in self.order[transport] if d not in on_port]
+        return tuple([(d.claims, True, d) for d in on_port] + [(d.claims, False, d) for d in off_port])
 
     def get(self, key):
         return self.dissectors[key]
@@ -246,12 +256,13 @@ class Registry:
             forced = self.forced.get((transport, packet.dport)) or self.forced.get((transport, packet.sport))
             if forced is not None:
                 return forced
-        on_port = self.by_port.get((transport, packet.dport)) or self.by_port.get((transport, packet.sport)) or ()
-        for dissector in on_port:
-            if dissector.claims(payload, packet, True):
-                return dissector
-        for dissector in self.order.get(transport, ()):
-            if dissector not in on_port and dissector.claims(payload, packet, False):
+        plans = self.plans.get(transport)
+        if plans is None:
+            return None
+        by_port, elsewhere = plans
+        plan = by_port.get(packet.dport) or by_port.get(packet.sport) or elsewhere
+        for claims, on_port, dissector in plan:
+            if claims(payload, packet, on_port):
                 return dissector
         return None
 

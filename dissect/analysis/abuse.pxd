@@ -12,6 +12,8 @@ from dissect.core.model cimport Message
 from dissect.capture.layers cimport Packet
 from dissect.core.bounded cimport put, refreshed
 
+cdef dict _DIGITS, _ENDPOINTS
+
 cdef class _Query
 cdef class _Kind
 cdef class _Unsolicited
@@ -112,3 +114,5 @@ cpdef tuple _ends(record, Message msg)
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
 cpdef _three_digits(micro)
+cpdef _split(text)
+cpdef _second(double ts)

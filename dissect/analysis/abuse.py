@@ -21,7 +21,6 @@ workers give one process's result while no table reached its limit, and when onl
 in one worker each were evicted (the limits hold per worker, as elsewhere).
 """
 
-import functools
 from collections import Counter
 
 from ..capture.tables import ABUSE_FINDINGS as W
@@ -46,8 +45,10 @@ MAX_FLOODS = 1000          # request floods listed
 MAX_FRAMES = 8             # reply frames listed for the worst query
 MICRO = 1_000_000          # amplification factors are summed in millionths: integer sums merge exactly
 MAX_DIGITS = 4096          # factors kept by _three_digits: a query's sizes repeat, and so do their factors
+MAX_ENDPOINTS = 4096       # TCP endpoint texts kept by _split
 _NO_KINDS = {}
 _DIGITS = {}               # factor in millionths -> to 3 significant digits
+_ENDPOINTS = {}            # TCP endpoint text -> (address, port)
 
 
 class TrafficAnalyzer:
@@ -101,14 +102,15 @@ class TrafficAnalyzer:
         """Count one message of ``record``: ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
         the wire, headers included."""
         sender, receiver = _ends(record, msg)
-        if sender is None or record.ts is None:
+        ts = record.ts
+        if sender is None or ts is None:
             return
         kinds = self.kinds.get(msg.protocol, _NO_KINDS)
         kind = kinds.get(msg.name)
         if kind is None:
             self._host(sender[0]).other(record.number)
             return
-        second = int(record.ts // 1)
+        second = _second(ts)
         if kind[0] == "request":
             self._request(record.number, second, msg, kind[1], sender, receiver, size, wire)
         else:
@@ -854,13 +856,23 @@ def _ends(record, msg):
     return (packet.src, packet.sport), (packet.dst, packet.dport)
 
 
-@functools.lru_cache(maxsize=4096)  # a stream's endpoints repeat: one tuple each, compared by identity
 def _split(text):
-    """``10.0.0.1:26000`` or ``[2001:db8::1]:26000`` -> (address, port)."""
+    """``10.0.0.1:26000`` or ``[2001:db8::1]:26000`` -> (address, port). A stream's endpoints repeat: each
+    text's tuple is made once (the first MAX_ENDPOINTS texts), then compared by identity."""
     if not text:
         return None
-    address, _, port = text.rpartition(":")
-    return address.strip("[]"), int(port) if port.isdigit() else None
+    ends = _ENDPOINTS.get(text)
+    if ends is None:
+        address, _, port = text.rpartition(":")
+        ends = address.strip("[]"), int(port) if port.isdigit() else None
+        if len(_ENDPOINTS) < MAX_ENDPOINTS:
+            _ENDPOINTS[text] = ends
+    return ends
+
+
+def _second(ts):
+    """The whole second of the capture clock that ``ts`` falls in."""
+    return int(ts // 1)
 
 
 def _add_peer(peers, peer):
@@ -871,7 +883,7 @@ def _add_peer(peers, peer):
     if type(peers) is not set:
         return peers if peers == peer else {peers, peer}
     if len(peers) < MAX_PEERS:
-        peers.add(peer)
+        set.add(peers, peer)  # the set's own add: a C call when compiled
     return peers
 
 

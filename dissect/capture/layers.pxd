@@ -3,6 +3,13 @@
 
 cimport cython
 
+# The module's constants that the per-frame path compares with C integers, as C integers themselves.
+cdef int ETHERTYPE_IPV4, ETHERTYPE_IPV6
+cdef int VLAN_TPIDS[3]
+cdef int IPV6_EXTENSIONS[4]
+cdef Py_ssize_t ADDRESS_SLOTS
+cdef list _slot_numbers, _slot_texts
+
 cdef class Layer:
     cdef public object key, offset, length, _describe, _args
 
@@ -15,9 +22,17 @@ cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)
 
 @cython.locals(offset=Py_ssize_t, ethertype=int)
 cdef _ethernet(Packet packet, bytes data)
+cdef _network(Packet packet, bytes data, Py_ssize_t offset, int ethertype)
 @cython.locals(ver_ihl=int, ihl=Py_ssize_t, total=Py_ssize_t, ident=int, frag=int, proto=int, end=Py_ssize_t,
                frag_offset=Py_ssize_t)
 cdef _ipv4(Packet packet, bytes data, Py_ssize_t offset)
-@cython.locals(sport=int, dport=int, ulen=Py_ssize_t, stop=Py_ssize_t)
+@cython.locals(a=cython.uint, b=cython.uint, c=cython.uint, d=cython.uint, number=cython.uint, slot=Py_ssize_t,
+               held=cython.longlong)
+cdef _ipv4_text(bytes data, Py_ssize_t offset)
+@cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
+cdef _ipv6(Packet packet, bytes data, Py_ssize_t offset)
+cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, int proto)
+@cython.locals(sport=object, dport=object, ulen=Py_ssize_t, stop=Py_ssize_t)  # the ports boxed once, for two uses
 cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
-cdef _tcp(Packet packet, data, offset, end)
+@cython.locals(sport=object, dport=object, hlen=Py_ssize_t, start=Py_ssize_t)
+cdef _tcp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)

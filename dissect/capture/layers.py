@@ -4,15 +4,13 @@
 transport payload, plus a short list of the layers met (for trees and hex dumps).
 """
 
-import functools
 import socket
 import struct
+from socket import AF_INET6, inet_ntop
 
 _U16 = struct.Struct("!H")
 _U32BE = struct.Struct("!I")
 _U32LE = struct.Struct("<I")
-_IPV6 = struct.Struct("!IHBB16s16s")
-_TCP = struct.Struct("!HHIIBB")
 
 LINKTYPE_NAMES = {0: "BSD loopback", 1: "Ethernet", 12: "Raw IP", 14: "Raw IP", 101: "Raw IP",
                   108: "OpenBSD loopback", 113: "Linux cooked (SLL)", 228: "Raw IPv4", 229: "Raw IPv6",
@@ -22,6 +20,9 @@ ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
 VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 IPV6_EXTENSIONS = (0, 43, 60, 51)
+ADDRESS_SLOTS = 4096
+_slot_numbers = [-1] * ADDRESS_SLOTS  # the IPv4 address (as a number) whose text each slot holds
+_slot_texts = [""] * ADDRESS_SLOTS
 TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
 
 
@@ -128,7 +129,7 @@ def _ethernet(packet, data):
         packet.problem = "Ethernet header cut short"
         return
     ethertype = data[12] << 8 | data[13]
-    _add_layer(packet, "eth", 0, 14, _ethernet_summary, (data[6:12], data[0:6]))
+    _add_layer(packet, "eth", 0, 14, _ethernet_summary, (data,))
     packet.top = "eth"
     offset = 14
     while ethertype in VLAN_TPIDS:
@@ -139,18 +140,16 @@ def _ethernet(packet, data):
         _add_layer(packet, "vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}")
         packet.top = "vlan"
         offset += 4
-    if ethertype == ETHERTYPE_IPV4:
-        _ipv4(packet, data, offset)
-    else:
-        _network(packet, data, offset, ethertype)
+    _network(packet, data, offset, ethertype)
 
 
 def _mac(raw):
     return raw.hex(":")
 
 
-def _ethernet_summary(src, dst):
-    return f"Ethernet II, Src: {_mac(src)}, Dst: {_mac(dst)}"
+def _ethernet_summary(data):
+    """The addresses are read from the frame's bytes only when a view shows the summary."""
+    return f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}"
 
 
 def _ip_summary(version, src, dst):
@@ -233,8 +232,8 @@ def _ipv4(packet, data, offset):
     ident = data[offset + 4] << 8 | data[offset + 5]
     frag = data[offset + 6] << 8 | data[offset + 7]
     proto = data[offset + 9]
-    packet.src = _ipv4_text(data[offset + 12:offset + 16])
-    packet.dst = _ipv4_text(data[offset + 16:offset + 20])
+    packet.src = _ipv4_text(data, offset + 12)
+    packet.dst = _ipv4_text(data, offset + 16)
     packet.ip_id = ident
     packet.ip_proto = proto
     end = min(len(data), offset + total) if total >= ihl else len(data)
@@ -254,17 +253,27 @@ def _ipv4(packet, data, offset):
         _transport(packet, data, offset + ihl, end, proto)
 
 
-# A capture's frames come from few addresses: their text is made once.
-_ipv4_text = functools.lru_cache(maxsize=4096)(socket.inet_ntoa)
+def _ipv4_text(data, offset):
+    """The dotted quad of the address at ``offset``, as socket.inet_ntoa writes it. A capture's frames come
+    from few addresses: each one's text is kept in the slot its low bits pick, until another takes it."""
+    a, b, c, d = data[offset], data[offset + 1], data[offset + 2], data[offset + 3]
+    number = a << 24 | b << 16 | c << 8 | d
+    slot = number % ADDRESS_SLOTS
+    held = _slot_numbers[slot]
+    if held != number:
+        _slot_numbers[slot] = number
+        _slot_texts[slot] = f"{a}.{b}.{c}.{d}"
+    return _slot_texts[slot]
 
 
 def _ipv6(packet, data, offset):
     if len(data) < offset + 40:
         packet.problem = "IPv6 header cut short"
         return
-    _vtf, plen, nxt, _hlim, src, dst = _IPV6.unpack_from(data, offset)
-    packet.src = socket.inet_ntop(socket.AF_INET6, src)
-    packet.dst = socket.inet_ntop(socket.AF_INET6, dst)
+    plen = data[offset + 4] << 8 | data[offset + 5]
+    nxt = data[offset + 6]
+    packet.src = inet_ntop(AF_INET6, data[offset + 8:offset + 24])
+    packet.dst = inet_ntop(AF_INET6, data[offset + 24:offset + 40])
     _add_layer(packet, "ipv6", offset, 40, _ip_summary, (6, packet.src, packet.dst))
     packet.top = "ipv6"
     end = min(len(data), offset + 40 + plen)
@@ -274,7 +283,7 @@ def _ipv6(packet, data, offset):
             packet.problem = "IPv6 extension header cut short"
             return
         if nxt == 44:
-            frag = _U16.unpack_from(data, pos + 2)[0]
+            frag = data[pos + 2] << 8 | data[pos + 3]
             if frag & 0xFFF9:
                 packet.fragment = ((frag >> 3) * 8, bool(frag & 1))
                 packet.problem = "IPv6 fragment"
@@ -317,8 +326,11 @@ def _tcp(packet, data, offset, end):
     if end < offset + 20:
         packet.problem = "TCP header cut short"
         return
-    sport, dport, seq, _ack, off, flags = _TCP.unpack_from(data, offset)
-    hlen = (off >> 4) * 4
+    sport = data[offset] << 8 | data[offset + 1]
+    dport = data[offset + 2] << 8 | data[offset + 3]
+    seq = _U32BE.unpack_from(data, offset + 4)[0]
+    hlen = (data[offset + 12] >> 4) * 4
+    flags = data[offset + 13]
     packet.sport, packet.dport, packet.transport = sport, dport, "tcp"
     packet.tcp_seq = seq
     packet.tcp_flags = flags
