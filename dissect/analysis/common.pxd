@@ -1,12 +1,29 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. What the analyzers call per message is cpdef: they
+# cimport it and call it in C.
 
 cimport cython
+from dissect.core.bounded cimport put, refreshed
+from dissect.core.model cimport Message
 
 cdef class Timing:
     cdef public object count, total_ns, low, high
+    cpdef add(self, seconds)
+
+cpdef annotate_response(record, Message msg, tree, request_frame, request_ts, fields)
+
+cdef class _Row
 
 cdef class ServersSeen:
-    cdef public object rows
-    @cython.locals(row=tuple, entry=dict, stamps=dict)
-    cpdef update(self, server, frame, dict fields)
+    cdef public object rows, columns, by_name
+    @cython.locals(row=_Row, newest=bint, i=Py_ssize_t)
+    cpdef update(self, server, frame, tuple values)
+    @cython.locals(entry=dict, i=Py_ssize_t)
+    cpdef dict _entry(self, server, _Row row)
+
+cdef class _Row:
+    cdef public object responses, last_frame
+    cdef public list values, frames
+
+@cython.locals(row=_Row, i=Py_ssize_t, newer=_Row)
+cpdef _Row _newest_fields(_Row a, _Row b)

@@ -1,7 +1,9 @@
 """Helpers shared by the per-protocol trackers."""
 
 from ..core import Field
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put, refreshed
+
+_round_float = float.__round__  # round() of a float, without looking up __round__ on each call
 
 
 class Timing:
@@ -20,7 +22,7 @@ class Timing:
 
     def add(self, seconds):
         self.count += 1
-        self.total_ns += round(seconds * 1e9)
+        self.total_ns += _round_float(seconds * 1e9)
         self.low = seconds if self.low is None else min(self.low, seconds)
         self.high = seconds if self.high is None else max(self.high, seconds)
 
@@ -88,67 +90,88 @@ class ServersSeen:
     replies are concluded, nor on how ``-j`` split them between workers: merging two workers'
     tables gives the table one process builds. Rows come out ordered by their newest frame."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("rows", "columns", "by_name")
 
-    def __init__(self, limit):
-        self.rows = BoundedDict(limit)  # server -> (entry, {field: frame})
+    def __init__(self, limit, columns):
+        self.rows = BoundedDict(limit)  # server -> _Row
+        self.columns = columns          # the fields' names, in the order update() takes their values
+        self.by_name = tuple(sorted(range(len(columns)), key=columns.__getitem__))
 
-    def update(self, server, frame, fields):
-        row = self.rows.get(server)
+    def update(self, server, frame, values):
+        """Count a response of ``server`` carried by frame ``frame``; ``values``: its fields in the order of
+        ``columns``, None for a missing one."""
+        row = refreshed(self.rows, server)  # the row is updated in place
         if row is None:
-            row = ({"server": server, "responses": 0, "last_frame": frame}, {})
-            self.rows.put(server, row)
-        else:
-            self.rows.move_to_end(server)  # the row is updated in place
-        entry, stamps = row
-        entry["responses"] += 1
-        entry["last_frame"] = max(entry["last_frame"], frame)
-        for key, value in fields.items():
-            if value is not None and frame >= stamps.get(key, -1):
-                entry[key] = value
-                stamps[key] = frame
+            row = _Row(len(values), frame)
+            put(self.rows, server, row)
+        row.responses += 1
+        newest = frame >= row.last_frame  # then no field has a newer frame: no comparison per field
+        if newest:
+            row.last_frame = frame
+        for i in range(len(values)):
+            value = values[i]
+            if value is not None and (newest or frame >= row.frames[i]):
+                row.values[i] = value
+                row.frames[i] = frame
 
     def merge(self, other):
         """Fold in another ``-j`` worker's table."""
         combined = dict(self.rows)
-        for server, (entry, stamps) in other.rows.items():
+        for server, row in other.rows.items():
             mine = combined.get(server)
-            if mine is not None:
-                entry, stamps = _newest_fields(mine, (entry, stamps))
-            combined[server] = (entry, stamps)
+            combined[server] = row if mine is None else _newest_fields(mine, row)
         self.rows.clear()
         for server, row in sorted(combined.items(), key=_row_order)[-self.rows.limit:]:
             self.rows[server] = row
 
     def entries(self):
-        """The rows, oldest first by their newest frame; each row's fields in one order (the count and
-        frame first, then by name), whichever reply set them first."""
-        return [_canonical(entry) for _, (entry, _) in sorted(self.rows.items(), key=_row_order)]
+        """The rows, oldest first by their newest frame."""
+        return [self._entry(server, row) for server, row in sorted(self.rows.items(), key=_row_order)]
 
     def get(self, server):
         row = self.rows.get(server)
-        return None if row is None else row[0]
+        return None if row is None else self._entry(server, row)
+
+    def newest_first(self):
+        """(server, entry) from the row updated last back, each entry made as the caller reaches it: a reader
+        that follows the table stops at the first row it has already seen."""
+        for server, row in reversed(self.rows.items()):
+            yield server, self._entry(server, row)
+
+    def _entry(self, server, row):
+        """A row as --stats shows it: the count and frame first, then the fields that have a value, by name."""
+        entry = {"server": server, "responses": row.responses, "last_frame": row.last_frame}
+        for i in self.by_name:
+            if row.values[i] is not None:
+                entry[self.columns[i]] = row.values[i]
+        return entry
 
     def __len__(self):
         return len(self.rows)
 
 
+class _Row:
+    """One server of the table: per column, the newest value and the frame that carried it (None and -1 until
+    a response has the field)."""
+
+    __slots__ = ("responses", "last_frame", "values", "frames")
+
+    def __init__(self, width, frame):
+        self.responses = 0
+        self.last_frame = frame
+        self.values = [None] * width
+        self.frames = [-1] * width
+
+
 def _row_order(item):
-    server, (entry, _) = item
-    return entry["last_frame"], server
-
-
-def _canonical(entry):
-    head = {"server": entry["server"], "responses": entry["responses"], "last_frame": entry["last_frame"]}
-    return {**head, **{key: entry[key] for key in sorted(entry) if key not in head}}
+    server, row = item
+    return row.last_frame, server
 
 
 def _newest_fields(a, b):
-    (first, first_stamps), (second, second_stamps) = a, b
-    entry = {"server": first["server"], "responses": first["responses"] + second["responses"],
-             "last_frame": max(first["last_frame"], second["last_frame"])}
-    stamps = {}
-    for key in {**first_stamps, **second_stamps}:
-        one, two = first_stamps.get(key, -1), second_stamps.get(key, -1)
-        entry[key], stamps[key] = (first[key], one) if one >= two else (second[key], two)
-    return entry, stamps
+    row = _Row(len(a.values), max(a.last_frame, b.last_frame))
+    row.responses = a.responses + b.responses
+    for i in range(len(a.values)):
+        newer = b if b.frames[i] > a.frames[i] else a
+        row.values[i], row.frames[i] = newer.values[i], newer.frames[i]
+    return row

@@ -4,6 +4,8 @@
 
 cimport cython
 from dissect.analysis.base cimport Analyzer
+from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
+from dissect.core.bounded cimport put
 from dissect.core.model cimport Message
 
 cdef class _Walk:
@@ -14,7 +16,8 @@ cdef class _Conversation:
     cdef public object pending, players_pending, rule_walk, player_walk, last_rule, current_players
 
 cdef class NetQuakeAnalyzer(Analyzer):
-    cdef public object conversations, timings, requests, answered, servers
+    cdef public object conversations, timings, requests, answered
+    cdef public ServersSeen servers
     @cython.locals(values=dict)
     cpdef feed(self, record, Message msg, tree)
     @cython.locals(conv=_Conversation)
@@ -22,13 +25,14 @@ cdef class NetQuakeAnalyzer(Analyzer):
     @cython.locals(walk=_Walk)
     cpdef _player_request(self, record, Message msg, _Conversation conv, client, server, list out)
     cpdef _rule_request(self, record, Message msg, _Conversation conv, client, server, list out)
-    @cython.locals(conv=_Conversation)
+    @cython.locals(conv=_Conversation, timing=Timing)
     cpdef _reply(self, record, Message msg, command, tree)
     cpdef _match(self, _Conversation conv, Message msg, command)
     @cython.locals(values=dict, walk=_Walk)
     cpdef _rule_reply(self, record, Message msg, _Conversation conv, list out)
     @cython.locals(values=dict, walk=_Walk)
     cpdef _player_reply(self, record, Message msg, _Conversation conv, list out)
+    @cython.locals(data=dict)
     cpdef _server_seen(self, server, record, Message msg)
     @cython.locals(conv=_Conversation)
     cpdef _Conversation _conversation(self, key, list out)

@@ -1,7 +1,7 @@
 """NetQuake across packets: request/reply pairing, rule walks, player walks, servers seen."""
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put
 from ..dissectors.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
                                   CCREQ_SERVER_INFO, COMMANDS, F, W)
@@ -12,6 +12,7 @@ from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_
 MAX_CONVERSATIONS = 4096
 MAX_SERVERS = 10000
 MAX_WALK_ITEMS = 256
+SEEN_COLUMNS = ("host_name", "level_name", "players", "max_players", "version", "response_time")
 
 REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYER_INFO,
             CCREP_RULE_INFO: CCREQ_RULE_INFO, CCREP_ACCEPT: CCREQ_CONNECT, CCREP_REJECT: CCREQ_CONNECT}
@@ -57,7 +58,7 @@ class NetQuakeAnalyzer(Analyzer):
         self.timings = {}
         self.requests = 0
         self.answered = 0
-        self.servers = ServersSeen(MAX_SERVERS)
+        self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)
 
     def feed(self, record, msg, tree):
         values = msg.values
@@ -176,17 +177,16 @@ class NetQuakeAnalyzer(Analyzer):
     def _server_seen(self, server, record, msg):
         data = msg.values
         server = endpoint(*server)
-        self.servers.update(server, record.number, {
-            "host_name": data.get("host_name"), "level_name": data.get("level_name"),
-            "players": data.get("current_players"), "max_players": data.get("max_players"),
-            "version": data.get("version"), "response_time": data.get("response_time")})
+        self.servers.update(server, record.number, (  # in SEEN_COLUMNS order
+            data.get("host_name"), data.get("level_name"), data.get("current_players"), data.get("max_players"),
+            data.get("version"), data.get("response_time")))
 
     # -- state ----------------------------------------------------------------------
     def _conversation(self, key, out):
-        conv = self.conversations.get(key)
+        conv = dict.get(self.conversations, key)  # the table's dict: a C call when compiled
         if conv is None:
             conv = _Conversation()
-            evicted = self.conversations.put(key, conv)
+            evicted = put(self.conversations, key, conv)
             if evicted is not None:
                 out.extend(self._conclude_all(evicted[1], evicted=True))
         return conv

@@ -1,7 +1,20 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. The per-message path's methods are cpdef: within this
+# module they call each other as C functions.
 
+cimport cython
 from dissect.analysis.base cimport Analyzer
+from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
+from dissect.core.bounded cimport put, refreshed
+from dissect.core.fmt cimport endpoint
+from dissect.core.model cimport Message
 
 cdef class OdamexAnalyzer(Analyzer):
-    cdef public object pending, servers, listed, timings, requests, answered
+    cdef public object pending, listed, timings, requests, answered
+    cdef public ServersSeen servers
+    @cython.locals(result=dict, frames=list, timing=Timing)
+    cpdef feed(self, record, Message msg, tree)
+    @cython.locals(listing=dict)
+    cpdef _master_list(self, master, Message msg, dict result, list frames)
+    @cython.locals(data=dict)
+    cpdef _server_info(self, server, Message msg, dict result, list frames)

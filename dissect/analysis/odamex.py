@@ -1,7 +1,9 @@
 """Odamex across packets: request/reply pairing, master server lists, and servers seen."""
 
+from functools import partial
+
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put, refreshed
 from ..dissectors.odamex import F, REAL, SPEC_TEAMS, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
@@ -11,6 +13,9 @@ MAX_PENDING = 16384
 MAX_SERVERS = 10000
 MAX_LISTED = 10000
 MAX_MASTERS = 8                # masters remembered per listed server
+SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "layout", "response_time")
+INFO_KEYS = ("name", "map", "players", "max_players", "mode", "game_type", "deathmatch", "skill", "teamplay", "ctf",
+             "website", "pwads", "layout", "teams_in_build", "score_limit", "team_scores")
 
 
 class OdamexAnalyzer(Analyzer):
@@ -18,30 +23,33 @@ class OdamexAnalyzer(Analyzer):
 
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
-        self.servers = ServersSeen(MAX_SERVERS)     # server info per server
+        self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
         self.listed = BoundedDict(MAX_LISTED)       # server named by a master reply -> {masters, last_frame}
         self.timings = {"master_list": Timing(), "server_info": Timing()}
         self.requests = 0
         self.answered = 0
 
     def feed(self, record, msg, tree):
-        if record.src is None:
+        src, sport, dst, dport = record.src, record.sport, record.dst, record.dport
+        if src is None:
             return []
         if msg.name == "launcher_request":
             self.requests += 1
-            self.pending.put(((record.src, record.sport), (record.dst, record.dport)), (record.number, record.ts))
+            put(self.pending, ((src, sport), (dst, dport)), (record.number, record.ts))
             return []
         if msg.name not in ("master_list", "server_info"):
             return []
-        request = self.pending.pop(((record.dst, record.dport), (record.src, record.sport)), None)
-        peer, launcher = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
+        request = self.pending.pop(((dst, dport), (src, sport)), None)
+        peer, launcher = endpoint(src, sport), endpoint(dst, dport)
         result = {"launcher": launcher, ("master" if msg.name == "master_list" else "server"): peer}
         frames = [record.number]
         if request is not None:
             elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.answered += 1
-            self.timings[msg.name].add(elapsed)
-            result.update(request_frame=request[0], response_time=elapsed)
+            timing = self.timings[msg.name]
+            timing.add(elapsed)
+            result["request_frame"] = request[0]
+            result["response_time"] = elapsed
             frames.insert(0, request[0])
         if msg.name == "master_list":
             return [self._master_list(peer, msg, result, frames)]
@@ -51,14 +59,13 @@ class OdamexAnalyzer(Analyzer):
         servers = msg.values.get("servers") or []
         listed, frame = self.listed, frames[-1]
         for server in servers:
-            listing = listed.get(server)
+            listing = refreshed(listed, server)
             if listing is None:
-                listed.put(server, {"masters": [master], "last_frame": frame})
+                put(listed, server, {"masters": [master], "last_frame": frame})
                 continue
             if master not in listing["masters"]:
                 listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
             listing["last_frame"] = frame
-            listed.move_to_end(server)
         result.update(request_was="master list request", server_count=msg.values.get("server_count"),
                       servers=servers)
         summary = f"master list from {master}: {len(servers)} servers"
@@ -66,21 +73,11 @@ class OdamexAnalyzer(Analyzer):
 
     def _server_info(self, server, msg, result, frames):
         data = msg.values
-
-        def full_result():
-            info = {key: data.get(key) for key in ("name", "map", "players", "max_players", "mode", "game_type",
-                                                   "deathmatch", "skill", "teamplay", "ctf", "website", "pwads",
-                                                   "layout", "teams_in_build", "score_limit", "team_scores")}
-            info["player_list"] = _named_teams(data)
-            if data.get("ext"):
-                info["extension"] = data["ext"]
-            return dict(result, request_was="server info request", info=info)
-        self.servers.update(server, frames[-1], {
-            "name": data.get("name"), "map": data.get("map"), "players": data.get("players"),
-            "max_players": data.get("max_players"), "game_type": data.get("mode"), "layout": data.get("layout"),
-            "response_time": result.get("response_time")})
+        self.servers.update(server, frames[-1], (  # in SEEN_COLUMNS order
+            data.get("name"), data.get("map"), data.get("players"), data.get("max_players"), data.get("mode"),
+            data.get("layout"), result.get("response_time")))
         summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
-        return AnalysisRecord("odamex", "server_info", frames, full_result, [], summary)
+        return AnalysisRecord("odamex", "server_info", frames, partial(_server_result, data, result), [], summary)
 
     def finish(self):
         return []
@@ -103,6 +100,15 @@ class OdamexAnalyzer(Analyzer):
                                 "last_frame": listing["last_frame"]})
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
+
+
+def _server_result(data, result):
+    """A server info reply's result, built when a view reads it."""
+    info = {key: data.get(key) for key in INFO_KEYS}
+    info["player_list"] = _named_teams(data)
+    if data.get("ext"):
+        info["extension"] = data["ext"]
+    return dict(result, request_was="server info request", info=info)
 
 
 def _merge_listings(older, newer):

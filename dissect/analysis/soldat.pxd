@@ -4,13 +4,15 @@
 
 cimport cython
 from dissect.analysis.base cimport Analyzer
-from dissect.analysis.common cimport ServersSeen
+from dissect.analysis.common cimport ServersSeen, Timing
+from dissect.core.bounded cimport put
 from dissect.core.model cimport Message
 from dissect.dissectors.soldat cimport clip
 
 cdef class SoldatAnalyzer(Analyzer):
-    cdef public object exchanges, timing, requests, answered, held_entries, held_bytes
+    cdef public object exchanges, requests, answered, held_entries, held_bytes
     cdef public ServersSeen servers
+    cdef public Timing timing
     @cython.locals(values=dict, exchange=_Exchange)
     cpdef feed(self, record, Message msg, tree)
     cpdef _Exchange _open(self, stream, Message msg, list out)

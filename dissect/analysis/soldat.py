@@ -10,7 +10,7 @@ keeping them (the result's ``omitted``).
 from sys import getsizeof
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
 from .base import Analyzer
 from .common import ServersSeen, Timing, merge_counts
@@ -22,11 +22,15 @@ MAX_HELD_BYTES = 64 * 1024 * 1024
 MAX_SERVERS = 10000
 MAX_FRAMES = 64                   # frame numbers a list record keeps
 MAX_TEXT = 256                    # characters of a name or map kept in the servers-seen table
+SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "version", "password", "listed_by")
+EMPTY_TUPLE_BYTES = getsizeof(())
+TUPLE_SLOT_BYTES = getsizeof((None,)) - EMPTY_TUPLE_BYTES
 
 
 def _cost(values):
-    """Estimated bytes a kept tuple of values holds: the tuple, its slot in a list, and its text."""
-    cost = getsizeof(values) + 8
+    """Estimated bytes a kept tuple of values holds: the tuple (its getsizeof), its slot in a list, and its
+    text."""
+    cost = EMPTY_TUPLE_BYTES + TUPLE_SLOT_BYTES * len(values) + 8
     for value in values:
         if type(value) is str:
             cost += value.__sizeof__()  # sys.getsizeof of a str: it is not tracked by the garbage collector
@@ -57,7 +61,7 @@ class SoldatAnalyzer(Analyzer):
 
     def __init__(self):
         self.exchanges = BoundedDict(MAX_EXCHANGES)
-        self.servers = ServersSeen(MAX_SERVERS)
+        self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)
         self.timing = Timing()
         self.requests = 0
         self.answered = 0
@@ -71,7 +75,7 @@ class SoldatAnalyzer(Analyzer):
             return []
         out = []
         name = msg.name
-        exchange = self.exchanges.get(stream)
+        exchange = dict.get(self.exchanges, stream)  # the table's dict: a C call when compiled
         if name == "request_list" or exchange is None:
             if exchange is not None:
                 out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))
@@ -101,7 +105,7 @@ class SoldatAnalyzer(Analyzer):
 
     def _open(self, stream, msg, out):
         exchange = _Exchange(msg.values.get("client"), msg.values.get("server"))
-        evicted = self.exchanges.put(stream, exchange)
+        evicted = put(self.exchanges, stream, exchange)
         if evicted is not None:
             out.append(self._evict(*evicted, f"more than {MAX_EXCHANGES} server lists were open at once"))
         return exchange
@@ -143,11 +147,10 @@ class SoldatAnalyzer(Analyzer):
     def _seen(self, exchange, fields, frames):
         address = f"{clip(str(fields.get('ip')), MAX_TEXT)}:{fields.get('port')}"
         passworded = fields.get("passworded")
-        self.servers.update(address, frames[-1] if frames else 0, {
-            "name": _text(fields.get("name")), "map": _text(fields.get("map")),
-            "players": fields.get("players"), "max_players": fields.get("maxplayers"),
-            "game_type": GAME_STYLES.get(fields.get("gamestyle")), "version": fields.get("version"),
-            "password": None if passworded is None else bool(passworded), "listed_by": exchange.lobby})
+        self.servers.update(address, frames[-1] if frames else 0, (  # in SEEN_COLUMNS order
+            _text(fields.get("name")), _text(fields.get("map")), fields.get("players"), fields.get("maxplayers"),
+            GAME_STYLES.get(fields.get("gamestyle")), fields.get("version"),
+            None if passworded is None else bool(passworded), exchange.lobby))
 
     def _evict(self, stream, exchange, why):
         return self._conclude(stream, exchange, evicted=f"{why}: the oldest (stream {stream}) is concluded early")

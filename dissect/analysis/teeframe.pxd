@@ -4,23 +4,26 @@
 
 cimport cython
 from dissect.analysis.base cimport Analyzer
-from dissect.analysis.common cimport ServersSeen
+from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
+from dissect.core.bounded cimport put
 from dissect.core.fmt cimport endpoint
+from dissect.core.model cimport Message
 
 cdef class _Response
 
 cdef class TeeFrameAnalyzer(Analyzer):
-    cdef public object pending, requests, latest_token, done, timing, request_count, answered
+    cdef public object pending, requests, latest_token, done, request_count, answered
     cdef public ServersSeen servers
+    cdef public Timing timing
     cdef public object held, holders
     @cython.locals(values=dict)
-    cpdef feed(self, record, msg, tree)
-    cpdef _request(self, record, msg)
+    cpdef feed(self, record, Message msg, tree)
+    cpdef _request(self, record, Message msg)
     @cython.locals(response=_Response)
-    cpdef _response(self, record, msg, tree)
-    cpdef _match_request(self, _Response response, record, msg, tree)
+    cpdef _response(self, record, Message msg, tree)
+    cpdef _match_request(self, _Response response, record, Message msg, tree)
     @cython.locals(values=dict)
-    cpdef _add_packet(self, _Response response, record, msg, number, out)
+    cpdef _add_packet(self, _Response response, record, Message msg, number, out)
     cpdef _keep(self, _Response response, records, out)
     @cython.locals(findings=list, info=dict)
     cpdef _conclude(self, _Response response, superseded_by=*, evicted=*)
@@ -30,7 +33,9 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cpdef _server_seen(self, _Response response, dict info, elapsed)
 
 cdef class _Response:
-    cdef public object server, client, token, info, records, frames, first_ts, request, findings
+    cdef public object server, client, token, first_ts, request
+    cdef public dict info, records
+    cdef public list frames, findings
     cdef public object clients_omitted, held, dropped_records
     cpdef collected(self)
     cpdef vanilla(self)
@@ -38,4 +43,4 @@ cdef class _Response:
 
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)
-cpdef _packet_number(msg)
+cpdef _packet_number(Message msg)

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from functools import partial
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put
 from ..core.fmt import endpoint
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W
 from .base import Analyzer
@@ -32,6 +32,8 @@ LAST_PACKET_NUMBER = 63
 # The fields of packet 0 a response keeps.
 INFO_KEYS = ("version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players", "max_players",
              "num_clients", "max_clients")
+SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players", "clients", "max_clients", "password",
+                "response_time")
 
 
 class _Response:
@@ -84,7 +86,7 @@ class TeeFrameAnalyzer(Analyzer):
         self.requests = BoundedDict(MAX_REQUESTS)
         self.latest_token = BoundedDict(MAX_PENDING)   # (client, server) -> token of the last request
         self.done = BoundedDict(MAX_DONE)
-        self.servers = ServersSeen(MAX_SERVERS)
+        self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)
         self.timing = Timing()
         self.request_count = 0
         self.answered = 0
@@ -107,15 +109,15 @@ class TeeFrameAnalyzer(Analyzer):
         client, server = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
         token = msg.values["response_token"]
         self.request_count += 1
-        self.requests.put((client, server, token), (record.number, record.ts))
+        put(self.requests, (client, server, token), (record.number, record.ts))
         self.done.pop((server, client, token), None)  # a new request may reuse a token
         out = []
-        previous = self.latest_token.get((client, server))
+        previous = dict.get(self.latest_token, (client, server))  # a table's dict: a C call when compiled
         if previous is not None and previous != token:
             stale = self.pending.pop((server, client, previous), None)
             if stale is not None:
                 out.append(self._conclude(stale, superseded_by=record.number))
-        self.latest_token.put((client, server), token)
+        put(self.latest_token, (client, server), token)
         return out
 
     # -- responses ---------------------------------------------------------------------------------
@@ -126,16 +128,16 @@ class TeeFrameAnalyzer(Analyzer):
         number = _packet_number(msg)
         if number is None:
             return []
-        done = self.done.get(key)
+        done = dict.get(self.done, key)
         if done is not None:
             if number in done:
                 _duplicate(msg, number, token)
             return []
         out = []
-        response = self.pending.get(key)
+        response = dict.get(self.pending, key)
         if response is None:
             response = _Response(server, client, token)
-            evicted = self.pending.put(key, response)
+            evicted = put(self.pending, key, response)
             if evicted is not None:
                 out.append(self._conclude(evicted[1], superseded_by=None, evicted="pending"))
             self._match_request(response, record, msg, tree)
@@ -147,7 +149,7 @@ class TeeFrameAnalyzer(Analyzer):
         self._add_packet(response, record, msg, number, out)
         if response.complete():
             del self.pending[key]
-            self.done.put(key, set(response.records))
+            put(self.done, key, set(response.records))
             out.append(self._conclude(response))
         return out
 
@@ -267,12 +269,11 @@ class TeeFrameAnalyzer(Analyzer):
         return f"response token {response.token} from {response.server} is incomplete: {have} before {why}"
 
     def _server_seen(self, response, info, elapsed):
-        self.servers.update(response.server, response.frames[-1] if response.frames else 0, {
-            "name": info.get("name"), "map": info.get("map"), "game_type": info.get("game_type"),
-            "version": info.get("version"), "players": info.get("num_players"),
-            "max_players": info.get("max_players"), "clients": info.get("num_clients"),
-            "max_clients": info.get("max_clients"),
-            "password": None if info.get("flags") is None else bool(info["flags"] & 1), "response_time": elapsed})
+        flags = info.get("flags")
+        self.servers.update(response.server, response.frames[-1] if response.frames else 0, (  # in SEEN_COLUMNS order
+            info.get("name"), info.get("map"), info.get("game_type"), info.get("version"), info.get("num_players"),
+            info.get("max_players"), info.get("num_clients"), info.get("max_clients"),
+            None if flags is None else bool(flags & 1), elapsed))
 
     def finish(self):
         out = [self._conclude(response) for response in list(self.pending.values())]

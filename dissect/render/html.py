@@ -26,6 +26,7 @@ import tempfile
 import zlib
 from array import array
 
+from ..analysis.common import ServersSeen
 from ..core import SEVERITY_RANK
 from ..core.fmt import endpoint
 from ..registry import load_protocols
@@ -730,9 +731,8 @@ class _Traffic:
 class _Timelines:
     """Players (and the maximum) per server over time, read from the analyzers' servers-seen tables.
 
-    A table keeps the server updated last at its end (``BoundedDict.put``): after each record, the
-    entries whose response count changed form the table's tail, read back to front up to the first
-    unchanged one."""
+    A table gives the server updated last first (``ServersSeen.newest_first``): after each record, the
+    entries whose response count changed come first, read up to the first unchanged one."""
 
     def __init__(self):
         self.tables = []    # (protocol key, servers table)
@@ -742,18 +742,17 @@ class _Timelines:
 
     def watch(self, analyzers):
         for key, analyzer in sorted(analyzers.items()):
-            rows = getattr(getattr(analyzer, "servers", None), "rows", None)
-            if rows is not None:
-                self.tables.append((key, rows))
+            servers = getattr(analyzer, "servers", None)
+            if isinstance(servers, ServersSeen):
+                self.tables.append((key, servers))
 
     def poll(self, t):
-        for key, rows in self.tables:
-            if rows:
-                self._read_tail(key, rows, t)
+        for key, servers in self.tables:
+            if len(servers):
+                self._read_tail(key, servers, t)
 
-    def _read_tail(self, key, rows, t):
-        for server, row in reversed(rows.items()):
-            entry = row[0]
+    def _read_tail(self, key, servers, t):
+        for server, entry in servers.newest_first():
             ident = (key, server)
             if self.seen.get(ident) == entry["responses"]:
                 return
