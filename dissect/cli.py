@@ -150,13 +150,16 @@ def main(argv=None):
         return 2
 
 
+BATCH = 512  # writes collected before one goes to the stream
+
+
 class _Batched:
     """Collects output and writes it in batches: one write call per line costs more than the line.
 
     ``write`` takes text; ``write_bytes`` (None where the stream has no binary buffer) takes UTF-8 that is
     ready to go, as JSON records are. Each batch is of one kind, so that the output keeps its order."""
 
-    BATCH = 512
+    __slots__ = ("stream", "parts", "binary", "buffer", "write_bytes")
 
     def __init__(self, stream):
         self.stream = stream
@@ -170,7 +173,7 @@ class _Batched:
             self.flush()
             self.binary = False
         self.parts.append(text)
-        if len(self.parts) >= self.BATCH:
+        if len(self.parts) >= BATCH:
             self.flush()
 
     def _write_bytes(self, data):
@@ -178,7 +181,7 @@ class _Batched:
             self.flush()
             self.binary = True
         self.parts.append(data)
-        if len(self.parts) >= self.BATCH:
+        if len(self.parts) >= BATCH:
             self.flush()
 
     def flush(self):

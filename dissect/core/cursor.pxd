@@ -4,6 +4,13 @@
 
 cimport cython
 from dissect.core.model cimport Field, Message, new_field
+from dissect.core.tables cimport FieldSpec
+
+cdef class Cursor
+
+cdef class _Subtree:
+    cdef public Cursor cursor
+    cdef public Field node
 
 cdef class Cursor:
     cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, starts
@@ -11,19 +18,21 @@ cdef class Cursor:
     cpdef remaining(self)
     cpdef at_end(self)
     @cython.locals(pos=Py_ssize_t, size=Py_ssize_t)
-    cpdef number(self, st, spec)
-    cpdef u8(self, spec)
-    cpdef add(self, spec, offset, length, value, display=*, generated=*, name=*)
-    cpdef subtree(self, spec, value=*, name=*)
+    cpdef number(self, st, FieldSpec spec)
+    cpdef u8(self, FieldSpec spec)
+    cpdef add(self, FieldSpec spec, offset, length, value, display=*, generated=*, name=*)
+    cpdef subtree(self, FieldSpec spec, value=*, name=*)
+    cpdef set_last(self, value, display=*)
     @cython.locals(data=bytes, pos=Py_ssize_t, n=Py_ssize_t)
-    cpdef raw(self, spec, n)
+    cpdef raw(self, FieldSpec spec, n)
     @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
-    cpdef cstring(self, spec, encoding=*)
+    cpdef cstring(self, FieldSpec spec, encoding=*)
     @cython.locals(pos=Py_ssize_t, available=Py_ssize_t)
-    cpdef _unterminated(self, spec, encoding)
+    cpdef _unterminated(self, FieldSpec spec, encoding)
     @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
-    cpdef cdecimal(self, spec)
-    @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, values=list, starts=list)
+    cpdef cdecimal(self, FieldSpec spec)
+    @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, values=list, starts=list,
+                   spec=FieldSpec)
     cpdef list cstrings(self, specs)
     @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)

@@ -72,13 +72,15 @@ class _Subtree:
     def __enter__(self):
         return self.node
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, traceback):
         cursor = self.cursor
         if cursor.tree:
             node = self.node
             end = cursor.pos
             for child in node.children:  # a field cut short by the end of the data may reach past pos
-                end = max(end, child.offset + child.length)
+                reach = child.offset + child.length
+                if reach > end:
+                    end = reach
             node.length = end - node.offset
             cursor._stack.pop()
         return False
@@ -92,7 +94,7 @@ class _NoSubtree:
     def __enter__(self):
         return _NO_NODE
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, traceback):
         return False
 
 
@@ -195,7 +197,8 @@ class Cursor:
 
     def raw(self, spec, n):
         data, pos = self.data, self.pos
-        self._need(n, spec)
+        if pos + n > self.end:
+            self._need(n, spec)
         value = data[pos:pos + n]
         self.pos = pos + n
         self.last_offset = pos

@@ -33,6 +33,9 @@ cdef class _ServerInfo:
 
 cpdef dict _stats_fields(Cursor cur)
 
+@cython.locals(raw=bytes, text=str)
+cpdef str _master_entry(Cursor cur)
+
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,
                index=Py_ssize_t, pos=Py_ssize_t, entries=list)
 cpdef list _master_entries(Cursor cur)

@@ -206,6 +206,7 @@ SHARED = frozenset({W.too_many_players.code})  # found before the layouts part: 
 PLAYER_NAME, PLAYER_FRAGS, PLAYER_PING, PLAYER_TEAM = (F.player.children[part]
                                                        for part in ("name", "frags", "ping", "team"))
 TEAM_IN_PLAY, TEAM_SCORE = F.team.in_play, F.team.score
+LISTED_SERVER, LISTED_IP, LISTED_PORT = F.server, F.server.ip, F.server.port  # a master list's entries
 EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
 
@@ -341,7 +342,7 @@ class Odamex(Dissector):
             if not cur.tree:
                 servers += _master_entries(cur)
             while cur.remaining():
-                servers.append(self._master_entry(cur))
+                servers.append(_master_entry(cur))
         except Truncated as exc:
             cur.finding(W.truncated, f"{exc.available} bytes left where a server entry needs 6 (an IP of 4 bytes, "
                                      f"then a short port)", exc.offset, exc.available)
@@ -349,15 +350,6 @@ class Odamex(Dissector):
             cur.finding(W.count_mismatch, f"server count says {count} but {len(servers)} entries are present", 4, 2)
         msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
                                                                        f" (count says {count})")
-
-    @staticmethod
-    def _master_entry(cur):
-        with cur.subtree(F.server) as node:
-            ip = socket.inet_ntoa(cur.raw(F.server.ip, 4))
-            cur.set_last(ip)
-            port = cur.number(U16LE, F.server.port)
-            node.value = f"{ip}:{port}"
-        return f"{ip}:{port}"
 
     # server info ---------------------------------------------------------------------------------
     def _server_info(self, cur, msg, packet):
@@ -411,6 +403,17 @@ class Odamex(Dissector):
         if decoded is not None and announced is not None and len(decoded) < announced:
             cur.finding(W.count_mismatch, f"'Players in server' says {announced} but {len(decoded)} players could "
                                           f"be decoded", exc.offset, exc.available)
+
+
+def _master_entry(cur):
+    """One entry, field by field: the tree's way, and the summary's for an entry cut short."""
+    with cur.subtree(LISTED_SERVER) as node:
+        raw = cur.raw(LISTED_IP, 4)
+        text = f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"  # what inet_ntoa writes
+        cur.set_last(text)
+        text += f":{cur.number(U16LE, LISTED_PORT)}"
+        node.value = text
+    return text
 
 
 def _master_entries(cur):

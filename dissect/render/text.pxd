@@ -17,10 +17,14 @@ cdef bint _printable_by_loop(str text) except -1
 cdef list _DECIMALS
 cdef str _decimal(number)
 cpdef protocol_title(key)
+cdef dict _TITLES
+
+@cython.locals(micros=double, whole=cython.longlong)
+cdef str _seconds(double elapsed)
 
 cdef class SummaryRenderer:
     cdef public object out, color
-    @cython.locals(packet=Packet)
+    @cython.locals(packet=Packet, number=Py_ssize_t, wirelen=Py_ssize_t)
     cpdef frame(self, FrameRecord record)
 
 @cython.locals(msg=Message)

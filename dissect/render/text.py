@@ -83,10 +83,12 @@ class SummaryRenderer:
 
     def frame(self, record):
         packet = record.packet
-        # One %-format of the whole line costs less than an f-string of six format specs.
-        line = SUMMARY_LINE % (record.number, record.ts - record.first_ts, endpoint(packet.src, packet.sport),
-                               endpoint(packet.dst, packet.dport), protocol_title(record.protocol),
-                               record.wirelen, safe(record.info))
+        # tshark's columns, "%6d %11.6f %21s → %-21s %-8s %5d %s", padded by str methods: compiled, that costs
+        # half of the %-format.
+        number, wirelen = record.number, record.wirelen
+        line = (f"{number:6d} {_seconds(record.ts - record.first_ts)} {endpoint(packet.src, packet.sport).rjust(21)}"
+                f" → {endpoint(packet.dst, packet.dport).ljust(21)} {protocol_title(record.protocol).ljust(8)}"
+                f" {wirelen:5d} {safe(record.info)}")
         worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
         if worst:
             line += f"  [{worst}]"
@@ -101,7 +103,16 @@ class SummaryRenderer:
         self.out.write(text + "\n")
 
 
-SUMMARY_LINE = "%6d %11.6f %21s → %-21s %-8s %5d %s"
+def _seconds(elapsed):
+    """``%11.6f`` of a frame's time since the first. Formatting the float costs three times as much as
+    printing its microseconds as integers, and rounding them gives the same digits unless they lie near a
+    tie, where the product's rounding error could tip it: there, and out of range, the float is formatted."""
+    if 0.0 < elapsed < 1e6:
+        micros = elapsed * 1e6
+        whole = int(micros + 0.5)
+        if abs(micros - whole) < 0.499:
+            return f"{whole // 1000000:4d}.{whole % 1000000:06d}"
+    return "%11.6f" % elapsed
 
 
 def _any_message_findings(messages):
