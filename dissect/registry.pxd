@@ -7,5 +7,5 @@ from dissect.capture.layers cimport Packet
 cdef class Registry:
     cdef public object dissectors, forced, by_port, order
     cdef public dict plans
-    @cython.locals(plans=tuple, by_port=dict, plan=tuple)
+    @cython.locals(plans=tuple, plan_by_port=dict, plan=tuple)
     cpdef select(self, Packet packet, payload)

@@ -233,14 +233,14 @@ class Registry:
         self.order = {t: [d for d in self.dissectors.values() if t in d.transports] for t in ("udp", "tcp")}
         # transport -> ({default port: what select tries there, in order}, what it tries on any other port)
         self.plans = {t: ({}, self._plan(t, ())) for t in self.order}
-        for (transport, port), on_port in self.by_port.items():
-            self.plans[transport][0][port] = self._plan(transport, on_port)
+        for (transport, port), port_dissectors in self.by_port.items():
+            self.plans[transport][0][port] = self._plan(transport, port_dissectors)
 
-    def _plan(self, transport, on_port):
+    def _plan(self, transport, port_dissectors):
         """(claims, on_port, dissector) for each heuristic to try: the dissectors of the port first, then
         every other one of the transport, off its port. The bound methods are taken once, not per payload."""
-        off_port = [d for d in self.order[transport] if d not in on_port]
-        return tuple([(d.claims, True, d) for d in on_port] + [(d.claims, False, d) for d in off_port])
+        others = [d for d in self.order[transport] if d not in port_dissectors]
+        return tuple([(d.claims, True, d) for d in port_dissectors] + [(d.claims, False, d) for d in others])
 
     def get(self, key):
         return self.dissectors[key]
@@ -259,8 +259,8 @@ class Registry:
         plans = self.plans.get(transport)
         if plans is None:
             return None
-        by_port, elsewhere = plans
-        plan = by_port.get(packet.dport) or by_port.get(packet.sport) or elsewhere
+        plan_by_port, elsewhere = plans
+        plan = plan_by_port.get(packet.dport) or plan_by_port.get(packet.sport) or elsewhere
         for claims, on_port, dissector in plan:
             if claims(payload, packet, on_port):
                 return dissector

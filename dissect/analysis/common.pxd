@@ -15,7 +15,7 @@ cpdef annotate_response(record, Message msg, tree, request_frame, request_ts, fi
 cdef class _Row
 
 cdef class ServersSeen:
-    cdef public object rows, columns, by_name
+    cdef public object rows, columns, name_order
     @cython.locals(row=_Row, newest=bint, i=Py_ssize_t)
     cpdef update(self, server, frame, tuple values)
     @cython.locals(entry=dict, i=Py_ssize_t)
@@ -26,4 +26,4 @@ cdef class _Row:
     cdef public list values, frames
 
 @cython.locals(row=_Row, i=Py_ssize_t, newer=_Row)
-cpdef _Row _newest_fields(_Row a, _Row b)
+cpdef _Row _merged(_Row a, _Row b)

@@ -90,19 +90,19 @@ class ServersSeen:
     replies are concluded, nor on how ``-j`` split them between workers: merging two workers'
     tables gives the table one process builds. Rows come out ordered by their newest frame."""
 
-    __slots__ = ("rows", "columns", "by_name")
+    __slots__ = ("rows", "columns", "name_order")
 
     def __init__(self, limit, columns):
         self.rows = BoundedDict(limit)  # server -> _Row
         self.columns = columns          # the fields' names, in the order update() takes their values
-        self.by_name = tuple(sorted(range(len(columns)), key=columns.__getitem__))
+        self.name_order = tuple(sorted(range(len(columns)), key=columns.__getitem__))
 
     def update(self, server, frame, values):
         """Count a response of ``server`` carried by frame ``frame``; ``values``: its fields in the order of
         ``columns``, None for a missing one."""
         row = refreshed(self.rows, server)  # the row is updated in place
         if row is None:
-            row = _Row(len(values), frame)
+            row = _Row(len(self.columns), frame)
             put(self.rows, server, row)
         row.responses += 1
         newest = frame >= row.last_frame  # then no field has a newer frame: no comparison per field
@@ -119,7 +119,7 @@ class ServersSeen:
         combined = dict(self.rows)
         for server, row in other.rows.items():
             mine = combined.get(server)
-            combined[server] = row if mine is None else _newest_fields(mine, row)
+            combined[server] = row if mine is None else _merged(mine, row)
         self.rows.clear()
         for server, row in sorted(combined.items(), key=_row_order)[-self.rows.limit:]:
             self.rows[server] = row
@@ -133,15 +133,18 @@ class ServersSeen:
         return None if row is None else self._entry(server, row)
 
     def newest_first(self):
-        """(server, entry) from the row updated last back, each entry made as the caller reaches it: a reader
-        that follows the table stops at the first row it has already seen."""
+        """(server, responses counted) from the row updated last back: a reader that follows the table stops at
+        the first row it has already seen, and asks get() for the entries of the others."""
         for server, row in reversed(self.rows.items()):
-            yield server, self._entry(server, row)
+            yield server, row.responses
+
+    def __contains__(self, server):
+        return server in self.rows
 
     def _entry(self, server, row):
         """A row as --stats shows it: the count and frame first, then the fields that have a value, by name."""
         entry = {"server": server, "responses": row.responses, "last_frame": row.last_frame}
-        for i in self.by_name:
+        for i in self.name_order:
             if row.values[i] is not None:
                 entry[self.columns[i]] = row.values[i]
         return entry
@@ -168,7 +171,7 @@ def _row_order(item):
     return row.last_frame, server
 
 
-def _newest_fields(a, b):
+def _merged(a, b):
     row = _Row(len(a.values), max(a.last_frame, b.last_frame))
     row.responses = a.responses + b.responses
     for i in range(len(a.values)):

@@ -95,7 +95,7 @@ class OdamexAnalyzer(Analyzer):
             listing = self.listed.get(server["server"])
             servers.append(dict(server, listed_by=listing["masters"] if listing else []))
         for address, listing in self.listed.items():
-            if self.servers.get(address) is None:
+            if address not in self.servers:
                 servers.append({"server": address, "listed_by": listing["masters"], "responses": 0,
                                 "last_frame": listing["last_frame"]})
         return {"requests": self.requests, "answered": self.answered,

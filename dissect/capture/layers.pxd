@@ -3,12 +3,13 @@
 
 cimport cython
 
-# The module's constants that the per-frame path compares with C integers, as C integers themselves.
+# The constants that the per-frame path compares with C integers, as C integers themselves: C globals,
+# so not attributes of the compiled module (nothing imports them).
 cdef int ETHERTYPE_IPV4, ETHERTYPE_IPV6
 cdef int VLAN_TPIDS[3]
 cdef int IPV6_EXTENSIONS[4]
 cdef Py_ssize_t ADDRESS_SLOTS
-cdef list _slot_numbers, _slot_texts
+cdef list _slots
 
 cdef class Layer:
     cdef public object key, offset, length, _describe, _args
@@ -27,7 +28,7 @@ cdef _network(Packet packet, bytes data, Py_ssize_t offset, int ethertype)
                frag_offset=Py_ssize_t)
 cdef _ipv4(Packet packet, bytes data, Py_ssize_t offset)
 @cython.locals(a=cython.uint, b=cython.uint, c=cython.uint, d=cython.uint, number=cython.uint, slot=Py_ssize_t,
-               held=cython.longlong)
+               held=tuple)
 cdef _ipv4_text(bytes data, Py_ssize_t offset)
 @cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
 cdef _ipv6(Packet packet, bytes data, Py_ssize_t offset)

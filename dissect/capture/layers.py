@@ -4,7 +4,6 @@
 transport payload, plus a short list of the layers met (for trees and hex dumps).
 """
 
-import socket
 import struct
 from socket import AF_INET6, inet_ntop
 
@@ -21,8 +20,7 @@ ETHERTYPE_IPV6 = 0x86DD
 VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 IPV6_EXTENSIONS = (0, 43, 60, 51)
 ADDRESS_SLOTS = 4096
-_slot_numbers = [-1] * ADDRESS_SLOTS  # the IPv4 address (as a number) whose text each slot holds
-_slot_texts = [""] * ADDRESS_SLOTS
+_slots = [(-1, "")] * ADDRESS_SLOTS  # (an IPv4 address as a number, its text): one item, so one store
 TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
 
 
@@ -94,7 +92,9 @@ def ethernet_ipv4_addresses(data):
     frame, most of which another worker dissects."""
     if len(data) < 34 or data[12] != 0x08 or data[13] != 0x00 or data[14] >> 4 != 4:
         return None
-    return socket.inet_ntoa(data[26:30]), socket.inet_ntoa(data[30:34]), data[23]
+    if type(data) is not bytes:  # the compiled _ipv4_text reads bytes in C
+        data = bytes(data)
+    return _ipv4_text(data, 26), _ipv4_text(data, 30), data[23]
 
 
 def _decode_link(packet, data, linktype):
@@ -259,11 +259,10 @@ def _ipv4_text(data, offset):
     a, b, c, d = data[offset], data[offset + 1], data[offset + 2], data[offset + 3]
     number = a << 24 | b << 16 | c << 8 | d
     slot = number % ADDRESS_SLOTS
-    held = _slot_numbers[slot]
-    if held != number:
-        _slot_numbers[slot] = number
-        _slot_texts[slot] = f"{a}.{b}.{c}.{d}"
-    return _slot_texts[slot]
+    held = _slots[slot]
+    if held[0] != number:
+        held = _slots[slot] = (number, f"{a}.{b}.{c}.{d}")
+    return held[1]
 
 
 def _ipv6(packet, data, offset):

@@ -33,7 +33,7 @@ cdef class _ServerInfo:
 
 cpdef dict _stats_fields(Cursor cur)
 
-@cython.locals(raw=bytes, text=str)
+@cython.locals(raw=bytes, address=str, entry=str)
 cpdef str _master_entry(Cursor cur)
 
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,

@@ -409,11 +409,11 @@ def _master_entry(cur):
     """One entry, field by field: the tree's way, and the summary's for an entry cut short."""
     with cur.subtree(LISTED_SERVER) as node:
         raw = cur.raw(LISTED_IP, 4)
-        text = f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"  # what inet_ntoa writes
-        cur.set_last(text)
-        text += f":{cur.number(U16LE, LISTED_PORT)}"
-        node.value = text
-    return text
+        address = f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"  # what inet_ntoa writes
+        cur.set_last(address)
+        entry = f"{address}:{cur.number(U16LE, LISTED_PORT)}"
+        node.value = entry
+    return entry
 
 
 def _master_entries(cur):

@@ -752,14 +752,14 @@ class _Timelines:
                 self._read_tail(key, servers, t)
 
     def _read_tail(self, key, servers, t):
-        for server, entry in servers.newest_first():
+        for server, responses in servers.newest_first():
             ident = (key, server)
-            if self.seen.get(ident) == entry["responses"]:
+            if self.seen.get(ident) == responses:
                 return
-            self.seen[ident] = entry["responses"]
+            self.seen[ident] = responses
             if len(self.seen) > MAX_SEEN:  # forgetting costs one full read of the tables, not a wrong plot
                 self.seen.clear()
-            self._sample(ident, entry, t)
+            self._sample(ident, servers.get(server), t)
 
     def _sample(self, ident, entry, t):
         samples = self.samples.get(ident)
