@@ -64,7 +64,6 @@ cdef class _Kind:
     cdef public int64_t reply_bytes, reply_wire
     cdef public object factor_micro, worst
     cdef public dict factors
-    @cython.locals(worst=tuple)
     cpdef conclude(self, _Query query, client, server)
 
 cdef class _Unsolicited:
@@ -110,6 +109,7 @@ cdef class _Flood:
 
 cpdef _slide(list recent, second, window)
 @cython.locals(values=dict, packet=Packet)
+cdef bint _beats(micro, negative_frame, tuple worst) except -1
 cpdef tuple _ends(record, Message msg)
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)

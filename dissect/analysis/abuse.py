@@ -504,8 +504,7 @@ class _Kind:
         self.factor_micro += micro
         factor = _three_digits(micro)
         self.factors[factor] = self.factors.get(factor, 0) + 1
-        worst = self.worst
-        if worst is None or micro > worst[0] or micro == worst[0] and -query.frame > worst[1]:
+        if _beats(micro, -query.frame, self.worst):
             self.worst = (micro, -query.frame, query.frame, list(query.frames), client, server)
 
     def merge(self, other):
@@ -513,7 +512,7 @@ class _Kind:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for factor, count in other.factors.items():
             self.factors[factor] = self.factors.get(factor, 0) + count
-        if other.worst is not None and (self.worst is None or other.worst[:2] > self.worst[:2]):
+        if other.worst is not None and _beats(other.worst[0], other.worst[1], self.worst):
             self.worst = other.worst
 
     def as_dict(self, protocol, request):
@@ -839,6 +838,12 @@ def _three_digits(micro):
         if len(_DIGITS) < MAX_DIGITS:
             _DIGITS[micro] = factor
     return factor
+
+
+def _beats(micro, negative_frame, worst):
+    """True when a query of amplification ``micro`` (millionths) and request frame -``negative_frame`` is worse
+    than ``worst``: a larger factor, then the earlier request."""
+    return worst is None or micro > worst[0] or micro == worst[0] and negative_frame > worst[1]
 
 
 def _ends(record, msg):

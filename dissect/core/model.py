@@ -14,15 +14,7 @@ class Field:
     __slots__ = ("key", "name", "offset", "length", "value", "fmt", "_display", "children", "generated")
 
     def __init__(self, key, name, offset, length, value, fmt=None, display=None, generated=False):
-        self.key = key
-        self.name = name
-        self.offset = offset
-        self.length = length
-        self.value = value
-        self.fmt = fmt
-        self._display = display
-        self.children = ()  # a list once a child is added: most fields are leaves
-        self.generated = generated
+        _fill(self, key, name, offset, length, value, fmt, display, generated)
 
     @property
     def display(self):
@@ -44,6 +36,11 @@ class Field:
 def new_field(key, name, offset, length, value, fmt, display=None, generated=False):
     """A Field, made without the argument parsing of a constructor call (one per field a tree shows)."""
     field = Field.__new__(Field)
+    _fill(field, key, name, offset, length, value, fmt, display, generated)
+    return field
+
+
+def _fill(field, key, name, offset, length, value, fmt, display, generated):
     field.key = key
     field.name = name
     field.offset = offset
@@ -51,9 +48,8 @@ def new_field(key, name, offset, length, value, fmt, display=None, generated=Fal
     field.value = value
     field.fmt = fmt
     field._display = display
-    field.children = ()
+    field.children = ()  # a list once a child is added: most fields are leaves
     field.generated = generated
-    return field
 
 
 def display_of(field):
