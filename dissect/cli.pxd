@@ -5,4 +5,5 @@ cdef class _Batched:
     cdef public object stream, buffer, write_bytes
     cdef public list parts
     cdef public bint binary
+    cdef public Py_ssize_t size
     cpdef write(self, text)

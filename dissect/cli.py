@@ -150,7 +150,8 @@ def main(argv=None):
         return 2
 
 
-BATCH = 512  # writes collected before one goes to the stream
+BATCH = 512             # writes collected before one goes to the stream
+BATCH_BYTES = 1 << 17   # or fewer, once they hold this many characters or bytes (a -V or JSON record is large)
 
 
 class _Batched:
@@ -159,11 +160,12 @@ class _Batched:
     ``write`` takes text; ``write_bytes`` (None where the stream has no binary buffer) takes UTF-8 that is
     ready to go, as JSON records are. Each batch is of one kind, so that the output keeps its order."""
 
-    __slots__ = ("stream", "parts", "binary", "buffer", "write_bytes")
+    __slots__ = ("stream", "parts", "size", "binary", "buffer", "write_bytes")
 
     def __init__(self, stream):
         self.stream = stream
         self.parts = []
+        self.size = 0
         self.binary = False
         self.buffer = getattr(stream, "buffer", None)
         self.write_bytes = self._write_bytes if self.buffer is not None else None
@@ -173,7 +175,8 @@ class _Batched:
             self.flush()
             self.binary = False
         self.parts.append(text)
-        if len(self.parts) >= BATCH:
+        self.size += len(text)
+        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
             self.flush()
 
     def _write_bytes(self, data):
@@ -181,7 +184,8 @@ class _Batched:
             self.flush()
             self.binary = True
         self.parts.append(data)
-        if len(self.parts) >= BATCH:
+        self.size += len(data)
+        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
             self.flush()
 
     def flush(self):
@@ -191,10 +195,12 @@ class _Batched:
             else:
                 self.stream.write("".join(self.parts))
             self.parts.clear()
+            self.size = 0
         self.stream.flush()
 
     def discard(self):
         self.parts.clear()
+        self.size = 0
 
     def isatty(self):
         return self.stream.isatty()

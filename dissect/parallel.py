@@ -19,7 +19,6 @@ import itertools
 import multiprocessing
 import os
 import sys
-import time
 import zlib
 from operator import itemgetter
 
@@ -27,9 +26,8 @@ from .analysis.abuse import KEY as ABUSE
 from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ipv4_addresses
-from .pipeline import Pipeline
 from .progress import Progress
-from .registry import Registry, UsageError, parse_decode_as
+from .registry import UsageError, parse_decode_as
 from .render.printer import Printer
 from .render.stats import StatsCollector
 from .session import Session, abuse_options, finish_order
@@ -40,36 +38,32 @@ CHUNK = 2048  # frame numbers per message from a worker
 class Partition:
     """Which worker dissects a frame: the same answer in every worker, for the whole capture.
 
-    UDP and other IP traffic is split by unordered IP address pair. Before the workers start, the
-    parent dissects the capture's first frames once, timing each, and deals the address pairs it met
-    to the workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The
-    workers inherit the table. A pair first met later goes to the worker with the least load at that
-    moment, load being modelled the same way in every worker as frame bytes plus a fixed cost per
-    frame; once the table is full, a pair goes by a hash of its addresses. A pair's worker never
-    changes.
+    UDP and other IP traffic is split by unordered IP address pair. Load is modelled as frame bytes
+    plus a fixed cost per frame. Before the workers start, the parent weighs the address pairs of the
+    capture's first frames (their addresses only, nothing is dissected) and deals them to the
+    workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The workers
+    inherit the table. A pair first met later goes to the worker with the least load at that moment,
+    modelled the same way in every worker; once the table is full, a pair goes by a hash of its
+    addresses. A pair's worker never changes, and the split depends on the capture alone.
     """
 
-    PRESCAN = 4096       # frames dissected to weigh the first address pairs
+    PRESCAN = 16384      # frames whose address pairs are weighed before the workers start
     MAX_PAIRS = 16384    # pairs placed by load; later pairs by hash
     FRAME_COST = 64      # a frame costs about as much to dissect as 64 more bytes of it
 
-    def __init__(self, jobs, first_path, registry):
+    def __init__(self, jobs, first_path):
         self.jobs = jobs
         self.pairs = {}
         self.load = [0] * jobs
-        self._deal(first_path, registry)
+        self._deal(first_path)
         self.load = [0] * jobs
 
-    def _deal(self, path, registry):
-        scratch = Pipeline(registry)
-        clock = time.perf_counter
+    def _deal(self, path):
         weights = {}
         try:
             for frame in itertools.islice(open_capture(path), self.PRESCAN):
-                pair, packet = address_pair(frame)
-                started = clock()
-                scratch.frame(frame, packet)
-                cost = clock() - started
+                pair, _ = address_pair(frame)
+                cost = frame.wirelen + self.FRAME_COST
                 if pair is None:
                     self.load[0] += cost
                 else:
@@ -120,7 +114,8 @@ def address_pair(frame):
 def run_parallel(args, out):
     """Run the capture files of ``args`` (the command's options; ``args.color`` already resolved to
     always or never) in ``args.jobs`` processes, writing to ``out``; return the exit code."""
-    partition = Partition(args.jobs, args.files[0], Registry(parse_decode_as(args.decode_as)))
+    parse_decode_as(args.decode_as)  # a bad --decode-as is a usage error before any worker starts
+    partition = Partition(args.jobs, args.files[0])
     context = multiprocessing.get_context("fork")
     receivers, workers = [], []
     for index in range(args.jobs):
@@ -195,13 +190,20 @@ def _receive(conn, index):
 
 
 def _write(out, json, texts):
+    """Workers send text, or for JSON the UTF-8 of whole JSON lines."""
     if json is None:
         out.write("".join(texts))
         return
-    for text in texts:  # workers write JSON lines; the parent writes the array or the lines
-        for line in text.split("\n"):  # not splitlines(): U+2028 and the like may stand inside a string
-            if line:
-                json.encoded(line)
+    data = b"".join(texts)
+    if json.lines:
+        if out.write_bytes is not None:
+            out.write_bytes(data)
+        else:
+            out.write(data.decode())
+        return
+    for line in data.split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
+        if line:
+            json.encoded(line.decode())
 
 
 def _merged_stats(ends, concluded):
@@ -236,16 +238,20 @@ def _merged_analyzers(ends, traffic):
 
 # -- a worker --------------------------------------------------------------------------------------
 class _Text:
-    """The worker's output: text collected per frame, taken after each."""
+    """The worker's output: text collected per frame, taken after each. For JSON it is the records' UTF-8
+    (``write_bytes`` takes orjson's output as it is), so that it crosses to the parent and out without being
+    decoded and encoded again."""
 
-    def __init__(self):
+    def __init__(self, binary):
         self.parts = []
+        self.binary = binary
+        self.write_bytes = self.parts.append if binary else None
 
     def write(self, text):
-        self.parts.append(text)
+        self.parts.append(text.encode() if self.binary else text)
 
     def take(self):
-        text = "".join(self.parts)
+        text = (b"" if self.binary else "").join(self.parts)
         self.parts.clear()
         return text
 
@@ -275,7 +281,7 @@ def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
     args.field_options.header = False  # the parent writes the one header line
-    sink = _Text()
+    sink = _Text(binary=args.format in ("json", "jsonl"))
     printer = _printer(args, sink)
     session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
                       stats=args.stats, fail_on=args.fail_on, **abuse_options(args))

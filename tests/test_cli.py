@@ -243,3 +243,32 @@ def test_hex_ascii_column_lines_up_on_a_short_last_row():
     rows = [line for line in out.splitlines() if line[:4].isalnum() and line[4:6] == "  "]
     full, last = rows[0], rows[-1]
     assert full.index("..") == 56 and len(last) > 56 and last[55] == " " and last[56] != " "
+
+
+def test_output_batches_hold_a_bounded_number_of_characters():
+    """Large records (-V, JSON) go out before BATCH writes pile up: the batch is bounded in size too."""
+    import io
+
+    from dissect.cli import BATCH, BATCH_BYTES, _Batched
+
+    class Recording(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.sizes = []
+
+        def write(self, text):
+            self.sizes.append(len(text))
+            return super().write(text)
+
+    stream = Recording()
+    out = _Batched(stream)
+    record = "x" * (BATCH_BYTES // 4 + 1)
+    for _ in range(4):
+        out.write(record)
+    assert stream.sizes == [4 * len(record)]  # the fourth record passed the bound: one write of all four
+    for _ in range(BATCH - 1):
+        out.write("y")
+    assert stream.sizes == [4 * len(record)]  # small writes wait for BATCH of them
+    out.write("y")
+    assert stream.sizes == [4 * len(record), BATCH]
+    assert stream.getvalue() == record * 4 + "y" * BATCH

@@ -54,7 +54,7 @@ def mixed(tmp_path_factory):
 
 
 def test_the_captures_spread_over_both_workers(mixed):
-    partition = Partition(2, mixed[0], Registry())
+    partition = Partition(2, mixed[0])
     assert set(partition.pairs.values()) == {0, 1}
     owners = {partition.owner(frame, address_pair(frame)[0]) for frame in open_capture(mixed[1])}
     assert owners == {0, 1}
@@ -89,9 +89,27 @@ def test_session_captures_read_as_one_capture():
     assert run_cli("-j", "2", "-T", "jsonl", *paths) == run_cli("-T", "jsonl", *paths)
 
 
+def test_the_first_pairs_are_dealt_by_their_bytes_heaviest_first(tmp_path):
+    """Weights are wire bytes plus FRAME_COST a frame, TCP counts for worker 0: the split is the capture's alone."""
+    def udp(src, dst, size):
+        return capkit.ethernet(capkit.udp_packet(src, 5000, dst, 26000, b"x" * size))
+    frames = ([udp("10.0.0.1", "10.0.0.2", 1000)] * 3 +     # 3 * (1042 + 64) = 3318
+              [udp("10.0.0.4", "10.0.0.3", 1200)] * 2 +     # 2 * (1242 + 64) = 2612, pair ordered
+              [udp("10.0.0.5", "10.0.0.6", 100)] * 20 +     # 20 * (142 + 64) = 4120
+              [capkit.ethernet(capkit.tcp_packet("10.0.0.7", 1000, "10.0.0.8", 13073, b"y" * 1500))] * 2 +
+              [udp("10.0.0.9", "10.0.0.10", 10)])           # 52 + 64 = 116
+    path = tmp_path / "weights.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, frame) for n, frame in enumerate(frames)])
+    partition = Partition(2, path)
+    # worker 0 starts with the TCP's 2 * (1554 + 64) = 3236; heaviest first, each to the least loaded
+    assert partition.pairs == {("10.0.0.5", "10.0.0.6"): 1, ("10.0.0.1", "10.0.0.2"): 0,
+                               ("10.0.0.3", "10.0.0.4"): 1, ("10.0.0.10", "10.0.0.9"): 0}
+    assert partition.load == [0, 0]  # the workers model the load from the first frame on
+
+
 def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
     monkeypatch.setattr(Partition, "MAX_PAIRS", 2)
-    partition = Partition(3, mixed[1], Registry())
+    partition = Partition(3, mixed[1])
     assert len(partition.pairs) == 2
     frames = [(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])]
     first = {}
@@ -104,7 +122,7 @@ def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
 
 
 def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):
-    partition = Partition(2, mixed[0], Registry())
+    partition = Partition(2, mixed[0])
     tcp = capkit.ethernet(capkit.tcp_packet("10.9.9.1", 1000, "10.9.9.2", 13073, b"e\r\n"))
     assert address_pair(Frame(1, 0.0, len(tcp), len(tcp), 1, tcp))[0] is None
     sll = capkit.sll(capkit.udp_packet("10.9.9.2", 5, "10.9.9.1", 6, b"x"))
