@@ -91,7 +91,7 @@ cdef class _Host:
     cpdef _seen(self, frame)
 
 cdef class _Server:
-    cdef public object protocol, requesters, last_frame
+    cdef public object protocol, endpoint, requesters, last_frame
     cdef public int64_t requests, replies, bytes_out, wire_out, unsolicited, oversize
     cpdef request(self, address, frame)
     cpdef reply(self, frame, int64_t size, int64_t wire)

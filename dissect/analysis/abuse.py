@@ -119,6 +119,8 @@ class TrafficAnalyzer:
 
     def _request(self, frame, second, msg, request, client, server, size, wire):
         protocol = msg.protocol
+        entry = self._server(server, protocol)
+        server = entry.endpoint  # one tuple for the server in every table that holds it
         key = (protocol, request, client, server)
         kind = self._kind(protocol, request)
         self._close(key, dict.get(self.open, key))  # the previous one, which put replaces
@@ -133,7 +135,6 @@ class TrafficAnalyzer:
         held = _peer_count(host.queried)
         host.request(frame, second, server, size, self.window)
         self.host_peers += _peer_count(host.queried) - held
-        entry = self._server(server, protocol)
         held = _peer_count(entry.requesters)
         entry.request(client[0], frame)
         self.server_peers += _peer_count(entry.requesters) - held
@@ -144,6 +145,7 @@ class TrafficAnalyzer:
 
     def _reply(self, frame, second, protocol, request, client, server, size, wire):
         answering = self._server(server, protocol)
+        server = answering.endpoint
         answering.reply(frame, size, wire)
         host = self._host(client[0])
         held = _peer_count(host.repliers)
@@ -241,7 +243,7 @@ class TrafficAnalyzer:
     def _server(self, server, protocol):
         entry = refreshed(self.servers, server)
         if entry is None:
-            entry = _Server(protocol)
+            entry = _Server(protocol, server)
             evicted = put(self.servers, server, entry)
             if evicted is not None:
                 self._forget_server(evicted[1])
@@ -718,12 +720,13 @@ class _Host:
 class _Server:
     """One server endpoint: the requests it received and the replies it sent."""
 
-    __slots__ = ("protocol", "requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize", "requesters",
-                 "last_frame")
+    __slots__ = ("protocol", "endpoint", "requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize",
+                 "requesters", "last_frame")
     SUMS = ("requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize")
 
-    def __init__(self, protocol):
+    def __init__(self, protocol, endpoint):
         self.protocol = protocol
+        self.endpoint = endpoint  # the (address, port) tuple its table's key is: the other tables share it
         self.requests = self.replies = self.bytes_out = self.wire_out = self.unsolicited = self.oversize = 0
         self.requesters = None  # peers: see _add_peer
         self.last_frame = 0

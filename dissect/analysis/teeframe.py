@@ -149,7 +149,7 @@ class TeeFrameAnalyzer(Analyzer):
         self._add_packet(response, record, msg, number, out)
         if response.complete():
             del self.pending[key]
-            put(self.done, key, set(response.records))
+            put(self.done, key, tuple(response.records))  # the packet numbers: a few, and a tuple is small
             out.append(self._conclude(response))
         return out
 
