@@ -32,7 +32,7 @@ from .render.printer import Printer
 from .render.stats import StatsCollector
 from .session import Session, abuse_options, finish_order
 
-CHUNK = 2048  # frame numbers per message from a worker
+CHUNK = 512  # frame numbers per message from a worker: a few MB of JSON at most, held by each process
 
 
 class Partition:

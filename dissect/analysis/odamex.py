@@ -9,7 +9,7 @@ from ..core.fmt import endpoint
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_latest, merge_timings
 
-MAX_PENDING = 16384
+MAX_PENDING = 4096             # requests waiting for their reply: most that wait long never get one
 MAX_SERVERS = 10000
 MAX_LISTED = 10000
 MAX_MASTERS = 8                # masters remembered per listed server

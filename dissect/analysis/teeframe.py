@@ -22,7 +22,7 @@ from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts
 
 MAX_PENDING = 4096          # responses being assembled at once
-MAX_REQUESTS = 16384        # requests waiting for their first reply
+MAX_REQUESTS = 4096         # requests waiting for their first reply: most that wait long never get one
 MAX_RECORDS = 4096          # client records kept for one response (63 packets of 1400 bytes hold fewer)
 MAX_HELD_RECORDS = 160_000  # client records kept across all pending responses: about 64 MB at ~400 bytes each
 MAX_SERVERS = 10000
