@@ -63,7 +63,7 @@ class Partition:
         try:
             for frame in itertools.islice(open_capture(path), self.PRESCAN):
                 pair, _ = address_pair(frame)
-                cost = frame.wirelen + self.FRAME_COST
+                cost = self._cost(frame)
                 if pair is None:
                     self.load[0] += cost
                 else:
@@ -86,8 +86,12 @@ class Partition:
             worker = self.pairs.get(pair)
             if worker is None:
                 worker = self._place(pair)
-        self.load[worker] += frame.wirelen + self.FRAME_COST
+        self.load[worker] += self._cost(frame)
         return worker
+
+    def _cost(self, frame):
+        """The modelled load of a frame: the one model, before the workers start and in every worker."""
+        return frame.wirelen + self.FRAME_COST
 
     def _place(self, pair):
         if len(self.pairs) < self.MAX_PAIRS:
@@ -281,7 +285,7 @@ def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
     args.field_options.header = False  # the parent writes the one header line
-    sink = _Text(binary=args.format in ("json", "jsonl"))
+    sink = _Text(binary=args.format == "jsonl")
     printer = _printer(args, sink)
     session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
                       stats=args.stats, fail_on=args.fail_on, **abuse_options(args))

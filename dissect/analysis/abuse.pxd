@@ -108,8 +108,8 @@ cdef class _Flood:
     cdef public object protocol, first_frame, frame, peak, requests
 
 cpdef _slide(list recent, second, window)
-@cython.locals(values=dict, packet=Packet)
 cdef bint _beats(micro, negative_frame, tuple worst) except -1
+@cython.locals(values=dict, packet=Packet)
 cpdef tuple _ends(record, Message msg)
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
