@@ -2,6 +2,7 @@
 
 import argparse
 import gc
+import io
 import os
 import sys
 
@@ -123,11 +124,42 @@ def _duration(text):
 
 
 def main(argv=None):
-    stdout = sys.stdout
+    original = sys.stdout
+    sys.stdout = stdout = _buffered(original)
     try:
         stdout.reconfigure(encoding="utf-8", errors="replace")
     except (AttributeError, ValueError):
         pass
+    try:
+        return _main(argv, stdout)
+    finally:
+        if stdout is not original:
+            try:
+                stdout.flush()
+            except (OSError, ValueError):
+                _drop_output(stdout)
+            sys.stdout = original
+
+
+def _buffered(stream):
+    """``stream`` (standard output) with a buffered binary layer under its text.
+
+    Under ``python -u`` or PYTHONUNBUFFERED the layer is the raw file. A write to a pipe that a signal
+    interrupts once part of it is in (SIGTERM to a live capture whose reader is slow) returns that part's
+    length, and neither a text stream nor a raw file writes the rest: records would be cut and lost. A
+    BufferedWriter goes on until every byte is out; the command flushes where output must stream."""
+    if not isinstance(getattr(stream, "buffer", None), io.RawIOBase):
+        return stream
+    try:
+        stream.flush()
+        raw = io.FileIO(stream.fileno(), "w", closefd=False)
+    except (OSError, ValueError):
+        return stream
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="replace",
+                            line_buffering=stream.line_buffering)
+
+
+def _main(argv, stdout):
     out = _Batched(stdout)
     try:
         code = _run(build_parser().parse_args(argv), out)
@@ -140,14 +172,36 @@ def main(argv=None):
     except BrokenPipeError:
         # The reader went away (``dissect f | head``): stop quietly.
         out.discard()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stdout.fileno())
+        _drop_output(stdout)
         return 0
+    except OutputError as exc:
+        out.discard()
+        _drop_output(stdout)
+        print(f"dissect: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # never a traceback for a user
         print(f"dissect: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+
+
+def _drop_output(stream):
+    """Point the stream's descriptor at /dev/null: what it still holds when its reader has gone or its disk
+    is full is dropped, instead of failing again when the interpreter flushes it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class OutputError(Exception):
+    """Standard output cannot take what is written (a full disk): reported as one line, exit status 2."""
 
 
 BATCH = 512             # writes collected before one goes to the stream
@@ -189,14 +243,19 @@ class _Batched:
             self.flush()
 
     def flush(self):
-        if self.parts:
-            if self.binary:
-                self.buffer.write(b"".join(self.parts))
-            else:
-                self.stream.write("".join(self.parts))
-            self.parts.clear()
-            self.size = 0
-        self.stream.flush()
+        try:
+            if self.parts:
+                if self.binary:
+                    self.buffer.write(b"".join(self.parts))
+                else:
+                    self.stream.write("".join(self.parts))
+                self.parts.clear()
+                self.size = 0
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"standard output: cannot write: {exc.strerror or exc}") from None
 
     def discard(self):
         self.parts.clear()

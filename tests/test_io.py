@@ -179,3 +179,39 @@ def test_fail_on_names_the_finding_the_filter_hides():
     code, out, err = run_cli("--fail-on", "note", "-Y", "netquake.control.command == 0x83", SESSION)
     assert code == 1 and len(out.splitlines()) == 2
     assert err == "dissect: --fail-on: frame 4 has note netquake.little_endian_long (not shown by the filter)\n"
+
+
+# -- standard output that cannot take the output ------------------------------------------------------
+@pytest.fixture(scope="module")
+def long_capture(tmp_path_factory):
+    import bench
+    path = tmp_path_factory.mktemp("out") / "mixed.pcap"
+    bench.write_mixed(str(path), 2000)
+    return path
+
+
+def _run_into(target, *args, unbuffered):
+    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    with open(target, "wb") as out:
+        proc = subprocess.run([sys.executable, "-m", "dissect", *map(str, args)], stdout=out, stderr=subprocess.PIPE,
+                              cwd=ROOT, env=env, timeout=120)
+    return proc.returncode, proc.stderr.decode("utf-8")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+@pytest.mark.parametrize("view", [[], ["-T", "jsonl"], ["-j", "2", "-V"]])
+def test_a_full_disk_is_one_line_and_status_2(long_capture, view, unbuffered):
+    code, err = _run_into("/dev/full", *view, long_capture, unbuffered=unbuffered)
+    assert (code, err) == (2, "dissect: standard output: cannot write: No space left on device\n")
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_reader_that_goes_away_stops_the_output_quietly(long_capture, unbuffered):
+    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-V", str(long_capture)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    assert proc.stdout.readline().startswith(b"Frame 1: ")
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""

@@ -1,12 +1,15 @@
 """Live capture on the loopback interface with real sockets (needs root; CI runs as root)."""
 
+import fcntl
 import json
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import dpkt
@@ -26,9 +29,9 @@ def free_port(kind=socket.SOCK_DGRAM):
         return sock.getsockname()[1]
 
 
-def start_capture(*args, stdout=subprocess.PIPE):
+def start_capture(*args, stdout=subprocess.PIPE, env=None):
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", *map(str, args)], cwd=ROOT,
-                            stdout=stdout, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+                            stdout=stdout, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env)
     line = proc.stderr.readline()
     assert "capturing on lo" in line, line + proc.stderr.read()
     time.sleep(0.3)
@@ -108,6 +111,40 @@ def test_jsonl_streams_while_capturing_and_sigterm_concludes():
     assert [m["message"] for r in records if r["kind"] == "frame" for m in r["messages"]] == ["iext", "iex+", "iex+"]
     (assembled,) = [r for r in records if r["kind"] == "analysis"]
     assert assembled["result"]["records"] == 64 and assembled["result"]["request_frame"] == 1
+
+
+def queued_bytes(stream):
+    """How many bytes wait in the pipe behind ``stream``, not yet read."""
+    return struct.unpack("i", fcntl.ioctl(stream.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_sigterm_during_a_blocked_write_loses_no_output(unbuffered):
+    """The capture is stopped while its output waits on a full pipe, part of a record written: every
+    record still arrives whole. Under PYTHONUNBUFFERED the interrupted write used to return the part's
+    length and the rest of the record was dropped."""
+    port = free_port()
+    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    proc = start_capture("-f", f"udp port {port}", "-T", "jsonl", env=env)
+    server = tf.Server("127.0.0.1", port, clients=64).start()
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for token in range(1, 4):  # each answer is three frames and about 70 KB of JSON: more than a pipe holds
+            sock.sendto(tf.gie3(token, token), ("127.0.0.1", port))
+        sock.close()
+        deadline = time.monotonic() + 10
+        while queued_bytes(proc.stdout) < 60000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the capture is now blocked in its write, part of a record in the pipe
+    finally:
+        server.stop()
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)  # the signal ends the write before the pipe is read (a slow reader)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=30) == 0, err
+    records = jsonl(out)
+    assert len([r for r in records if r["kind"] == "frame"]) == 12, err
+    assert [r["result"]["records"] for r in records if r["kind"] == "analysis"] == [64, 64, 64]
 
 
 def test_count_stops_and_stats_are_printed():
