@@ -11,9 +11,10 @@ Heuristics run on any port; default ports only decide which heuristics are tried
 """
 
 import importlib
+import importlib.machinery
+import os
 import re
 import sys
-from importlib import metadata
 
 from .analysis.base import Analyzer
 from .capture.tables import FRAME_FIELDS, SHARED_FINDINGS
@@ -136,11 +137,62 @@ def plugin_problems():
 
 
 def _entry_points():
+    if not _plugins_declared():
+        return []
     try:
+        from importlib import metadata
         return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
     except Exception as exc:  # a broken distribution on sys.path
         _problem(f"plugins not loaded: {type(exc).__name__}: {exc}")
         return []
+
+
+def _plugins_declared():
+    """Whether some distribution may declare an entry point of the group besides the built-ins' own.
+
+    importlib.metadata takes about 30 ms to import and scan, as long as the rest of the start, and finds
+    nothing but the built-ins on most machines. The distributions it reads in a folder of sys.path keep
+    their entry points in ``NAME.dist-info/entry_points.txt`` (or ``.egg-info``): a look at those files
+    answers. Whatever is not a folder (a zip file), a folder that cannot be listed, and a finder that lists
+    distributions of its own are left to importlib.metadata."""
+    if any(hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
+           for finder in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return True
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return True
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")) and _declares_plugin(os.path.join(folder, name)):
+                return True
+    return False
+
+
+def _declares_plugin(distribution):
+    """Whether the distribution's entry_points.txt has an entry in the group that is not a built-in's."""
+    try:
+        with open(os.path.join(distribution, "entry_points.txt"), encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    section = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == f"[{ENTRY_POINT_GROUP}]" and line and not line.startswith(("#", ";")):
+            name, _, value = line.partition("=")
+            if BUILTINS.get(name.strip()) != value.strip():
+                return True
+    return False
 
 
 def _resolve(target):

@@ -116,3 +116,23 @@ def test_broken_plugins_are_skipped_in_one_line_each(tmp_path):
         lines[1] == "dissect: protocol broken skipped: ImportError: no module named somethingmissing"
     assert any("plugin netquake (clashing_plugin:Other) skipped: the key 'netquake' is a built-in protocol" in line
                for line in lines)
+
+
+def test_importlib_metadata_is_read_only_where_a_plugin_may_be(site, tmp_path):
+    """importlib.metadata costs about 30 ms of each start: dissect looks at the distributions' entry_points.txt
+    first and imports it only where one declares an entry beyond the built-ins' own."""
+    script = ("import sys\nfrom dissect.registry import load_protocols\n"
+              "print(sorted(load_protocols()), 'importlib.metadata' in sys.modules)\n")
+    builtins_only = tmp_path / "builtins" / "other-1.0.dist-info"
+    builtins_only.mkdir(parents=True)
+    (builtins_only / "entry_points.txt").write_text("[console_scripts]\nquake3 = x:y\n\n[dissect.protocols]\n"
+                                                    "teeframe = dissect.dissectors.teeframe:TeeFrame\n")
+    runs = {}
+    for label, folders in (("none", []), ("builtins", [tmp_path / "builtins"]), ("plugin", [site])):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(*folders),
+                              timeout=60)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        runs[label] = proc.stdout.strip()
+    builtins = "['netquake', 'odamex', 'soldat', 'teeframe']"
+    assert runs == {"none": f"{builtins} False", "builtins": f"{builtins} False",
+                    "plugin": "['netquake', 'odamex', 'quake3', 'soldat', 'teeframe'] True"}

@@ -14,10 +14,15 @@ import json
 from ..capture.tables import DISSECT_FINDINGS
 from ..core.model import display_of
 
-try:
-    import orjson
-except ImportError:  # pragma: no cover - orjson is a declared dependency
-    orjson = None
+
+def _orjson():
+    """orjson, or None where it is missing. Imported by the first JSON view, not with this module: its import
+    brings datetime, uuid, dataclasses and inspect, tens of milliseconds that the other views would pay."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a declared dependency
+        return None
+    return orjson
 
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what orjson writes as a number
 # What identifies a record, kept in the minimal record that stands in for one that cannot be encoded.
@@ -67,6 +72,8 @@ class JsonRenderer:
         self.out = out
         self.lines = lines
         self.count = 0
+        orjson = _orjson()
+        self.dumps_bytes = orjson.dumps if orjson is not None else None
         if orjson is not None:
             self.dumps = lambda obj: orjson.dumps(obj, default=_fallback).decode()
         else:
@@ -82,7 +89,7 @@ class JsonRenderer:
             self.encoded(self.encode(obj))
             return
         try:
-            data = orjson.dumps(obj, default=_fallback, option=self.newline)
+            data = self.dumps_bytes(obj, default=_fallback, option=self.newline)
         except Exception:  # what encode does when orjson cannot: the same text
             data = (self.encode(obj) + ("\n" if self.lines else "")).encode()
         if not self.lines:
