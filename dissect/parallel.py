@@ -44,7 +44,9 @@ class Partition:
     workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The workers
     inherit the table. A pair first met later goes to the worker with the least load at that moment,
     modelled the same way in every worker; once the table is full, a pair goes by a hash of its
-    addresses. A pair's worker never changes, and the split depends on the capture alone.
+    addresses, weighted so that worker 0's share of those pairs makes up for the TCP it carries alone
+    (in the proportion the TCP has had of the load so far). A pair's worker never changes, and the split
+    depends on the capture alone.
     """
 
     PRESCAN = 16384      # frames whose address pairs are weighed before the workers start
@@ -57,6 +59,8 @@ class Partition:
         self.load = [0] * jobs
         self._deal(first_path)
         self.load = [0] * jobs
+        self.pinned = 0      # the load of what goes to worker 0 whatever the split (TCP, frames without IP)
+        self.bounds = None   # the hashed placement's cumulative shares, fixed when the table fills
 
     def _deal(self, path):
         weights = {}
@@ -82,6 +86,7 @@ class Partition:
     def owner(self, frame, pair):
         if pair is None:
             worker = 0
+            self.pinned += self._cost(frame)
         else:
             worker = self.pairs.get(pair)
             if worker is None:
@@ -97,7 +102,25 @@ class Partition:
         if len(self.pairs) < self.MAX_PAIRS:
             worker = self.pairs[pair] = self._least_loaded()
             return worker
-        return zlib.crc32(" ".join(pair).encode()) % self.jobs
+        if self.bounds is None:
+            self.bounds = self._hash_bounds()
+        point = zlib.crc32(" ".join(pair).encode()) / 0x100000000
+        for worker in range(self.jobs - 1):
+            if point < self.bounds[worker]:
+                return worker
+        return self.jobs - 1
+
+    def _hash_bounds(self):
+        """Cumulative shares of the hashed pairs. With ``t`` the pinned part of the load so far, worker 0 gets
+        (1/jobs - t) / (1 - t) of them (none once t reaches 1/jobs) and the others split the rest evenly, so
+        that each worker's load grows alike if the traffic goes on as it was."""
+        if self.jobs == 1:
+            return [1.0]
+        total = sum(self.load)
+        pinned = min(self.pinned / total, 1 / self.jobs) if total else 0.0
+        first = (1 / self.jobs - pinned) / (1 - pinned)
+        rest = (1 - first) / (self.jobs - 1)
+        return [first + rest * index for index in range(self.jobs)]
 
 
 def address_pair(frame):

@@ -283,3 +283,25 @@ def test_servers_seen_merge_as_one_process_keeps_them(tmp_path):
             assert run_cli("-j", jobs, *view, first, second) == single
     stats = run_cli("--stats", first)[1]
     assert "rtt 1.000 ms" in stats  # the newest reply that had a request, not the unrequested one
+
+
+def test_pairs_past_the_table_make_up_for_the_tcp_of_worker_zero(tmp_path, monkeypatch):
+    """Past the table, pairs go by hash; worker 0, which alone carries the TCP, gets the smaller share:
+    (1/2 - t) / (1 - t) of them with two workers, t being the TCP's part of the load so far."""
+    monkeypatch.setattr(Partition, "MAX_PAIRS", 1)
+    path = tmp_path / "empty.pcap"
+    capkit.write_pcap(path, [])
+    partition = Partition(2, path)
+    for number in (1, 2, 3):
+        assert partition.owner(Frame(number, 0.0, 60, 60, 1, b""), None) == 0  # TCP: 3 * (60 + 64) = 372
+    assert partition.owner(Frame(4, 0.0, 1000, 1000, 1, b""), ("10.0.0.1", "10.0.0.2")) == 1  # the table's one
+    pinned = 372 / (372 + 1064)
+    share = (0.5 - pinned) / (1 - pinned)  # 0.325
+    owners = {}
+    for index in range(4000):
+        pair = (f"10.1.{index // 250}.{index % 250}", "10.2.0.1")
+        owners[pair] = partition.owner(Frame(5 + index, 0.0, 100, 100, 1, b""), pair)
+    assert partition.bounds == [pytest.approx(share), 1.0]
+    assert abs(list(owners.values()).count(0) / 4000 - share) < 0.03
+    assert all(partition.owner(Frame(1, 0.0, 100, 100, 1, b""), pair) == owner for pair, owner in owners.items())
+    assert len(partition.pairs) == 1
