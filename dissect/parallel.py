@@ -84,14 +84,15 @@ class Partition:
         return min(range(self.jobs), key=self.load.__getitem__)
 
     def owner(self, frame, pair):
+        cost = self._cost(frame)
         if pair is None:
             worker = 0
-            self.pinned += self._cost(frame)
+            self.pinned += cost
         else:
             worker = self.pairs.get(pair)
             if worker is None:
                 worker = self._place(pair)
-        self.load[worker] += self._cost(frame)
+        self.load[worker] += cost
         return worker
 
     def _cost(self, frame):

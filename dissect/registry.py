@@ -22,6 +22,7 @@ from .core import Cursor, Message, Truncated, Unterminated
 from .core.tables import FieldTable, FindingTable
 
 ENTRY_POINT_GROUP = "dissect.protocols"
+_GROUP_HEADER = f"[{ENTRY_POINT_GROUP}]"  # its section in a distribution's entry_points.txt
 BUILTINS = {
     "netquake": "dissect.dissectors.netquake:NetQuake",
     "odamex": "dissect.dissectors.odamex:Odamex",
@@ -179,7 +180,7 @@ def _declares_plugin(distribution):
     try:
         with open(os.path.join(distribution, "entry_points.txt"), encoding="utf-8", errors="replace") as handle:
             text = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no entry points, or an .egg-info that is a file
         return False
     except OSError:
         return True
@@ -188,7 +189,7 @@ def _declares_plugin(distribution):
         line = line.strip()
         if line.startswith("["):
             section = line
-        elif section == f"[{ENTRY_POINT_GROUP}]" and line and not line.startswith(("#", ";")):
+        elif section == _GROUP_HEADER and line and not line.startswith(("#", ";")):
             name, _, value = line.partition("=")
             if BUILTINS.get(name.strip()) != value.strip():
                 return True

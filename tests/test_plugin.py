@@ -127,6 +127,7 @@ def test_importlib_metadata_is_read_only_where_a_plugin_may_be(site, tmp_path):
     builtins_only.mkdir(parents=True)
     (builtins_only / "entry_points.txt").write_text("[console_scripts]\nquake3 = x:y\n\n[dissect.protocols]\n"
                                                     "teeframe = dissect.dissectors.teeframe:TeeFrame\n")
+    (tmp_path / "builtins" / "legacy-0.9.egg-info").write_text("Metadata-Version: 1.0\nName: legacy\n")  # a file
     runs = {}
     for label, folders in (("none", []), ("builtins", [tmp_path / "builtins"]), ("plugin", [site])):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(*folders),

@@ -73,10 +73,11 @@ class JsonRenderer:
         self.lines = lines
         self.count = 0
         orjson = _orjson()
-        self.dumps_bytes = orjson.dumps if orjson is not None else None
         if orjson is not None:
+            self.dumps_bytes = orjson.dumps
             self.dumps = lambda obj: orjson.dumps(obj, default=_fallback).decode()
         else:
+            self.dumps_bytes = None
             encode = json.JSONEncoder(ensure_ascii=False, default=_fallback).encode
             self.dumps = lambda obj: encode(_plain(obj))  # json writes any integer as a number
         # An output that takes bytes (the command's) gets orjson's UTF-8 as it is: a record of a few
