@@ -17,7 +17,7 @@ import re
 import sys
 
 from .analysis.base import Analyzer
-from .capture.tables import FRAME_FIELDS, SHARED_FINDINGS
+from .capture.tables import FRAME_FIELDS, LAYER_KEYS, SHARED_FINDINGS
 from .core import Cursor, Message, Truncated, Unterminated
 from .core.tables import FieldTable, FindingTable
 
@@ -125,6 +125,9 @@ def register(cls):
     if isinstance(cls.analyzer, str):
         cls.analyzer = _resolve(cls.analyzer)
     check_protocol(cls, cls.key)
+    clash = _field_clash(cls)
+    if clash:
+        raise ValueError(f"{cls.key}: {clash}")
     if cls.key in _PROTOCOLS and _PROTOCOLS[cls.key] is not cls:
         raise ValueError(f"a protocol with the key {cls.key!r} is registered already")
     _PROTOCOLS[cls.key] = cls
@@ -233,8 +236,8 @@ def check_protocol(cls, name):
 
 def _field_clash(cls):
     taken = {table.protocol for table in FRAME_FIELDS} | {table.protocol for table in SHARED_FINDINGS}
-    if cls.key in taken:
-        return f"the key {cls.key!r} is taken by dissect's own fields"
+    if cls.key in taken or cls.key in LAYER_KEYS:
+        return f"the key {cls.key!r} is taken by dissect's own fields and layers"
     return ""
 
 

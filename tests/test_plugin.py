@@ -137,3 +137,44 @@ def test_importlib_metadata_is_read_only_where_a_plugin_may_be(site, tmp_path):
     builtins = "['netquake', 'odamex', 'soldat', 'teeframe']"
     assert runs == {"none": f"{builtins} False", "builtins": f"{builtins} False",
                     "plugin": "['netquake', 'odamex', 'quake3', 'soldat', 'teeframe'] True"}
+
+
+REGISTER = """
+import sys
+from dissect import Dissector, FieldTable, FindingTable, register
+
+def protocol(key):
+    class Echo(Dissector):
+        title = "Echo"
+        transports = ("udp",)
+        ports = (7,)
+        fields = FieldTable(key, messages=True, title="Echo", entries=[("text", "Text", "string", "the bytes")])
+        findings = FindingTable(key, messages=True, entries=[("truncated", "error", "a message has bytes")])
+        truncated = findings.truncated
+        examples = (b"hi",)
+
+        def decode(self, cur, msg, packet):
+            msg.name = "echo"
+    Echo.key = key
+    return Echo
+
+for key in sys.argv[1:]:
+    try:
+        register(protocol(key))
+        print(key, "registered")
+    except ValueError as exc:
+        print(key, "refused:", exc)
+"""
+
+
+def test_register_refuses_the_keys_of_the_lower_layers():
+    """A frame that no protocol claims shows its top layer's key (titled UDP, IPV4...), and the summary pads
+    each key's title once: a protocol registered later under such a key would retitle those frames."""
+    run = subprocess.run([sys.executable, "-c", REGISTER, "echo", "ipv4", "udp", "payload", "netquake"],
+                         capture_output=True, text=True, timeout=60, env=_env())
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "echo registered"
+    for line, key in zip(lines[1:4], ("ipv4", "udp", "payload")):
+        assert line == f"{key} refused: {key}: the key {key!r} is taken by dissect's own fields and layers"
+    assert lines[4] == "netquake refused: a protocol with the key 'netquake' is registered already"

@@ -5,6 +5,10 @@ A display filter may name any of these keys beside the protocols' own (``-G fiel
 
 from ..core.tables import FieldTable, FindingTable
 
+# What a frame's Protocol column says when no protocol claims its payload (the top layer decoded), and for a
+# bare --payload message before its protocol's: no protocol may take one of these keys.
+LAYER_KEYS = frozenset(("frame", "eth", "vlan", "null", "sll", "sll2", "ipv4", "ipv6", "udp", "tcp", "payload"))
+
 FRAME_FIELDS = (
     FieldTable("frame", [
         ("number", "Frame number", "uint32", "the frame's number in the capture, from 1"),
