@@ -22,10 +22,18 @@ cdef dict _TITLES
 @cython.locals(micros=double, whole=cython.longlong)
 cdef str _seconds(double elapsed)
 
+cdef Py_ssize_t PADDED_ENDPOINTS
+cdef dict _PADDED_TITLES
+cdef str _padded_title(key)
+
 cdef class SummaryRenderer:
     cdef public object out, color
+    cdef public dict sources, destinations
+    cdef public Py_ssize_t columns
     @cython.locals(packet=Packet, number=Py_ssize_t, wirelen=Py_ssize_t)
     cpdef frame(self, FrameRecord record)
+    @cython.locals(ports=dict, text=str)
+    cdef str _column(self, dict table, ip, port, bint left)
 
 @cython.locals(msg=Message)
 cdef bint _any_message_findings(messages)

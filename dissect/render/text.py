@@ -75,20 +75,26 @@ _TITLES = {}  # registered protocol key -> title
 class SummaryRenderer:
     """``No. Time Source Destination Protocol Length Info``, one line a frame (tshark's columns)."""
 
-    __slots__ = ("out", "color")
+    __slots__ = ("out", "color", "sources", "destinations", "columns")
 
     def __init__(self, out, color=False):
         self.out = out
         self.color = color
+        # The padded Source and Destination columns by address, then port: a capture has few endpoints and
+        # each comes back in many lines. At most PADDED_ENDPOINTS in all (then the tables start afresh).
+        self.sources = {}
+        self.destinations = {}
+        self.columns = 0
 
     def frame(self, record):
         packet = record.packet
         # tshark's columns, "%6d %11.6f %21s → %-21s %-8s %5d %s", padded by str methods: compiled, that costs
         # half of the %-format.
         number, wirelen = record.number, record.wirelen
-        line = (f"{number:6d} {_seconds(record.ts - record.first_ts)} {endpoint(packet.src, packet.sport).rjust(21)}"
-                f" → {endpoint(packet.dst, packet.dport).ljust(21)} {protocol_title(record.protocol).ljust(8)}"
-                f" {wirelen:5d} {safe(record.info)}")
+        line = (f"{number:6d} {_seconds(record.ts - record.first_ts)} "
+                f"{self._column(self.sources, packet.src, packet.sport, False)} → "
+                f"{self._column(self.destinations, packet.dst, packet.dport, True)} "
+                f"{_padded_title(record.protocol)} {wirelen:5d} {safe(record.info)}")
         worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
         if worst:
             line += f"  [{worst}]"
@@ -96,11 +102,43 @@ class SummaryRenderer:
                 line = SEVERITY_COLOR[worst] + line + RESET
         self.out.write(line + "\n")
 
+    def _column(self, table, ip, port, left):
+        ports = table.get(ip)
+        if ports is None:
+            ports = table[ip] = {}
+        text = ports.get(port)
+        if text is None:
+            if self.columns >= PADDED_ENDPOINTS:
+                self.sources.clear()
+                self.destinations.clear()
+                self.columns = 0
+                ports = table[ip] = {}
+            text = endpoint(ip, port)
+            text = ports[port] = text.ljust(21) if left else text.rjust(21)
+            self.columns += 1
+        return text
+
     def analysis(self, rec):
         text = f"       [{rec.protocol} {rec.name}] {safe(rec.summary)} (frames {_frame_span(rec.frames)})"
         for finding in rec.findings:
             text += f"\n           {finding.severity}: {finding.code}: {safe(finding.message)}"
         self.out.write(text + "\n")
+
+
+PADDED_ENDPOINTS = 8192
+
+
+def _padded_title(key):
+    """The Protocol column: the protocol's title padded to 8 characters. A frame's protocol is a registered
+    key, whose title never changes, or a lower layer's, which no protocol may take (its fields would clash
+    with the layer's): a handful of keys, each padded once."""
+    text = _PADDED_TITLES.get(key)
+    if text is None:
+        text = _PADDED_TITLES[key] = protocol_title(key).ljust(8)
+    return text
+
+
+_PADDED_TITLES = {}
 
 
 def _seconds(elapsed):
