@@ -13,7 +13,11 @@ cdef class _Subtree:
     cdef public Field node
 
 cdef class Cursor:
-    cdef public object data, pos, end, tree, msg, _stack, last_offset, last_length, last_raw, starts
+    # The position and the last item's place as C integers: every field read moves them.
+    cdef public bytes data
+    cdef public Py_ssize_t pos, end, last_offset, last_length
+    cdef public bint tree
+    cdef public object msg, _stack, last_raw, starts
 
     cpdef remaining(self)
     cpdef at_end(self)
