@@ -90,7 +90,8 @@ def test_session_captures_read_as_one_capture():
 
 
 def test_the_first_pairs_are_dealt_by_their_bytes_heaviest_first(tmp_path):
-    """Weights are wire bytes plus FRAME_COST a frame, TCP counts for worker 0: the split is the capture's alone."""
+    """Weights are wire bytes plus FRAME_COST a frame, TCP counts for worker 0 weighed PINNED_WEIGHT times: the
+    split is the capture's alone."""
     def udp(src, dst, size):
         return capkit.ethernet(capkit.udp_packet(src, 5000, dst, 26000, b"x" * size))
     frames = ([udp("10.0.0.1", "10.0.0.2", 1000)] * 3 +     # 3 * (1042 + 64) = 3318
@@ -101,9 +102,11 @@ def test_the_first_pairs_are_dealt_by_their_bytes_heaviest_first(tmp_path):
     path = tmp_path / "weights.pcap"
     capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, frame) for n, frame in enumerate(frames)])
     partition = Partition(2, path)
-    # worker 0 starts with the TCP's 2 * (1554 + 64) = 3236; heaviest first, each to the least loaded
-    assert partition.pairs == {("10.0.0.5", "10.0.0.6"): 1, ("10.0.0.1", "10.0.0.2"): 0,
-                               ("10.0.0.3", "10.0.0.4"): 1, ("10.0.0.10", "10.0.0.9"): 0}
+    # worker 0 starts with the TCP's 2 * (1554 + 64) * 1.3 = 4206.8; heaviest first, each to the least loaded:
+    # 4120 to worker 1, 3318 to worker 1 (4120 < 4206.8), 2612 to worker 0 (4206.8 < 7438), 116 to worker 0
+    assert Partition.PINNED_WEIGHT == 1.3
+    assert partition.pairs == {("10.0.0.5", "10.0.0.6"): 1, ("10.0.0.1", "10.0.0.2"): 1,
+                               ("10.0.0.3", "10.0.0.4"): 0, ("10.0.0.10", "10.0.0.9"): 0}
     assert partition.load == [0, 0]  # the workers model the load from the first frame on
 
 
@@ -293,10 +296,10 @@ def test_pairs_past_the_table_make_up_for_the_tcp_of_worker_zero(tmp_path, monke
     capkit.write_pcap(path, [])
     partition = Partition(2, path)
     for number in (1, 2, 3):
-        assert partition.owner(Frame(number, 0.0, 60, 60, 1, b""), None) == 0  # TCP: 3 * (60 + 64) = 372
+        assert partition.owner(Frame(number, 0.0, 60, 60, 1, b""), None) == 0  # TCP: 3 * (60 + 64) * 1.3
     assert partition.owner(Frame(4, 0.0, 1000, 1000, 1, b""), ("10.0.0.1", "10.0.0.2")) == 1  # the table's one
-    pinned = 372 / (372 + 1064)
-    share = (0.5 - pinned) / (1 - pinned)  # 0.325
+    pinned = 3 * (60 + 64) * Partition.PINNED_WEIGHT / (3 * (60 + 64) * Partition.PINNED_WEIGHT + 1064)
+    share = (0.5 - pinned) / (1 - pinned)  # 0.273
     owners = {}
     for index in range(4000):
         pair = (f"10.1.{index // 250}.{index % 250}", "10.2.0.1")
