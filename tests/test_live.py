@@ -58,7 +58,7 @@ def test_every_protocol_live_with_write_and_sigint(tmp_path):
     servers = [nq.Server("127.0.0.1", nq_port).start(), tf.Server("127.0.0.1", tee_port, clients=64).start(),
                od.server(port=oda_port, players=od.PLAYERS).start(), sp.Lobby(port=lobby_port).start()]
     try:
-        assert len(nq.query("127.0.0.1", nq_port, connect=False)) == 12  # info, 3 players, 7 rules, end
+        assert len(nq.query("127.0.0.1", nq_port, timeout=5.0, connect=False)) == 12  # info, 3 players, 7 rules, end
         assert len(tf.query("127.0.0.1", tee_port)) == 3
         assert od.query("127.0.0.1", oda_port) is not None
         assert sp.query("127.0.0.1", lobby_port).endswith(sp.list_end())
