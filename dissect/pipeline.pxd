@@ -11,6 +11,9 @@ cdef class FrameRecord:
     cdef public object number, ts, caplen, wirelen, linktype, data, packet, protocol, info, messages, findings
     cdef public object first_ts
 
+cpdef FrameRecord new_record(Frame frame, Packet packet, first_ts)
+cdef _fill_record(FrameRecord record, Frame frame, Packet packet, first_ts)
+
 cdef class Pipeline:
     cdef public object registry, tree, analyzers, tcp, defrag, first_ts, last_ts
     cdef public TrafficAnalyzer traffic

@@ -20,18 +20,7 @@ class FrameRecord:
                  "messages", "findings", "first_ts")
 
     def __init__(self, frame, packet, first_ts=None):
-        self.number = frame.number
-        self.ts = frame.ts
-        self.caplen = frame.caplen
-        self.wirelen = frame.wirelen
-        self.linktype = frame.linktype
-        self.data = frame.data
-        self.packet = packet
-        self.protocol = packet.top
-        self.info = ""
-        self.messages = []
-        self.findings = []
-        self.first_ts = first_ts if first_ts is not None else frame.ts  # the capture's first frame: time 0
+        _fill_record(self, frame, packet, first_ts)
 
     @property
     def src(self):
@@ -68,6 +57,28 @@ class FrameRecord:
         # this module when it loads; importing it at the top here would make the two wait on each other.
         from .render.jsonout import frame_dict
         return frame_dict(self)
+
+
+def new_record(frame, packet, first_ts):
+    """A FrameRecord, made without the argument parsing of a constructor call (one a frame)."""
+    record = FrameRecord.__new__(FrameRecord)
+    _fill_record(record, frame, packet, first_ts)
+    return record
+
+
+def _fill_record(record, frame, packet, first_ts):
+    record.number = frame.number
+    record.ts = frame.ts
+    record.caplen = frame.caplen
+    record.wirelen = frame.wirelen
+    record.linktype = frame.linktype
+    record.data = frame.data
+    record.packet = packet
+    record.protocol = packet.top
+    record.info = ""
+    record.messages = []
+    record.findings = []
+    record.first_ts = first_ts if first_ts is not None else frame.ts  # the capture's first frame: time 0
 
 
 class Pipeline:
@@ -127,7 +138,7 @@ class Pipeline:
             return self._corrupt(frame), []
         if packet is None:
             packet = decode_frame(frame.data, frame.linktype)
-        record = FrameRecord(frame, packet, self.first_ts)
+        record = new_record(frame, packet, self.first_ts)
         if frame.error is not None:
             record.findings.append(FRAME_FINDINGS.corrupt.at(frame.error, severity="warning"))
         if self.last_ts is not None and frame.ts < self.last_ts:

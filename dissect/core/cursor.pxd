@@ -23,6 +23,7 @@ cdef class Cursor:
     cpdef at_end(self)
     @cython.locals(pos=Py_ssize_t, size=Py_ssize_t)
     cpdef number(self, st, FieldSpec spec)
+    @cython.locals(pos=Py_ssize_t)
     cpdef u8(self, FieldSpec spec)
     cpdef add(self, FieldSpec spec, offset, length, value, display=*, generated=*, name=*)
     cpdef subtree(self, FieldSpec spec, value=*, name=*)
@@ -35,8 +36,8 @@ cdef class Cursor:
     cpdef _unterminated(self, FieldSpec spec, encoding)
     @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
     cpdef cdecimal(self, FieldSpec spec)
-    @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, values=list, starts=list,
-                   spec=FieldSpec)
+    @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, last=Py_ssize_t, values=list,
+                   starts=list, spec=FieldSpec, kind=str)
     cpdef list cstrings(self, specs)
     @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)

@@ -193,7 +193,17 @@ class Cursor:
         return value
 
     def u8(self, spec):
-        return self.number(U8, spec)
+        """``number(U8, spec)``, read here: a byte is the commonest field (flags, counts, bools)."""
+        pos = self.pos
+        if pos >= self.end:
+            self._need(1, spec)
+        value = self.data[pos]
+        self.pos = pos + 1
+        self.last_offset = pos
+        self.last_length = 1
+        if self.tree:
+            self._stack[-1].append(new_field(spec.key, spec.name, pos, 1, value, spec.fmt))
+        return value
 
     def raw(self, spec, n):
         data, pos = self.data, self.pos
@@ -262,6 +272,7 @@ class Cursor:
         parent = self._stack[-1] if self.tree else None
         values = []
         starts = self.starts = [pos]
+        last = pos
         for spec, kind in specs:
             nul = _terminator(data, pos, end)
             if nul < 0:
@@ -272,11 +283,12 @@ class Cursor:
                 display = f'"{data[pos:nul].decode("latin-1")}" (not a decimal number)' if value is None else None
                 parent.append(new_field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
             values.append(value)
+            last = pos
             pos = nul + 1
             starts.append(pos)
         self.pos = pos
-        if values:
-            self.last_offset, self.last_length, self.last_raw = self.span(len(values) - 1)
+        if values:  # the last field's place: span(len(values) - 1)
+            self.last_offset, self.last_length, self.last_raw = last, pos - last, data[last:pos - 1]
         return values
 
     def span(self, index):
