@@ -10,9 +10,10 @@ worker 0 too. ``Partition`` says how address pairs are dealt out.
 Workers send their text in chunks of consecutive frame numbers; the parent interleaves the chunks by
 frame number, so the output is the one a single process writes. What the end of the capture
 concludes is ordered by first frame, as in one process. ``--stats`` adds up the workers' counts
-and merges their servers-seen tables. The abuse analysis looks across conversations: the parent
-merges the workers' and writes what it concludes, last, as one process does. The limits on state
-(conversations, streams, pending responses) hold per worker.
+and merges their servers-seen tables. The abuse analysis looks across conversations: the workers send
+each message reduced to what it reads (endpoints, kind, sizes, frame and time) with their text, and the
+parent counts them in frame order, so its state and what it writes, last, are one process's. The
+limits on the protocols' state (conversations, streams, pending responses) hold per worker.
 """
 
 import fcntl
@@ -197,6 +198,11 @@ def _merge(args, printer, receivers):
     out = printer.out
     json = printer.json
     progress = Progress(args.files) if sys.stderr.isatty() else None
+    # The parent's own session concludes the run: the abuse analysis, which it counts itself from the
+    # workers' messages in frame order (exactly as one process), and the records that analysis writes.
+    concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,
+                        fail_on=args.fail_on, **abuse_options(args))
+    traffic = concluded.pipeline.traffic
     rounds = 0
     while True:
         messages = [_receive(conn, index) for index, conn in enumerate(receivers)]
@@ -207,6 +213,7 @@ def _merge(args, printer, receivers):
         texts = sorted((item for message in messages for item in message[1]), key=itemgetter(0))
         _write(out, json, (text for _, text in texts))
         out.flush()  # a chunk is a batch already: keep no more than one in memory
+        _count(traffic, messages)
         rounds += 1
         if progress is not None:
             progress.show(rounds * CHUNK, *messages[0][2])
@@ -215,9 +222,7 @@ def _merge(args, printer, receivers):
     ends = [message[1] for message in messages]
     finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
     _write(out, json, (text for _, text in finished))
-    traffic = _merged_traffic(ends)
-    concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,
-                        fail_on=args.fail_on, **abuse_options(args))
+    traffic.finish()
     concluded.conclude(traffic)
     stats = _merged_stats(ends, concluded.stats) if args.stats else None
     printer.close(stats, _merged_analyzers(ends, traffic))
@@ -265,24 +270,24 @@ def _merged_stats(ends, concluded):
     return merged
 
 
-def _merged_traffic(ends):
-    """The workers' abuse analyses folded into one, as one process would have kept it."""
-    traffic = ends[0]["traffic"]
-    for end in ends[1:]:
-        traffic.merge(end["traffic"])
-    return traffic
+def _count(traffic, messages):
+    """The messages of a chunk's frames, from every worker, counted by the abuse analysis in frame order (a
+    frame's messages come from one worker, in their order: the sort is stable)."""
+    events = [event for message in messages for event in message[3]]
+    events.sort(key=itemgetter(0))
+    count = traffic.count
+    for event in events:
+        count(*event)
 
 
 def _merged_analyzers(ends, traffic):
-    """The workers' analyzers folded into the first's; the abuse analysis is ``traffic``, merged already."""
+    """The workers' protocol analyzers folded into the first's, then the parent's abuse analysis ``traffic``, as
+    ``Session.analyzers`` gives them (the workers send theirs only for ``--stats``)."""
     analyzers = ends[0]["analyzers"]
     for end in ends[1:]:
         for key, analyzer in analyzers.items():
-            if key != ABUSE:
-                analyzer.merge(end["analyzers"][key])
-    if ABUSE in analyzers:
-        analyzers[ABUSE] = traffic
-    return analyzers
+            analyzer.merge(end["analyzers"][key])
+    return {**analyzers, ABUSE: traffic} if analyzers else analyzers
 
 
 # -- a worker --------------------------------------------------------------------------------------
@@ -334,14 +339,17 @@ def _work(index, args, partition, conn):
     printer = _printer(args, sink)
     session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
                       stats=args.stats, fail_on=args.fail_on, **abuse_options(args))
+    traffic = session.pipeline.traffic
+    traffic.events = []  # the parent counts them (see _count)
     chunk, chunk_end = [], CHUNK
     clock = [None, None]
     files = CaptureFiles(args.files)
     for frame in files:
         number = frame.number
         while number > chunk_end:
-            conn.send(("chunk", chunk, files.position()))
+            conn.send(("chunk", chunk, files.position(), traffic.events))
             chunk, chunk_end = [], chunk_end + CHUNK
+            traffic.events = []
         if clock[0] is None:
             clock[0] = frame.ts
         clock[1] = frame.ts
@@ -353,13 +361,13 @@ def _work(index, args, partition, conn):
         text = sink.take()
         if text:
             chunk.append((number, text))
-    conn.send(("chunk", chunk, files.position()))
+    conn.send(("chunk", chunk, files.position(), traffic.events))
     finished = []
     for rec in sorted(session.pipeline.finish(), key=finish_order):
         session.analysis(rec)
         text = sink.take()
         if text:
             finished.append((finish_order(rec), text))
+    analyzers = session.pipeline.analyzers if session.stats is not None else {}
     return {"finished": finished, "errors": files.errors, "failed": session.failed, "stats": session.stats,
-            "analyzers": session.analyzers if session.stats is not None else {}, "clock": clock,
-            "traffic": session.pipeline.traffic}
+            "analyzers": analyzers, "clock": clock}

@@ -308,3 +308,30 @@ def test_pairs_past_the_table_make_up_for_the_tcp_of_worker_zero(tmp_path, monke
     assert abs(list(owners.values()).count(0) / 4000 - share) < 0.03
     assert all(partition.owner(Frame(1, 0.0, 100, 100, 1, b""), pair) == owner for pair, owner in owners.items())
     assert len(partition.pairs) == 1
+
+
+SMALL_LIMITS = """
+import sys
+import dissect.analysis.abuse as abuse
+for name in ("MAX_HOSTS", "MAX_SERVERS", "MAX_PAIRS", "MAX_OPEN"):
+    setattr(abuse, name, 24)
+abuse.MAX_PEER_ENTRIES = 64
+from dissect.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("view", [("--stats",), ("-T", "jsonl")])
+def test_the_abuse_analysis_is_one_processs_even_when_its_tables_overflow(view):
+    """The parent counts every worker's messages in frame order: with the analysis's tables far too small for
+    the reflection capture (24 addresses, servers, pairs and open queries, 64 peers), -j 2 still writes what
+    one process writes. (Merging two workers' tables gave other top talkers and servers here.)"""
+    def run(*args):
+        proc = subprocess.run([sys.executable, "-c", SMALL_LIMITS, *args, *view, capture_path], capture_output=True,
+                              text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+    capture_path = os.path.join(CAPTURES, "reflection.pcap")
+    single = run()
+    assert "abuse" in single
+    assert run("-j", "2") == single

@@ -29,10 +29,12 @@ cdef class TrafficAnalyzer:
     cdef public dict amplification, unsolicited
     cdef public object hosts, servers, pairs, open, floods, evicted
     cdef public Py_ssize_t host_peers, server_peers
-    @cython.locals(kind=tuple, kinds=dict)
+    cdef public list events
     cpdef feed(self, record, Message msg, size, wire)
+    @cython.locals(kind=tuple)
+    cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)
     @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, held=Py_ssize_t)
-    cpdef _request(self, frame, second, Message msg, request, client, server, int64_t size, int64_t wire)
+    cpdef _request(self, frame, second, protocol, request, client, server, token, int64_t size, int64_t wire)
     @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited,
                    held=Py_ssize_t)
     cpdef _reply(self, frame, second, protocol, request, client, server, int64_t size, int64_t wire)

@@ -14,11 +14,13 @@ bytes over its request bytes, counted in UDP payload (TCP: the message's bytes),
 Rates are counted in whole seconds of the capture clock: "rate r sustained over w seconds" holds where at
 least r x w messages fall within w consecutive seconds.
 
-For ``-j`` all that is kept here merges by addition, minimum, maximum or union, and the rules that look
-across servers run on the merged state (``conclude``). The tables are bounded, least recently used entry
-out first; merged, they keep the entries last used by the latest frames, as one process would. Two
-workers give one process's result while no table reached its limit, and when only entries that lived
-in one worker each were evicted (the limits hold per worker, as elsewhere).
+``-j`` needs no merge: its workers send each message reduced to what ``count`` reads, and the parent
+counts them in frame order. For a run over many capture files (``--to-parquet``, on Dask) all that is
+kept here merges by addition, minimum, maximum or union, and the rules that look across servers run on
+the merged state (``conclude``). The tables are bounded, least recently used entry out first; merged,
+they keep the entries last used by the latest frames, as one analysis would. Two merged give one
+analysis's result while no table reached its limit, and when only entries that lived in one of them
+each were evicted.
 """
 
 from collections import Counter
@@ -53,12 +55,12 @@ _ENDPOINTS = {}            # TCP endpoint text -> (address, port)
 
 class TrafficAnalyzer:
     """Fed every message of every protocol (``feed``); ``finish`` closes the open queries at the end of the
-    capture, ``merge`` folds in another ``-j`` worker's analyzer, ``conclude`` gives the analysis records
+    capture, ``merge`` folds in another file's analyzer, ``conclude`` gives the analysis records
     of the rules, ``stats`` the ``abuse`` part of ``--stats``."""
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers")
+                 "host_peers", "server_peers", "events")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -85,6 +87,7 @@ class TrafficAnalyzer:
         self.evicted = Counter()                 # table -> entries evicted ("floods": past MAX_FLOODS)
         self.host_peers = 0                      # peers held by the addresses, and by the servers: together at
         self.server_peers = 0                    # most MAX_PEER_ENTRIES
+        self.events = None                       # a list: feed keeps the messages there (-j workers) for count
 
     @classmethod
     def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
@@ -100,25 +103,34 @@ class TrafficAnalyzer:
     # -- feeding ---------------------------------------------------------------------------------------
     def feed(self, record, msg, size, wire):
         """Count one message of ``record``: ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
-        the wire, headers included."""
+        the wire, headers included. With ``events`` a list, the message is kept there for ``count`` instead."""
         sender, receiver = _ends(record, msg)
         ts = record.ts
         if sender is None or ts is None:
             return
-        kinds = self.kinds.get(msg.protocol, _NO_KINDS)
-        kind = kinds.get(msg.name)
+        protocol = msg.protocol
+        token_key = self.token_keys.get(protocol)
+        token = msg.values.get(token_key) if token_key is not None else None
+        if self.events is not None:
+            self.events.append((record.number, ts, protocol, msg.name, sender, receiver, token, size, wire))
+        else:
+            self.count(record.number, ts, protocol, msg.name, sender, receiver, token, size, wire)
+
+    def count(self, frame, ts, protocol, name, sender, receiver, token, size, wire):
+        """Count one message already reduced to what the analysis reads: ``feed``'s work after the message
+        (``-j``'s workers send these to the parent, which counts them in frame order)."""
+        kind = self.kinds.get(protocol, _NO_KINDS).get(name)
         if kind is None:
-            self._host(sender[0]).other(record.number)
+            self._host(sender[0]).other(frame)
             return
         second = _second(ts)
         if kind[0] == "request":
-            self._request(record.number, second, msg, kind[1], sender, receiver, size, wire)
+            self._request(frame, second, protocol, kind[1], sender, receiver, token, size, wire)
         else:
-            self._reply(record.number, second, msg.protocol, kind[1], receiver, sender, size, wire)
+            self._reply(frame, second, protocol, kind[1], receiver, sender, size, wire)
         self._trim_peers()
 
-    def _request(self, frame, second, msg, request, client, server, size, wire):
-        protocol = msg.protocol
+    def _request(self, frame, second, protocol, request, client, server, token, size, wire):
         entry = self._server(server, protocol)
         server = entry.endpoint  # one tuple for the server in every table that holds it
         key = (protocol, request, client, server)
@@ -139,9 +151,8 @@ class TrafficAnalyzer:
         entry.request(client[0], frame)
         self.server_peers += _peer_count(entry.requesters) - held
         self._asked(host, client[0], server, protocol, frame, second)
-        token_key = self.token_keys.get(protocol)
-        if token_key is not None and msg.values.get(token_key) is not None:
-            host.token(protocol, msg.values[token_key], server, frame)
+        if token is not None:
+            host.token(protocol, token, server, frame)
 
     def _reply(self, frame, second, protocol, request, client, server, size, wire):
         answering = self._server(server, protocol)
@@ -268,16 +279,16 @@ class TrafficAnalyzer:
         self.evicted["servers"] += 1
         self.server_peers -= _peer_count(server.requesters)
 
-    # -- the end and -j --------------------------------------------------------------------------------
+    # -- the end and merging ---------------------------------------------------------------------------
     def finish(self):
         """The capture ended: the open queries are concluded (the table keeps them, only for ``merge`` to count
-        what the limit evicts). The rules wait for ``conclude``, which ``-j`` runs on the merged state."""
+        what the limit evicts). The rules wait for ``conclude``, which a merged run runs on the merged state."""
         for key, query in self.open.items():
             self._close(key, query)
         return []
 
     def merge(self, other):
-        """Fold in another ``-j`` worker's analyzer, after both finished."""
+        """Fold in the analyzer of another part of the run (another capture file), after both finished."""
         for key, kind in other.amplification.items():
             self._kind(*key).merge(kind)
         for protocol, entry in other.unsolicited.items():
