@@ -29,9 +29,23 @@ def free_port(kind=socket.SOCK_DGRAM):
         return sock.getsockname()[1]
 
 
+_STARTED = []  # the captures a test started: what a failed test leaves running is killed after it
+
+
+@pytest.fixture(autouse=True)
+def _no_capture_left_running():
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 def start_capture(*args, stdout=subprocess.PIPE, env=None):
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", *map(str, args)], cwd=ROOT,
                             stdout=stdout, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env)
+    _STARTED.append(proc)
     line = proc.stderr.readline()
     assert "capturing on lo" in line, line + proc.stderr.read()
     time.sleep(0.3)
