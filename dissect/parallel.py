@@ -38,27 +38,31 @@ CHUNK = 512  # frame numbers per message from a worker: a few MB of JSON at most
 PIPE_BYTES = 1 << 20  # each worker's pipe to the parent (Linux's limit for an unprivileged process)
 
 
+# The split's model (see Partition).
+PRESCAN = 16384      # frames whose address pairs are weighed before the workers start
+MAX_PAIRS = 16384    # pairs placed by load; later pairs by hash
+FRAME_COST = 64      # a frame costs about as much to dissect as 64 more bytes of it
+# A TCP frame costs more than a datagram of its size (reassembly, line splitting; the benchmark's query and
+# mixed captures measured 1.2 and 1.4 times the CPU per modelled byte): what goes to worker 0 alone
+# (TCP, frames without IP) is weighed this much heavier.
+PINNED_WEIGHT = 1.3
+
+
 class Partition:
     """Which worker dissects a frame: the same answer in every worker, for the whole capture.
 
     UDP and other IP traffic is split by unordered IP address pair. Load is modelled as frame bytes
-    plus a fixed cost per frame, TCP weighed heavier. Before the workers start, the parent weighs the address pairs of the
-    capture's first frames (their addresses only, nothing is dissected) and deals them to the
-    workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The workers
-    inherit the table. A pair first met later goes to the worker with the least load at that moment,
-    modelled the same way in every worker; once the table is full, a pair goes by a hash of its
+    plus a fixed cost per frame, TCP weighed heavier. Before the workers start, the parent weighs the
+    address pairs of the capture's first frames (their addresses only, nothing is dissected) and deals
+    them to the workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The
+    workers inherit the table. A pair first met later goes to the worker with the least load at that
+    moment, modelled the same way in every worker; once the table is full, a pair goes by a hash of its
     addresses, weighted so that worker 0's share of those pairs makes up for the TCP it carries alone
     (in the proportion the TCP has had of the load so far). A pair's worker never changes, and the split
     depends on the capture alone.
     """
 
-    PRESCAN = 16384      # frames whose address pairs are weighed before the workers start
-    MAX_PAIRS = 16384    # pairs placed by load; later pairs by hash
-    FRAME_COST = 64      # a frame costs about as much to dissect as 64 more bytes of it
-    # A TCP frame costs more than a datagram of its size (reassembly, line splitting; the benchmark's query and
-    # mixed captures measured 1.2 and 1.4 times the CPU per modelled byte): what goes to worker 0 alone
-    # (TCP, frames without IP) is weighed this much heavier.
-    PINNED_WEIGHT = 1.3
+    __slots__ = ("jobs", "pairs", "load", "pinned", "bounds")
 
     def __init__(self, jobs, first_path):
         self.jobs = jobs
@@ -72,29 +76,36 @@ class Partition:
     def _deal(self, path):
         weights = {}
         try:
-            for frame in itertools.islice(open_capture(path), self.PRESCAN):
+            for frame in itertools.islice(open_capture(path), PRESCAN):
                 pair, _ = address_pair(frame)
                 cost = self._cost(frame)
                 if pair is None:
-                    self.load[0] += cost * self.PINNED_WEIGHT
+                    self.load[0] += cost * PINNED_WEIGHT
                 else:
                     weights[pair] = weights.get(pair, 0) + cost
         except CaptureError:
             pass  # the real pass reports it
-        heaviest = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:self.MAX_PAIRS]
+        heaviest = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:MAX_PAIRS]
         for pair, weight in heaviest:
             worker = self._least_loaded()
             self.pairs[pair] = worker
             self.load[worker] += weight
 
     def _least_loaded(self):
-        return min(range(self.jobs), key=self.load.__getitem__)
+        """The worker with the least load, the first of equals (a loop: min() with a key costs three times as
+        much, and every worker asks for every new pair)."""
+        load = self.load
+        best = 0
+        for worker in range(1, self.jobs):
+            if load[worker] < load[best]:
+                best = worker
+        return best
 
     def owner(self, frame, pair):
-        cost = self._cost(frame)
+        cost = frame.wirelen + FRAME_COST  # _cost's model, without a call: every worker asks for every frame
         if pair is None:
             worker = 0
-            cost *= self.PINNED_WEIGHT
+            cost *= PINNED_WEIGHT
             self.pinned += cost
         else:
             worker = self.pairs.get(pair)
@@ -105,10 +116,10 @@ class Partition:
 
     def _cost(self, frame):
         """The modelled load of a frame: the one model, before the workers start and in every worker."""
-        return frame.wirelen + self.FRAME_COST
+        return frame.wirelen + FRAME_COST
 
     def _place(self, pair):
-        if len(self.pairs) < self.MAX_PAIRS:
+        if len(self.pairs) < MAX_PAIRS:
             worker = self.pairs[pair] = self._least_loaded()
             return worker
         if self.bounds is None:

@@ -76,11 +76,11 @@ def test_overlapping_fragment_flood(tmp_path):
 
 def test_more_address_pairs_than_jobs_can_place(tmp_path):
     """-j places 16,384 address pairs by load and the rest by hash: what one process concludes, -j concludes."""
-    from dissect.parallel import Partition
+    from dissect import parallel
     import netquake_peer as nq
     path = tmp_path / "pairs.pcap"
     frames = []
-    for n in range(Partition.MAX_PAIRS + 4000):
+    for n in range(parallel.MAX_PAIRS + 4000):
         client = f"10.{64 + n // 65536}.{n // 256 % 256}.{n % 256}"
         frames.append((1700000000 + n * 1e-4, capkit.ethernet(capkit.udp_packet(
             client, 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))))
@@ -91,7 +91,7 @@ def test_more_address_pairs_than_jobs_can_place(tmp_path):
     assert run_cli("-j", "2", "--stats", "-T", "json", path) == single
     stats = json.loads(single[1])[-1]
     assert stats["transactions"]["netquake"]["answered"] == 1  # the reply met its request in the same worker
-    assert stats["protocols"] == {"netquake": Partition.MAX_PAIRS + 4001}
+    assert stats["protocols"] == {"netquake": parallel.MAX_PAIRS + 4001}
 
 
 def test_oversized_pcapng_blocks_are_skipped_in_flat_memory(tmp_path):

@@ -1,0 +1,16 @@
+# Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
+# file is the source and runs as it is without them. Every worker asks the Partition for every frame's
+# owner: it is an extension type, its tables C struct members.
+
+cimport cython
+from dissect.capture.files cimport Frame
+
+cdef class Partition:
+    cdef public Py_ssize_t jobs
+    cdef public dict pairs
+    cdef public list load
+    cdef public object pinned, bounds
+    @cython.locals(load=list, best=Py_ssize_t, worker=Py_ssize_t)
+    cpdef Py_ssize_t _least_loaded(self) except -1
+    cpdef owner(self, Frame frame, pair)
+    cpdef _place(self, pair)
