@@ -125,7 +125,7 @@ class SummaryRenderer:
         self.out.write(text + "\n")
 
 
-PADDED_ENDPOINTS = 8192
+PADDED_ENDPOINTS = 2048
 
 
 def _padded_title(key):
