@@ -13,4 +13,5 @@ cdef class Partition:
     @cython.locals(load=list, best=Py_ssize_t, worker=Py_ssize_t)
     cpdef Py_ssize_t _least_loaded(self) except -1
     cpdef owner(self, Frame frame, pair)
+    cpdef _cost(self, Frame frame)
     cpdef _place(self, pair)

@@ -102,7 +102,7 @@ class Partition:
         return best
 
     def owner(self, frame, pair):
-        cost = frame.wirelen + FRAME_COST  # _cost's model, without a call: every worker asks for every frame
+        cost = self._cost(frame)
         if pair is None:
             worker = 0
             cost *= PINNED_WEIGHT
