@@ -4,18 +4,21 @@
 
 cimport cython
 from dissect.capture.files cimport Frame
-from dissect.capture.layers cimport Packet
+from dissect.capture.layers cimport Packet, decode_frame
 from dissect.analysis.abuse cimport TrafficAnalyzer
+from dissect.registry cimport Registry
 
 cdef class FrameRecord:
-    cdef public object number, ts, caplen, wirelen, linktype, data, packet, protocol, info, messages, findings
+    cdef public object number, ts, caplen, wirelen, linktype, data, packet, protocol, info
+    cdef public list messages, findings
     cdef public object first_ts
 
 cpdef FrameRecord new_record(Frame frame, Packet packet, first_ts)
 cdef _fill_record(FrameRecord record, Frame frame, Packet packet, first_ts)
 
 cdef class Pipeline:
-    cdef public object registry, tree, analyzers, tcp, defrag, first_ts, last_ts
+    cdef public Registry registry
+    cdef public object tree, analyzers, tcp, defrag, first_ts, last_ts
     cdef public TrafficAnalyzer traffic
     cpdef frame(self, frame, packet=*)
     @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)

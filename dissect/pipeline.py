@@ -137,7 +137,7 @@ class Pipeline:
         if frame.error is not None and not frame.data:
             return self._corrupt(frame), []
         if packet is None:
-            packet = decode_frame(frame.data, frame.linktype)
+            packet = decode_frame(frame.data, frame.linktype, self.tree)
         record = new_record(frame, packet, self.first_ts)
         if frame.error is not None:
             record.findings.append(FRAME_FINDINGS.corrupt.at(frame.error, severity="warning"))

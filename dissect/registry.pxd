@@ -3,6 +3,8 @@
 
 cimport cython
 from dissect.capture.layers cimport Packet
+from dissect.core.cursor cimport new_cursor
+from dissect.core.model cimport new_message
 
 cdef class Registry:
     cdef public object dissectors, forced, by_port, order

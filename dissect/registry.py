@@ -18,7 +18,9 @@ import sys
 
 from .analysis.base import Analyzer
 from .capture.tables import FRAME_FIELDS, LAYER_KEYS, SHARED_FINDINGS
-from .core import Cursor, Message, Truncated, Unterminated
+from .core import Truncated, Unterminated
+from .core.cursor import new_cursor
+from .core.model import new_message
 from .core.tables import FieldTable, FindingTable
 
 ENTRY_POINT_GROUP = "dissect.protocols"
@@ -63,8 +65,8 @@ class Dissector:
 
     def dissect(self, payload, tree=True, packet=None, offset=0):
         """Decode one message; never raises. Unreadable parts become findings."""
-        msg = Message(self.key, payload=payload, offset=offset)
-        cur = Cursor(msg, payload, tree)
+        msg = new_message(self.key, payload, offset)
+        cur = new_cursor(msg, payload, tree, 0)
         try:
             self.decode(cur, msg, packet)
         except Unterminated as exc:

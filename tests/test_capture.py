@@ -49,6 +49,19 @@ def test_vlan_tagged_ethernet():
     assert packet.payload == PAYLOAD and packet.payload_offset == 14 + 4 + 20 + 8
 
 
+def test_layers_not_kept_while_decoding_are_made_when_read():
+    # the summary's path: no Layer is made while decoding, the same ones when a view asks for them
+    frame = capkit.ethernet(udp4(), vlan=42)
+    light = decode_frame(frame, 1, keep_layers=False)
+    assert (light.src, light.sport, light.dport, light.payload) == ("10.0.0.7", 40000, 26000, PAYLOAD)
+    assert [(layer.key, layer.offset, layer.length, layer.summary) for layer in light.layers] == [
+        ("eth", 0, 14, f"Ethernet II, Src: {frame[6:12].hex(':')}, Dst: {frame[0:6].hex(':')}"),
+        ("vlan", 14, 4, "802.1Q Virtual LAN, PRI: 0, ID: 42"),
+        ("ip", 18, 20, "Internet Protocol Version 4, Src: 10.0.0.7, Dst: 10.0.0.1"),
+        ("udp", 38, 8, "User Datagram Protocol, Src Port: 40000, Dst Port: 26000")]
+    assert light.layers is light.layers  # made once
+
+
 def test_ethernet_padding_is_not_payload():
     frame = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, b"\x80\x00\x00\x06\x03\x00"))
     padded = frame + b"\x00" * (60 - len(frame))

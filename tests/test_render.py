@@ -12,6 +12,7 @@ from conftest import jsonl, run_cli
 from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
 from dissect.core.cursor import MAX_DECIMAL_DIGITS, Cursor
+from dissect.core.fmt import endpoint
 from dissect.core.model import AnalysisRecord, Field, Finding, Message
 from dissect.core.tables import FieldTable
 from dissect.pipeline import FrameRecord
@@ -286,5 +287,18 @@ def test_cstrings_reads_5000_digits_as_text_that_is_not_a_number():
     assert cur.spans == [(0, 5, b"name"), (5, 5001, b"7" * 5000), (5006, 4, b"-42")]
     assert [(f.offset, f.length, f.value) for f in cur.msg.fields] == [(0, 5, "name"), (5, 5001, None),
                                                                        (5006, 4, -42)]
-    light = Cursor(Message("test", "m", data), data, tree=False)
+    light = Cursor(Message("test", "m", data + b"ok\0"), data + b"ok\0", tree=False)
     assert light.cstrings([(F.text, "text"), (F.num, "decimal"), (F.num, "decimal")]) == values
+    # the last field's place and bytes, as after a cstring; the bytes are sliced only when read
+    assert (light.last_offset, light.last_length, light.last_raw) == (5006, 4, b"-42")
+    assert light.cstring(F.text) == "ok"  # then a string read alone: its own bytes
+    assert (light.pos, light.last_raw) == (len(data) + 3, b"ok")
+
+
+def test_endpoint_texts_stay_right_past_the_limit_of_the_kept_ones():
+    # 5,000 ends on two addresses: more than ENDPOINT_TEXTS (4,096), so the kept texts start afresh once
+    ends = [("10.0.0.1", port) for port in range(2500)] + [("2001:db8::1", port) for port in range(2500)]
+    expected = [f"10.0.0.1:{port}" for port in range(2500)] + [f"[2001:db8::1]:{port}" for port in range(2500)]
+    for _ in range(2):  # the second round finds some texts kept and makes the others again
+        assert [endpoint(ip, port) for ip, port in ends] == expected
+    assert (endpoint("10.0.0.1", None), endpoint(None, 26000), endpoint(None, None)) == ("10.0.0.1", "", "")

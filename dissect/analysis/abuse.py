@@ -136,10 +136,10 @@ class TrafficAnalyzer:
         key = (protocol, request, client, server)
         kind = self._kind(protocol, request)
         self._close(key, dict.get(self.open, key))  # the previous one, which put replaces
-        evicted = put(self.open, key, _Query(kind, frame, size, wire))
+        evicted = put(self.open, key, _new_query(kind, frame, size, wire))
         if evicted is not None:
             self.evicted["queries"] += 1
-            self._close(*evicted)
+            self._close(evicted[0], evicted[1])
         kind.requests += 1
         kind.request_bytes += size
         kind.request_wire += wire
@@ -204,7 +204,7 @@ class TrafficAnalyzer:
         key = (source, server)
         pair = refreshed(self.pairs, key)
         if pair is None:
-            pair = _Pair(protocol, frame)
+            pair = _new_pair(protocol, frame)
             if put(self.pairs, key, pair) is not None:
                 self.evicted["pairs"] += 1
         else:
@@ -468,14 +468,7 @@ class _Query:
     __slots__ = ("kind", "frame", "size", "wire", "replies", "reply_bytes", "reply_wire", "frames")
 
     def __init__(self, kind, frame, size, wire):
-        self.kind = kind
-        self.frame = frame
-        self.size = size
-        self.wire = wire
-        self.replies = 0
-        self.reply_bytes = 0
-        self.reply_wire = 0
-        self.frames = None
+        _open_query(self, kind, frame, size, wire)
 
     @property
     def last_frame(self):
@@ -494,6 +487,24 @@ class _Query:
             self.frames = [frame]
         elif len(frames) < MAX_FRAMES and frames[-1] != frame:
             frames.append(frame)
+
+
+def _new_query(kind, frame, size, wire):
+    """A _Query, made without the argument parsing of a constructor call (one a request)."""
+    query = _Query.__new__(_Query)
+    _open_query(query, kind, frame, size, wire)
+    return query
+
+
+def _open_query(query, kind, frame, size, wire):
+    query.kind = kind
+    query.frame = frame
+    query.size = size
+    query.wire = wire
+    query.replies = 0
+    query.reply_bytes = 0
+    query.reply_wire = 0
+    query.frames = None
 
 
 class _Kind:
@@ -776,16 +787,7 @@ class _Pair:
                  "replied_count", "asked_fast", "replied_fast", "flood")
 
     def __init__(self, protocol, frame):
-        self.protocol = protocol
-        self.first_frame = self.last_frame = frame
-        self.total = 0              # requests in all
-        self.asked_recent = None
-        self.asked_count = 0        # requests within the window
-        self.replied_recent = None
-        self.replied_count = 0      # replies within the window
-        self.asked_fast = False
-        self.replied_fast = False
-        self.flood = None           # its _Flood once it crossed the threshold (False: past MAX_FLOODS)
+        _open_pair(self, protocol, frame)
 
     def asked(self, second, window):
         """Count a request: (requests within the window, whether the pair just reached one a second)."""
@@ -809,6 +811,26 @@ class _Pair:
         fast = not self.replied_fast and count >= window
         self.replied_fast = self.replied_fast or fast
         return fast
+
+
+def _new_pair(protocol, frame):
+    """A _Pair, made without the argument parsing of a constructor call (one a new pair)."""
+    pair = _Pair.__new__(_Pair)
+    _open_pair(pair, protocol, frame)
+    return pair
+
+
+def _open_pair(pair, protocol, frame):
+    pair.protocol = protocol
+    pair.first_frame = pair.last_frame = frame
+    pair.total = 0              # requests in all
+    pair.asked_recent = None
+    pair.asked_count = 0        # requests within the window
+    pair.replied_recent = None
+    pair.replied_count = 0      # replies within the window
+    pair.asked_fast = False
+    pair.replied_fast = False
+    pair.flood = None           # its _Flood once it crossed the threshold (False: past MAX_FLOODS)
 
 
 def _slide(recent, second, window):

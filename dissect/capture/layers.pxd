@@ -15,8 +15,10 @@ cdef class Layer:
     cdef public object key, offset, length, _describe, _args
 
 cdef class Packet:
-    cdef public object layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
-    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem
+    cdef public object _layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
+    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame
+
+cpdef Packet decode_frame(data, linktype, bint keep_layers=*)
 
 @cython.locals(layer=Layer)
 cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)

@@ -42,21 +42,25 @@ class Layer:
 
 
 def _add_layer(packet, key, offset, length, describe, args=()):
-    """Append a Layer to the packet's: made without the constructor's argument parsing (every frame has a few)."""
+    """Append a Layer to the packet's: made without the constructor's argument parsing (every frame has a few).
+    Nothing to do where the packet does not keep its layers (see decode_frame)."""
+    if packet._layers is None:
+        return
     layer = Layer.__new__(Layer)
     layer.key, layer.offset, layer.length, layer._describe, layer._args = key, offset, length, describe, args
-    packet.layers.append(layer)
+    packet._layers.append(layer)
 
 
 class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
     ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too."""
 
-    __slots__ = ("layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
-                 "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem")
+    __slots__ = ("_layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
+                 "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame")
 
     def __init__(self):
-        self.layers = []
+        self._layers = []
+        self._frame = None  # (bytes, link type) where the layers were not kept: they are decoded again if read
         self.top = "frame"
         self.src = self.dst = None
         self.sport = self.dport = None
@@ -71,11 +75,24 @@ class Packet:
         self.tcp_stream = None  # the reassembler's index of this connection
         self.problem = None  # why decoding stopped early, for the Info column
 
+    @property
+    def layers(self):
+        """The layers met, outermost first (for trees, hex dumps and filters)."""
+        if self._layers is None:
+            self._layers = decode_frame(*self._frame).layers
+            self._frame = None
+        return self._layers
 
-def decode_frame(data, linktype):
+
+def decode_frame(data, linktype, keep_layers=True):
+    """The frame's Packet. Without ``keep_layers`` (the summary and --stats, which show none) no Layer is made
+    while decoding: reading ``layers`` decodes the frame again to make them."""
     if type(data) is not bytes:  # the compiled layers read bytes in C (layers.pxd)
         data = bytes(data)
     packet = Packet()
+    if not keep_layers:
+        packet._layers = None
+        packet._frame = (data, linktype)
     try:
         if linktype == 1:
             _ethernet(packet, data)

@@ -3,6 +3,7 @@
 from collections import OrderedDict
 
 _move_to_end = OrderedDict.move_to_end  # called unbound: no look-up of the method on each table
+_popitem = OrderedDict.popitem          # likewise, and its argument given by position: no keyword parsing
 
 
 class BoundedDict(OrderedDict):
@@ -27,7 +28,7 @@ def put(table, key, value):
     if len(table) == size:  # the key was there: it becomes the most recent
         _move_to_end(table, key)
     if len(table) > table.limit:
-        return table.popitem(last=False)
+        return _popitem(table, False)  # the oldest
     return None
 
 

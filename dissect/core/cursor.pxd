@@ -17,7 +17,7 @@ cdef class Cursor:
     cdef public bytes data
     cdef public Py_ssize_t pos, end, last_offset, last_length
     cdef public bint tree
-    cdef public object msg, _stack, last_raw, starts
+    cdef public object msg, _stack, _raw, starts
 
     cpdef remaining(self)
     cpdef at_end(self)
@@ -41,6 +41,9 @@ cdef class Cursor:
     cpdef list cstrings(self, specs)
     @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)
+
+cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
+cdef _start(Cursor cur, msg, data, tree, Py_ssize_t pos)
 
 cdef Py_ssize_t _width(st) except -1
 @cython.locals(value=cython.longlong)

@@ -102,19 +102,10 @@ _NO_SUBTREE = _NoSubtree()
 
 
 class Cursor:
-    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "last_raw", "starts")
+    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "starts")
 
     def __init__(self, msg, data, tree=True, pos=0):
-        self.msg = msg
-        self.data = data if type(data) is bytes else bytes(data)  # slices of it are the fields' bytes
-        self.pos = pos
-        self.end = len(data)
-        self.tree = tree
-        self._stack = [msg.fields]
-        self.last_offset = pos
-        self.last_length = 0
-        self.last_raw = b""
-        self.starts = []
+        _start(self, msg, data, tree, pos)
 
     # -- state ---------------------------------------------------------------
     def remaining(self):
@@ -122,6 +113,17 @@ class Cursor:
 
     def at_end(self):
         return self.pos >= self.end
+
+    @property
+    def last_raw(self):
+        """The bytes of the last string read, without its terminator (for byte-limit checks)."""
+        if self._raw is None:  # a field of cstrings, which is terminated: sliced only when asked for
+            self._raw = self.data[self.last_offset:self.last_offset + self.last_length - 1]
+        return self._raw
+
+    @last_raw.setter
+    def last_raw(self, raw):
+        self._raw = raw
 
     # -- adding nodes --------------------------------------------------------
     # ``spec`` is the field's entry in its protocol's FieldTable; ``name`` overrides the entry's name
@@ -228,7 +230,7 @@ class Cursor:
         raw = data[pos:nul]
         value = raw.decode(encoding, "replace")
         self.pos = nul + 1
-        self.last_raw = raw
+        self._raw = raw
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
@@ -239,10 +241,10 @@ class Cursor:
         """Records the text from here to the end as a cut field, then raises Unterminated."""
         pos = self.pos
         available = self.end - pos
-        self.last_raw = self.data[pos:self.end]
+        raw = self._raw = self.data[pos:self.end]
         self.last_offset = pos
         self.last_length = available
-        self.add(spec, pos, available, self.last_raw.decode(encoding, "replace"), name=spec.name + " [unterminated]")
+        self.add(spec, pos, available, raw.decode(encoding, "replace"), name=spec.name + " [unterminated]")
         raise Unterminated(spec.key, spec.name, pos, available)
 
     def cdecimal(self, spec):
@@ -255,7 +257,7 @@ class Cursor:
         value = _decimal(data, pos, nul)
         raw = data[pos:nul]
         self.pos = nul + 1
-        self.last_raw = raw
+        self._raw = raw
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
@@ -288,7 +290,7 @@ class Cursor:
             starts.append(pos)
         self.pos = pos
         if values:  # the last field's place: span(len(values) - 1)
-            self.last_offset, self.last_length, self.last_raw = last, pos - last, data[last:pos - 1]
+            self.last_offset, self.last_length, self._raw = last, pos - last, None  # last_raw slices it if read
         return values
 
     def span(self, index):
@@ -321,6 +323,26 @@ class Cursor:
 
     def rest(self, spec):
         return self.raw(spec, self.end - self.pos)
+
+
+def new_cursor(msg, data, tree, pos):
+    """A Cursor, made without the argument parsing of a constructor call (one a message)."""
+    cur = Cursor.__new__(Cursor)
+    _start(cur, msg, data, tree, pos)
+    return cur
+
+
+def _start(cur, msg, data, tree, pos):
+    cur.msg = msg
+    cur.data = data if type(data) is bytes else bytes(data)  # slices of it are the fields' bytes
+    cur.pos = pos
+    cur.end = len(data)
+    cur.tree = tree
+    cur._stack = [msg.fields]
+    cur.last_offset = pos
+    cur.last_length = 0
+    cur._raw = b""
+    cur.starts = []
 
 
 def _width(st):

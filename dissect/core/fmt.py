@@ -23,4 +23,23 @@ def endpoint(ip, port):
         return ""
     if port is None:
         return ip
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+    # Each message's analysis names its two ends: the texts are kept by address, then port (two lookups cost a
+    # tenth of writing one), at most ENDPOINT_TEXTS in all, then the table starts afresh.
+    global _kept
+    ports = _TEXTS.get(ip)
+    if ports is None:
+        ports = _TEXTS[ip] = {}
+    text = ports.get(port)
+    if text is None:
+        if _kept >= ENDPOINT_TEXTS:
+            _TEXTS.clear()
+            _kept = 0
+            ports = _TEXTS[ip] = {}
+        text = ports[port] = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+        _kept += 1
+    return text
+
+
+ENDPOINT_TEXTS = 4096
+_TEXTS = {}  # address -> {port: text}
+_kept = 0

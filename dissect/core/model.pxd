@@ -17,4 +17,10 @@ cdef class Finding:
     cdef public object code, severity, message, offset, length
 
 cdef class Message:
-    cdef public object protocol, name, offset, length, fields, findings, info, values, frames, payload
+    # Typed containers: compiled readers of msg.values and msg.findings call the dict and list directly.
+    cdef public object protocol, name, offset, length, info, payload
+    cdef public list fields, findings, frames
+    cdef public dict values
+
+cpdef Message new_message(protocol, payload, offset)
+cdef _start(Message msg, protocol, name, payload, offset)

@@ -109,16 +109,9 @@ class Message:
                  "payload")
 
     def __init__(self, protocol, name=None, payload=b"", offset=0, frames=None):
-        self.protocol = protocol
-        self.name = name
-        self.payload = payload
-        self.offset = offset
-        self.length = len(payload)
-        self.fields = []
-        self.findings = []
-        self.info = ""
-        self.values = {}
-        self.frames = frames if frames is not None else []
+        _start(self, protocol, name, payload, offset)
+        if frames is not None:
+            self.frames = frames
 
     def add_finding(self, code, severity, message, offset=None, length=None):
         self.findings.append(Finding(code, severity, message, offset, length))
@@ -153,6 +146,26 @@ class Message:
 
     def __repr__(self):
         return f"Message({self.protocol}/{self.name}, {len(self.findings)} findings)"
+
+
+def new_message(protocol, payload, offset):
+    """A Message, made without the argument parsing of a constructor call (one a message)."""
+    msg = Message.__new__(Message)
+    _start(msg, protocol, None, payload, offset)
+    return msg
+
+
+def _start(msg, protocol, name, payload, offset):
+    msg.protocol = protocol
+    msg.name = name
+    msg.payload = payload
+    msg.offset = offset
+    msg.length = len(payload)
+    msg.fields = []
+    msg.findings = []
+    msg.info = ""
+    msg.values = {}
+    msg.frames = []
 
 
 class AnalysisRecord:

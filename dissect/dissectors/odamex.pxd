@@ -3,7 +3,8 @@
 # each other and to the Cursor; without a tree, its integers are read from the bytes in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor
+from dissect.core.cursor cimport Cursor, new_cursor
+from dissect.core.model cimport new_message
 
 cdef class _ServerInfo:
     cdef public Cursor cur
@@ -37,5 +38,6 @@ cpdef dict _stats_fields(Cursor cur)
 cpdef str _master_entry(Cursor cur)
 
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,
-               index=Py_ssize_t, pos=Py_ssize_t, entries=list)
+               index=Py_ssize_t, pos=Py_ssize_t, entries=list, octets=list)
 cpdef list _master_entries(Cursor cur)
+cdef list OCTETS

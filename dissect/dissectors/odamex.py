@@ -30,10 +30,11 @@ candidate that read furthest is shown with an error where it broke.
 import socket
 import struct
 
-from ..core import I16LE, I32LE, U16LE, U32LE, Message, Truncated
+from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
-from ..core.cursor import Cursor
+from ..core.cursor import new_cursor
 from ..core.fmt import named
+from ..core.model import new_message
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -416,6 +417,9 @@ def _master_entry(cur):
     return entry
 
 
+OCTETS = [str(value) for value in range(256)]  # an address's bytes as text: looked up, not converted
+
+
 def _master_entries(cur):
     """Without a tree, the whole entries from here in one loop over the bytes (in C in the compiled build): the
     values _master_entry reads, and the cursor left where it leaves it. A partial entry at the end is left to
@@ -425,9 +429,10 @@ def _master_entries(cur):
     if count == 0:
         return []
     entries = []
+    octets = OCTETS
     for index in range(count):
         pos = start + index * size  # what inet_ntoa writes, then the little-endian port
-        entries.append(f"{data[pos]}.{data[pos + 1]}.{data[pos + 2]}.{data[pos + 3]}:"
+        entries.append(f"{octets[data[pos]]}.{octets[data[pos + 1]]}.{octets[data[pos + 2]]}.{octets[data[pos + 3]]}:"
                        f"{data[pos + 4] | data[pos + 5] << 8}")
     stop = start + count * size
     cur.pos = stop
@@ -487,8 +492,8 @@ def _partial_rank(reach, trial):
 def _head_trial(data, candidate):
     """The fields every layout shares, read once for all candidates with the same echo: (where the layouts
     begin or None when the head itself is cut, where it was cut, the message so far)."""
-    msg = Message("odamex", payload=data)
-    cur = Cursor(msg, data, tree=False, pos=4)
+    msg = new_message("odamex", data, 0)
+    cur = new_cursor(msg, data, False, 4)
     try:
         _ServerInfo(cur, msg, candidate).head()
     except Truncated as exc:
@@ -507,7 +512,7 @@ def _trial(data, candidate, head, bodies):
     if not candidate.extension or end is None:
         return without  # a body that broke breaks the same with the extension after it
     msg = _fork(data, end.msg)
-    cur = Cursor(msg, data, tree=False, pos=end.pos)
+    cur = new_cursor(msg, data, False, end.pos)
     try:
         _ServerInfo(cur, msg, candidate)._extension()
     except (_Broken, Truncated) as exc:
@@ -521,7 +526,7 @@ def _body_trial(data, candidate, head):
     msg = _fork(data, shared)
     if pos is None:
         return (cut, False, False, msg), None
-    cur = Cursor(msg, data, tree=False, pos=pos)
+    cur = new_cursor(msg, data, False, pos)
     try:
         _ServerInfo(cur, msg, candidate).body()
     except (_Broken, Truncated) as exc:
@@ -531,7 +536,7 @@ def _body_trial(data, candidate, head):
 
 def _fork(data, shared):
     """A trial's own message, holding what the message ``shared`` has read so far."""
-    msg = Message("odamex", payload=data)
+    msg = new_message("odamex", data, 0)
     msg.values.update(shared.values)
     msg.findings.extend(shared.findings)
     return msg
