@@ -255,12 +255,9 @@ def _receive(conn, index):
 
 
 def _write(out, json, texts):
-    """Workers send text, or for JSON the UTF-8 of whole JSON lines."""
-    if json is None:
-        out.write("".join(texts))
-        return
+    """Workers send the UTF-8 of whole lines: of text, or of JSON."""
     data = b"".join(texts)
-    if json.lines:
+    if json is None or json.lines:
         if out.write_bytes is not None:
             out.write_bytes(data)
         else:
@@ -303,20 +300,19 @@ def _merged_analyzers(ends, traffic):
 
 # -- a worker --------------------------------------------------------------------------------------
 class _Text:
-    """The worker's output: text collected per frame, taken after each. For JSON it is the records' UTF-8
-    (``write_bytes`` takes orjson's output as it is), so that it crosses to the parent and out without being
-    decoded and encoded again."""
+    """The worker's output, collected per frame and taken after each, as UTF-8: it crosses to the parent and
+    goes out without being decoded and encoded again. ``write_bytes`` takes what is UTF-8 already (orjson's
+    records, the summary's lines); text is encoded here, in the worker rather than in the parent."""
 
-    def __init__(self, binary):
+    def __init__(self):
         self.parts = []
-        self.binary = binary
-        self.write_bytes = self.parts.append if binary else None
+        self.write_bytes = self.parts.append
 
     def write(self, text):
-        self.parts.append(text.encode() if self.binary else text)
+        self.parts.append(text.encode("utf-8", "replace"))
 
     def take(self):
-        text = (b"" if self.binary else "").join(self.parts)
+        text = b"".join(self.parts)
         self.parts.clear()
         return text
 
@@ -346,7 +342,7 @@ def _work(index, args, partition, conn):
     if args.format == "json":
         args.format = "jsonl"
     args.field_options.header = False  # the parent writes the one header line
-    sink = _Text(binary=args.format == "jsonl")
+    sink = _Text()
     printer = _printer(args, sink)
     session = Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
                       stats=args.stats, fail_on=args.fail_on, **abuse_options(args))

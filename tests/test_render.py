@@ -161,6 +161,37 @@ def test_summary_tree_and_hex_escape_format_characters():
     assert '    a  netquake.test.0 [42:4] value 0: "\\u202eregnaR\\u2069"' in out.getvalue().splitlines()
 
 
+class _BytesOut:
+    """An output that takes UTF-8 as it is, as the command's does."""
+
+    def __init__(self):
+        self.data = bytearray()
+
+    def write_bytes(self, data):
+        self.data += data
+
+
+def test_summary_writes_the_same_lines_as_utf8_as_it_writes_as_text():
+    record = record_with([1], info='CCREP_PLAYER_INFO name="Zoë\u202e"')
+    record.messages[0].findings.append(Finding("netquake.test", "warning", "odd", 4, 4))
+    plain = record_with([1], number=2, info="CCREP_PLAYER_INFO")
+    rec = AnalysisRecord("netquake", "player_walk", [1, 2], {}, summary="walk → Zoë")
+    for color in (False, True):
+        text, utf8 = io.StringIO(), _BytesOut()
+        for out in (text, utf8):
+            renderer = SummaryRenderer(out, color)
+            renderer.frame(record)
+            renderer.frame(plain)
+            renderer.analysis(rec)
+        assert utf8.data.decode() == text.getvalue()
+        first, second, walk = text.getvalue().splitlines()
+        assert first.endswith(' CCREP_PLAYER_INFO name="Zoë\\u202e"  [warning]' + ("\x1b[0m" if color else ""))
+        assert first.startswith("\x1b[33m     1" if color else "     1") and " → " in first
+        assert second == ("     2    2.000000        10.0.0.1:26000 → 10.0.0.7:40000        NetQuake    60 "
+                          "CCREP_PLAYER_INFO")
+        assert walk == "       [netquake player_walk] walk → Zoë (frames 1,2)"
+
+
 def test_hex_legend_cuts_a_long_display_between_escapes():
     record = record_with(["x" * 38 + "\u202e" * 4])  # shown as '"', 38 x, four 6-character escapes, '"'
     out = io.StringIO()

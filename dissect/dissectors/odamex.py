@@ -756,7 +756,8 @@ class _ServerInfo:
 
 
 def _stats_fields(cur):
-    return {"kills": cur.number(I16LE, EXT_KILLS), "deaths": cur.number(I16LE, EXT_DEATHS), "minutes": cur.number(I16LE, EXT_MINUTES)}
+    return {"kills": cur.number(I16LE, EXT_KILLS), "deaths": cur.number(I16LE, EXT_DEATHS),
+            "minutes": cur.number(I16LE, EXT_MINUTES)}
 
 
 # Little-endian integers. Without a tree they are read here, in C in the compiled build: no Field to add, no

@@ -2,7 +2,7 @@
 # file is the source and runs as it is without them.
 
 cimport cython
-from dissect.core.model cimport Field, Message, display_of
+from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.capture.layers cimport Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport endpoint
@@ -26,14 +26,21 @@ cdef Py_ssize_t PADDED_ENDPOINTS
 cdef dict _PADDED_TITLES
 cdef str _padded_title(key)
 
+cdef bytes ARROW
+
 cdef class SummaryRenderer:
-    cdef public object out, color
+    cdef public object out, color, write_bytes
     cdef public dict sources, destinations
     cdef public Py_ssize_t columns
-    @cython.locals(packet=Packet, number=Py_ssize_t, wirelen=Py_ssize_t)
+    @cython.locals(packet=Packet, number=Py_ssize_t, wirelen=Py_ssize_t, source=str, rest=str)
     cpdef frame(self, FrameRecord record)
     @cython.locals(ports=dict, text=str)
     cdef str _column(self, dict table, ip, port, bint left)
 
 @cython.locals(msg=Message)
 cdef bint _any_message_findings(messages)
+
+@cython.locals(rank=Py_ssize_t, msg=Message)
+cdef object _worst(FrameRecord record)
+@cython.locals(found=Py_ssize_t, finding=Finding)
+cdef Py_ssize_t _worst_rank(list findings, Py_ssize_t rank) except -2

@@ -5,7 +5,7 @@ import math
 import time
 
 from ..capture.layers import LINKTYPE_NAMES
-from ..core import worst_severity
+from ..core import SEVERITIES, SEVERITY_RANK
 from ..core.model import display_of
 from ..core.fmt import endpoint
 from ..registry import load_protocols
@@ -75,11 +75,15 @@ _TITLES = {}  # registered protocol key -> title
 class SummaryRenderer:
     """``No. Time Source Destination Protocol Length Info``, one line a frame (tshark's columns)."""
 
-    __slots__ = ("out", "color", "sources", "destinations", "columns")
+    __slots__ = ("out", "color", "sources", "destinations", "columns", "write_bytes")
 
     def __init__(self, out, color=False):
         self.out = out
         self.color = color
+        # Where the output takes UTF-8 as it is (the command's), a line goes as the bytes of its two ASCII
+        # halves around the arrow's: as one text, the arrow would make the whole line two bytes a character,
+        # to widen while joining and then to encode, several times the work of copying ASCII.
+        self.write_bytes = getattr(out, "write_bytes", None)
         # The padded Source and Destination columns by address, then port: a capture has few endpoints and
         # each comes back in many lines. At most PADDED_ENDPOINTS in all (then the tables start afresh).
         self.sources = {}
@@ -91,16 +95,20 @@ class SummaryRenderer:
         # tshark's columns, "%6d %11.6f %21s → %-21s %-8s %5d %s", padded by str methods: compiled, that costs
         # half of the %-format.
         number, wirelen = record.number, record.wirelen
-        line = (f"{number:6d} {_seconds(record.ts - record.first_ts)} "
-                f"{self._column(self.sources, packet.src, packet.sport, False)} → "
-                f"{self._column(self.destinations, packet.dst, packet.dport, True)} "
+        source = (f"{number:6d} {_seconds(record.ts - record.first_ts)} "
+                  f"{self._column(self.sources, packet.src, packet.sport, False)}")
+        rest = (f"{self._column(self.destinations, packet.dst, packet.dport, True)} "
                 f"{_padded_title(record.protocol)} {wirelen:5d} {safe(record.info)}")
         worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
         if worst:
-            line += f"  [{worst}]"
+            rest = f"{rest}  [{worst}]"
             if self.color:
-                line = SEVERITY_COLOR[worst] + line + RESET
-        self.out.write(line + "\n")
+                source, rest = SEVERITY_COLOR[worst] + source, rest + RESET
+        if self.write_bytes is not None:
+            self.write_bytes(b"".join((source.encode("utf-8", "replace"), ARROW,
+                                       rest.encode("utf-8", "replace"), b"\n")))
+        else:
+            self.out.write(f"{source} → {rest}\n")
 
     def _column(self, table, ip, port, left):
         ports = table.get(ip)
@@ -122,10 +130,14 @@ class SummaryRenderer:
         text = f"       [{rec.protocol} {rec.name}] {safe(rec.summary)} (frames {_frame_span(rec.frames)})"
         for finding in rec.findings:
             text += f"\n           {finding.severity}: {finding.code}: {safe(finding.message)}"
-        self.out.write(text + "\n")
+        if self.write_bytes is not None:  # bytes as the frames' lines: a change of kind would flush the batch
+            self.write_bytes((text + "\n").encode("utf-8", "replace"))
+        else:
+            self.out.write(text + "\n")
 
 
 PADDED_ENDPOINTS = 2048
+ARROW = " → ".encode()
 
 
 def _padded_title(key):
@@ -169,7 +181,20 @@ def _frame_span(frames):
 
 
 def _worst(record):
-    return worst_severity(record.all_findings())
+    """The worst severity among the frame's findings and its messages' (record.all_findings, without a
+    generator)."""
+    rank = _worst_rank(record.findings, -1)
+    for msg in record.messages:
+        rank = _worst_rank(msg.findings, rank)
+    return SEVERITIES[rank] if rank >= 0 else None
+
+
+def _worst_rank(findings, rank):
+    for finding in findings:
+        found = SEVERITY_RANK[finding.severity]
+        if found > rank:
+            rank = found
+    return rank
 
 
 class TreeRenderer:
