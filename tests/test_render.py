@@ -11,7 +11,7 @@ from conftest import jsonl, run_cli
 
 from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
-from dissect.core.cursor import MAX_DECIMAL_DIGITS, Cursor
+from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor
 from dissect.core.fmt import endpoint
 from dissect.core.model import AnalysisRecord, Field, Finding, Message
 from dissect.core.tables import FieldTable
@@ -324,6 +324,23 @@ def test_cstrings_reads_5000_digits_as_text_that_is_not_a_number():
     assert (light.last_offset, light.last_length, light.last_raw) == (5006, 4, b"-42")
     assert light.cstring(F.text) == "ok"  # then a string read alone: its own bytes
     assert (light.pos, light.last_raw) == (len(data) + 3, b"ok")
+
+
+def test_cstrings_keeps_the_offsets_of_up_to_32_fields():
+    data = b"".join(b"%d\0" % number for number in range(MAX_CSTRINGS + 1))  # 0 1 ... 32: 10 of 2 bytes, 23 of 3
+    cur = Cursor(Message("test", "m", data), data, tree=False)
+    assert (cur.starts, cur.spans) == ([], [])  # before the first call
+    assert cur.cstrings([(F.num, "decimal")] * MAX_CSTRINGS) == list(range(MAX_CSTRINGS))
+    offsets = [2 * n if n <= 10 else 20 + 3 * (n - 10) for n in range(MAX_CSTRINGS + 1)]
+    assert cur.starts == offsets and [cur.start(n) for n in range(MAX_CSTRINGS + 1)] == offsets
+    assert cur.span(31) == (offsets[31], 3, b"31") and len(cur.spans) == MAX_CSTRINGS
+    with pytest.raises(IndexError):
+        cur.start(MAX_CSTRINGS + 1)
+    cur.pos = 0
+    with pytest.raises(OverflowError):  # one more than the offsets kept: refused before reading anything
+        cur.cstrings([(F.num, "decimal")] * (MAX_CSTRINGS + 1))
+    assert cur.pos == 0 and cur.starts == offsets
+    assert cur.cstrings([(F.text, "text")]) == ["0"] and cur.starts == [0, 2]
 
 
 def test_endpoint_texts_stay_right_past_the_limit_of_the_kept_ones():

@@ -17,7 +17,9 @@ cdef class Cursor:
     cdef public bytes data
     cdef public Py_ssize_t pos, end, last_offset, last_length
     cdef public bint tree
-    cdef public object msg, _stack, _raw, starts
+    cdef public object msg, _stack, _raw
+    cdef Py_ssize_t _starts[33]  # MAX_CSTRINGS + 1 (cursor.py): the offsets of the last cstrings's fields
+    cdef public Py_ssize_t _fields
 
     cpdef remaining(self)
     cpdef at_end(self)
@@ -37,9 +39,10 @@ cdef class Cursor:
     @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
     cpdef cdecimal(self, FieldSpec spec)
     @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, last=Py_ssize_t, values=list,
-                   starts=list, spec=FieldSpec, kind=str)
+                   count=Py_ssize_t, spec=FieldSpec, kind=str)
     cpdef list cstrings(self, specs)
-    @cython.locals(data=bytes, starts=list, start=Py_ssize_t, stop=Py_ssize_t)
+    cpdef Py_ssize_t start(self, Py_ssize_t index) except -1
+    @cython.locals(start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)
 
 cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
@@ -53,6 +56,7 @@ cpdef unpack(st, bytes data, Py_ssize_t pos)
 cdef Py_ssize_t _terminator(bytes data, Py_ssize_t pos, Py_ssize_t end)
 
 cdef Py_ssize_t MAX_EXACT_DIGITS
+cdef bint _COMPILED
 
 @cython.locals(first=Py_ssize_t, index=Py_ssize_t, digit=int, exact=bint, value=cython.longlong)
 cdef object _decimal(bytes data, Py_ssize_t start, Py_ssize_t stop)

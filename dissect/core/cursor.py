@@ -23,6 +23,11 @@ I32BE = struct.Struct(">i")
 MAX_DECIMAL_DIGITS = 4000
 # Numbers of up to this many digits fit a 64-bit integer: _decimal adds them up itself, int() reads longer ones.
 MAX_EXACT_DIGITS = 18
+# Fields one cstrings call reads at most: their offsets are kept in a fixed array (cursor.pxd: a C array of
+# MAX_CSTRINGS + 1), not as a list of integer objects.
+MAX_CSTRINGS = 32
+_COMPILED = not __file__.endswith(".py")
+_NO_STARTS = [0] * (MAX_CSTRINGS + 1)
 
 
 class Truncated(Exception):
@@ -102,7 +107,8 @@ _NO_SUBTREE = _NoSubtree()
 
 
 class Cursor:
-    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "starts")
+    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "_starts",
+                 "_fields")
 
     def __init__(self, msg, data, tree=True, pos=0):
         _start(self, msg, data, tree, pos)
@@ -267,13 +273,16 @@ class Cursor:
 
     def cstrings(self, specs):
         """Consecutive null-terminated fields in one call: ``specs`` holds (field spec, kind) with kind
-        "text" (UTF-8) or "decimal" (the int, or None where the text is not one). Returns the values;
-        ``starts`` keeps the offset of each field and then the offset after the last, ``span`` and ``spans``
-        give the (offset, length, raw bytes) of the fields, for checks and findings."""
+        "text" (UTF-8) or "decimal" (the int, or None where the text is not one); at most MAX_CSTRINGS of them.
+        Returns the values; ``start(i)`` gives the offset of field i (and ``start(len(values))`` the offset after
+        the last), ``span`` and ``spans`` the (offset, length, raw bytes) of the fields, for checks and findings."""
+        if len(specs) > MAX_CSTRINGS:
+            raise OverflowError(f"cstrings reads at most {MAX_CSTRINGS} fields at once, not {len(specs)}")
         data, pos, end = self.data, self.pos, self.end
         parent = self._stack[-1] if self.tree else None
         values = []
-        starts = self.starts = [pos]
+        self._starts[0] = pos
+        self._fields = count = 0
         last = pos
         for spec, kind in specs:
             nul = _terminator(data, pos, end)
@@ -287,23 +296,43 @@ class Cursor:
             values.append(value)
             last = pos
             pos = nul + 1
-            starts.append(pos)
+            count += 1
+            self._starts[count] = pos
+            self._fields = count
         self.pos = pos
         if values:  # the last field's place: span(len(values) - 1)
             self.last_offset, self.last_length, self._raw = last, pos - last, None  # last_raw slices it if read
         return values
 
+    def start(self, index):
+        """The offset of field ``index`` of the last ``cstrings``; of its end for ``index`` = the fields read."""
+        if index < 0 or index > self._fields:
+            raise IndexError(f"cstrings read {self._fields} fields: no offset {index}")
+        return self._starts[index]
+
+    @property
+    def starts(self):
+        """The offset of each field of the last ``cstrings``, then the offset after the last."""
+        return [self._starts[index] for index in range(self._fields + 1)]
+
+    @starts.setter
+    def starts(self, offsets):
+        if len(offsets) > MAX_CSTRINGS + 1:
+            raise OverflowError(f"at most {MAX_CSTRINGS} fields' offsets are kept, not {len(offsets) - 1}")
+        for index, offset in enumerate(offsets):
+            self._starts[index] = offset
+        self._fields = len(offsets) - 1
+
     def span(self, index):
         """(offset, length, raw bytes) of field ``index`` of the last ``cstrings``: the length counts the
         terminator, the raw bytes do not."""
-        data, starts = self.data, self.starts
-        start, stop = starts[index], starts[index + 1]
-        return start, stop - start, data[start:stop - 1]
+        start, stop = self.start(index), self.start(index + 1)
+        return start, stop - start, self.data[start:stop - 1]
 
     @property
     def spans(self):
         """(offset, length, raw bytes) of each field of the last ``cstrings``."""
-        return [self.span(index) for index in range(len(self.starts) - 1)]
+        return [self.span(index) for index in range(self._fields)]
 
     def separated(self, separator, encoding="utf-8"):
         """Fields each preceded by ``separator``, from here to the end: [(offset, length, text)].
@@ -342,7 +371,9 @@ def _start(cur, msg, data, tree, pos):
     cur.last_offset = pos
     cur.last_length = 0
     cur._raw = b""
-    cur.starts = []
+    if not _COMPILED:  # compiled, _starts is a C array in the Cursor itself
+        cur._starts = list(_NO_STARTS)
+    cur._fields = -1  # no cstrings yet
 
 
 def _width(st):

@@ -587,10 +587,9 @@ def _read_record(cur, msg, fields, legacy, node):
 
 def _client_record(cur, fields, node):
     values = _record_values(cur, fields, node)
-    starts = cur.starts
     name, clan, country, score, is_player = values[0], values[1], values[2], values[3], values[4]
     # the name's and the clan's sizes, each with its terminator
-    name_size, clan_size = starts[1] - starts[0], starts[2] - starts[1]
+    name_size, clan_size = cur.start(1) - cur.start(0), cur.start(2) - cur.start(1)
     if name_size > NAME_LIMIT + 1 or clan_size > CLAN_LIMIT + 1 or "\ufffd" in name or "\ufffd" in clan:
         for index in (0, 1):
             _check_text(cur, fields[index][0], values[index], *cur.span(index))
@@ -599,9 +598,9 @@ def _client_record(cur, fields, node):
             if values[index] is None:
                 _not_decimal(cur, fields[index][0], *cur.span(index))
     if is_player is not None and (is_player > 1 or is_player < 0):
-        cur.finding(W.bad_is_player, f"Is Player is {is_player}", starts[4], starts[5] - starts[4])
+        cur.finding(W.bad_is_player, f"Is Player is {is_player}", cur.start(4), cur.start(5) - cur.start(4))
     if len(fields) > 5 and values[5]:
-        _reserved_nonempty(cur, values[5], starts[5], starts[6] - starts[5])
+        _reserved_nonempty(cur, values[5], cur.start(5), cur.start(6) - cur.start(5))
     return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
 
 
@@ -614,7 +613,7 @@ def _legacy_record(cur, fields, node):
 
 
 def _record_values(cur, fields, node):
-    """The values of a record's fields; ``cur.starts`` and ``cur.span`` say where each one is."""
+    """The values of a record's fields; ``cur.start`` and ``cur.span`` say where each one is."""
     start = cur.pos
     try:
         return cur.cstrings(fields)
@@ -624,7 +623,7 @@ def _record_values(cur, fields, node):
 
 def _record_slowly(cur, fields, node, start):
     """A record read again field by field, a number too long for int() read as text: the values, and the
-    fields' offsets in ``cur.starts`` as cstrings leaves them."""
+    fields' offsets in ``cur.starts`` as cstrings leaves them (``cur.start`` reads them)."""
     cur.pos = start
     if cur.tree:
         node.children.clear()  # the fields read before the long number
