@@ -340,7 +340,7 @@ def test_cstrings_keeps_the_offsets_of_up_to_32_fields():
     with pytest.raises(OverflowError):  # one more than the offsets kept: refused before reading anything
         cur.cstrings([(F.num, "decimal")] * (MAX_CSTRINGS + 1))
     assert cur.pos == 0 and cur.starts == offsets
-    assert cur.cstrings([(F.text, "text")]) == ["0"] and cur.starts == [0, 2]
+    assert cur.cstrings(iter([(F.text, "text")])) == ["0"] and cur.starts == [0, 2]  # any iterable of specs
 
 
 def test_endpoint_texts_stay_right_past_the_limit_of_the_kept_ones():

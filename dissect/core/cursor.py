@@ -276,6 +276,8 @@ class Cursor:
         "text" (UTF-8) or "decimal" (the int, or None where the text is not one); at most MAX_CSTRINGS of them.
         Returns the values; ``start(i)`` gives the offset of field i (and ``start(len(values))`` the offset after
         the last), ``span`` and ``spans`` the (offset, length, raw bytes) of the fields, for checks and findings."""
+        if type(specs) is not tuple and type(specs) is not list:
+            specs = tuple(specs)  # any iterable, as before the offsets had a fixed array
         if len(specs) > MAX_CSTRINGS:
             raise OverflowError(f"cstrings reads at most {MAX_CSTRINGS} fields at once, not {len(specs)}")
         data, pos, end = self.data, self.pos, self.end

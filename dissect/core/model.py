@@ -111,7 +111,7 @@ class Message:
     def __init__(self, protocol, name=None, payload=b"", offset=0, frames=None):
         _start(self, protocol, name, payload, offset)
         if frames is not None:
-            self.frames = frames
+            self.frames = frames if type(frames) is list else list(frames)  # a list (model.pxd types it)
 
     def add_finding(self, code, severity, message, offset=None, length=None):
         self.findings.append(Finding(code, severity, message, offset, length))
