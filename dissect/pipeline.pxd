@@ -18,7 +18,8 @@ cdef _fill_record(FrameRecord record, Frame frame, Packet packet, first_ts)
 
 cdef class Pipeline:
     cdef public Registry registry
-    cdef public object tree, analyzers, tcp, defrag, first_ts, last_ts
+    cdef public dict analyzers
+    cdef public object tree, tcp, defrag, first_ts, last_ts
     cdef public TrafficAnalyzer traffic
     cpdef frame(self, frame, packet=*)
     @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)

@@ -31,7 +31,7 @@ cdef class TrafficAnalyzer:
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
     cpdef feed(self, record, Message msg, size, wire)
-    @cython.locals(kind=tuple)
+    @cython.locals(kinds=dict, kind=tuple)
     cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)
     @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, held=Py_ssize_t)
     cpdef _request(self, frame, second, protocol, request, client, server, token, int64_t size, int64_t wire)

@@ -119,7 +119,8 @@ class TrafficAnalyzer:
     def count(self, frame, ts, protocol, name, sender, receiver, token, size, wire):
         """Count one message already reduced to what the analysis reads: ``feed``'s work after the message
         (``-j``'s workers send these to the parent, which counts them in frame order)."""
-        kind = self.kinds.get(protocol, _NO_KINDS).get(name)
+        kinds = self.kinds.get(protocol, _NO_KINDS)
+        kind = kinds.get(name)
         if kind is None:
             self._host(sender[0]).other(frame)
             return

@@ -3,3 +3,6 @@
 
 cdef class Frame:
     cdef public object number, ts, caplen, wirelen, linktype, data, iface, error
+
+cpdef Frame new_frame(number, ts, caplen, wirelen, linktype, data, iface, error)
+cdef _fill(Frame frame, number, ts, caplen, wirelen, linktype, data, iface, error)

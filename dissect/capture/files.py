@@ -33,14 +33,25 @@ class Frame:
     __slots__ = ("number", "ts", "caplen", "wirelen", "linktype", "data", "iface", "error")
 
     def __init__(self, number, ts, caplen, wirelen, linktype, data, iface=0, error=None):
-        self.number = number
-        self.ts = ts
-        self.caplen = caplen
-        self.wirelen = wirelen
-        self.linktype = linktype
-        self.data = data
-        self.iface = iface
-        self.error = error  # a damaged record that reading could step over
+        _fill(self, number, ts, caplen, wirelen, linktype, data, iface, error)
+
+
+def new_frame(number, ts, caplen, wirelen, linktype, data, iface, error):
+    """A Frame, made without the argument parsing of a constructor call (one a record read)."""
+    frame = Frame.__new__(Frame)
+    _fill(frame, number, ts, caplen, wirelen, linktype, data, iface, error)
+    return frame
+
+
+def _fill(frame, number, ts, caplen, wirelen, linktype, data, iface, error):
+    frame.number = number
+    frame.ts = ts
+    frame.caplen = caplen
+    frame.wirelen = wirelen
+    frame.linktype = linktype
+    frame.data = data
+    frame.iface = iface
+    frame.error = error  # a damaged record that reading could step over
 
 
 PCAP_MAGICS = {
@@ -98,7 +109,7 @@ def _read_pcap(handle, name, magic):
         error = None
         if snaplen and caplen > snaplen:
             error = f"captured length {caplen} exceeds the file's snap length {snaplen}"
-        yield Frame(number, sec + frac * scale, caplen, wirelen, linktype, data, 0, error)
+        yield new_frame(number, sec + frac * scale, caplen, wirelen, linktype, data, 0, error)
 
 
 class _Interface:
@@ -272,4 +283,4 @@ def _packet_block(block_type, body, order, interfaces, number, block_at):
         return Frame(number, ts, 0, wirelen, iface.linktype, b"", iface_id,
                      f"packet block at byte {block_at} claims {caplen} captured bytes but holds "
                      f"{len(body) - data_at}")
-    return Frame(number, ts, caplen, wirelen, iface.linktype, body[data_at:data_at + caplen], iface_id)
+    return new_frame(number, ts, caplen, wirelen, iface.linktype, body[data_at:data_at + caplen], iface_id, None)

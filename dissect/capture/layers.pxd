@@ -18,6 +18,8 @@ cdef class Packet:
     cdef public object _layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
     cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame
 
+cdef _empty(Packet packet)
+@cython.locals(packet=Packet)
 cpdef Packet decode_frame(data, linktype, bint keep_layers=*)
 
 @cython.locals(layer=Layer)

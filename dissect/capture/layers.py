@@ -59,21 +59,7 @@ class Packet:
                  "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame")
 
     def __init__(self):
-        self._layers = []
-        self._frame = None  # (bytes, link type) where the layers were not kept: they are decoded again if read
-        self.top = "frame"
-        self.src = self.dst = None
-        self.sport = self.dport = None
-        self.transport = None
-        self.ip_proto = None
-        self.payload = None
-        self.payload_offset = 0
-        self.ip_id = None
-        self.fragment = None  # (offset, more_fragments) for an IPv4 fragment
-        self.tcp_seq = None
-        self.tcp_flags = 0
-        self.tcp_stream = None  # the reassembler's index of this connection
-        self.problem = None  # why decoding stopped early, for the Info column
+        _empty(self)
 
     @property
     def layers(self):
@@ -84,12 +70,31 @@ class Packet:
         return self._layers
 
 
+def _empty(packet):
+    packet._layers = []
+    packet._frame = None  # (bytes, link type) where the layers were not kept: they are decoded again if read
+    packet.top = "frame"
+    packet.src = packet.dst = None
+    packet.sport = packet.dport = None
+    packet.transport = None
+    packet.ip_proto = None
+    packet.payload = None
+    packet.payload_offset = 0
+    packet.ip_id = None
+    packet.fragment = None  # (offset, more_fragments) for an IPv4 fragment
+    packet.tcp_seq = None
+    packet.tcp_flags = 0
+    packet.tcp_stream = None  # the reassembler's index of this connection
+    packet.problem = None  # why decoding stopped early, for the Info column
+
+
 def decode_frame(data, linktype, keep_layers=True):
     """The frame's Packet. Without ``keep_layers`` (the summary and --stats, which show none) no Layer is made
     while decoding: reading ``layers`` decodes the frame again to make them."""
     if type(data) is not bytes:  # the compiled layers read bytes in C (layers.pxd)
         data = bytes(data)
-    packet = Packet()
+    packet = Packet.__new__(Packet)  # without a constructor call's argument parsing: one a frame
+    _empty(packet)
     if not keep_layers:
         packet._layers = None
         packet._frame = (data, linktype)

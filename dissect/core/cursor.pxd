@@ -48,6 +48,7 @@ cdef class Cursor:
 cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
 cdef _start(Cursor cur, msg, data, tree, Py_ssize_t pos)
 
+cdef str _decoded(bytes raw, str encoding)
 cdef Py_ssize_t _width(st) except -1
 @cython.locals(value=cython.longlong)
 cpdef unpack(st, bytes data, Py_ssize_t pos)

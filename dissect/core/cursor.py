@@ -234,7 +234,7 @@ class Cursor:
         if nul < 0:
             self._unterminated(spec, encoding)
         raw = data[pos:nul]
-        value = raw.decode(encoding, "replace")
+        value = _decoded(raw, encoding)
         self.pos = nul + 1
         self._raw = raw
         self.last_offset = pos
@@ -376,6 +376,16 @@ def _start(cur, msg, data, tree, pos):
     if not _COMPILED:  # compiled, _starts is a C array in the Cursor itself
         cur._starts = list(_NO_STARTS)
     cur._fields = -1  # no cstrings yet
+
+
+def _decoded(raw, encoding):
+    """``raw.decode(encoding, "replace")``; the encodings the dissectors use are named as literals, which the
+    compiled build decodes with a C call instead of a method call."""
+    if encoding == "latin-1":
+        return raw.decode("latin-1", "replace")
+    if encoding == "utf-8":
+        return raw.decode("utf-8", "replace")
+    return raw.decode(encoding, "replace")
 
 
 def _width(st):
