@@ -61,8 +61,8 @@ cdef class _Query:
     cdef public int64_t replies, reply_bytes, reply_wire
     cpdef add(self, frame, int64_t size, int64_t wire)
 
+@cython.locals(query=_Query)
 cdef _Query _new_query(_Kind kind, frame, int64_t size, int64_t wire)
-cdef _open_query(_Query query, _Kind kind, frame, int64_t size, int64_t wire)
 
 cdef class _Kind:
     cdef public int64_t requests, request_bytes, request_wire, answered, replies
@@ -112,8 +112,8 @@ cdef class _Pair:
 cdef class _Flood:
     cdef public object protocol, first_frame, frame, peak, requests
 
+@cython.locals(pair=_Pair)
 cdef _Pair _new_pair(protocol, frame)
-cdef _open_pair(_Pair pair, protocol, frame)
 cpdef _slide(list recent, second, window)
 cdef bint _beats(micro, negative_frame, tuple worst) except -1
 @cython.locals(values=dict, packet=Packet)

@@ -464,12 +464,9 @@ def check_thresholds(rate, window):
 
 # -- what is kept ---------------------------------------------------------------------------------------
 class _Query:
-    """One request and the replies it drew so far; ``kind``: the _Kind of its request type."""
+    """One request and the replies it drew so far; ``kind``: the _Kind of its request type. Made by _new_query."""
 
     __slots__ = ("kind", "frame", "size", "wire", "replies", "reply_bytes", "reply_wire", "frames")
-
-    def __init__(self, kind, frame, size, wire):
-        _open_query(self, kind, frame, size, wire)
 
     @property
     def last_frame(self):
@@ -491,13 +488,8 @@ class _Query:
 
 
 def _new_query(kind, frame, size, wire):
-    """A _Query, made without the argument parsing of a constructor call (one a request)."""
+    """A _Query (made here, without the argument parsing of a constructor call: one a request)."""
     query = _Query.__new__(_Query)
-    _open_query(query, kind, frame, size, wire)
-    return query
-
-
-def _open_query(query, kind, frame, size, wire):
     query.kind = kind
     query.frame = frame
     query.size = size
@@ -506,6 +498,7 @@ def _open_query(query, kind, frame, size, wire):
     query.reply_bytes = 0
     query.reply_wire = 0
     query.frames = None
+    return query
 
 
 class _Kind:
@@ -782,13 +775,10 @@ class _Server:
 class _Pair:
     """One source address and one server: its requests and its replies within the last window (the flood
     watch), and whether each reached one a second over a window. A window's seconds are kept flat,
-    [second, messages, second, messages ...], oldest first."""
+    [second, messages, second, messages ...], oldest first. Made by _new_pair."""
 
     __slots__ = ("protocol", "first_frame", "last_frame", "total", "asked_recent", "asked_count", "replied_recent",
                  "replied_count", "asked_fast", "replied_fast", "flood")
-
-    def __init__(self, protocol, frame):
-        _open_pair(self, protocol, frame)
 
     def asked(self, second, window):
         """Count a request: (requests within the window, whether the pair just reached one a second)."""
@@ -815,13 +805,8 @@ class _Pair:
 
 
 def _new_pair(protocol, frame):
-    """A _Pair, made without the argument parsing of a constructor call (one a new pair)."""
+    """A _Pair (made here, without the argument parsing of a constructor call: one a new pair)."""
     pair = _Pair.__new__(_Pair)
-    _open_pair(pair, protocol, frame)
-    return pair
-
-
-def _open_pair(pair, protocol, frame):
     pair.protocol = protocol
     pair.first_frame = pair.last_frame = frame
     pair.total = 0              # requests in all
@@ -832,6 +817,7 @@ def _open_pair(pair, protocol, frame):
     pair.asked_fast = False
     pair.replied_fast = False
     pair.flood = None           # its _Flood once it crossed the threshold (False: past MAX_FLOODS)
+    return pair
 
 
 def _slide(recent, second, window):
