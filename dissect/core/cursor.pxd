@@ -32,11 +32,11 @@ cdef class Cursor:
     cpdef set_last(self, value, display=*)
     @cython.locals(data=bytes, pos=Py_ssize_t, n=Py_ssize_t)
     cpdef raw(self, FieldSpec spec, n)
-    @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
+    @cython.locals(data=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
     cpdef cstring(self, FieldSpec spec, encoding=*)
     @cython.locals(pos=Py_ssize_t, available=Py_ssize_t)
     cpdef _unterminated(self, FieldSpec spec, encoding)
-    @cython.locals(data=bytes, raw=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
+    @cython.locals(data=bytes, pos=Py_ssize_t, nul=Py_ssize_t)
     cpdef cdecimal(self, FieldSpec spec)
     @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, nul=Py_ssize_t, last=Py_ssize_t, values=list,
                    count=Py_ssize_t, spec=FieldSpec, kind=str)
@@ -48,7 +48,7 @@ cdef class Cursor:
 cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
 cdef _start(Cursor cur, msg, data, tree, Py_ssize_t pos)
 
-cdef str _decoded(bytes raw, str encoding)
+cdef str _decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, str encoding)
 cdef Py_ssize_t _width(st) except -1
 @cython.locals(value=cython.longlong)
 cpdef unpack(st, bytes data, Py_ssize_t pos)
@@ -57,6 +57,7 @@ cpdef unpack(st, bytes data, Py_ssize_t pos)
 cdef Py_ssize_t _terminator(bytes data, Py_ssize_t pos, Py_ssize_t end)
 
 cdef Py_ssize_t MAX_EXACT_DIGITS
+cdef str TEXT, DECIMAL
 cdef bint _COMPILED
 
 @cython.locals(first=Py_ssize_t, index=Py_ssize_t, digit=int, exact=bint, value=cython.longlong)

@@ -26,6 +26,9 @@ MAX_EXACT_DIGITS = 18
 # Fields one cstrings call reads at most: their offsets are kept in a fixed array (cursor.pxd: a C array of
 # MAX_CSTRINGS + 1), not as a list of integer objects.
 MAX_CSTRINGS = 32
+# cstrings's kinds of field. Literals that read as names are interned, in the dissectors' modules as here:
+# a kind is nearly always one of these very objects.
+TEXT, DECIMAL = "text", "decimal"
 _COMPILED = not __file__.endswith(".py")
 _NO_STARTS = [0] * (MAX_CSTRINGS + 1)
 
@@ -123,7 +126,7 @@ class Cursor:
     @property
     def last_raw(self):
         """The bytes of the last string read, without its terminator (for byte-limit checks)."""
-        if self._raw is None:  # a field of cstrings, which is terminated: sliced only when asked for
+        if self._raw is None:  # a terminated string's, not sliced until asked for
             self._raw = self.data[self.last_offset:self.last_offset + self.last_length - 1]
         return self._raw
 
@@ -233,10 +236,9 @@ class Cursor:
         nul = _terminator(data, pos, self.end)
         if nul < 0:
             self._unterminated(spec, encoding)
-        raw = data[pos:nul]
-        value = _decoded(raw, encoding)
+        value = _decoded(data, pos, nul, encoding)
         self.pos = nul + 1
-        self._raw = raw
+        self._raw = None  # last_raw slices it if read
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
@@ -261,13 +263,12 @@ class Cursor:
         if nul < 0:
             self._unterminated(spec, "latin-1")
         value = _decimal(data, pos, nul)
-        raw = data[pos:nul]
         self.pos = nul + 1
-        self._raw = raw
+        self._raw = None  # last_raw slices it if read
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
-            display = None if value is not None else f'"{raw.decode("latin-1")}" (not a decimal number)'
+            display = None if value is not None else f'"{data[pos:nul].decode("latin-1")}" (not a decimal number)'
             self._stack[-1].append(new_field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
         return value
 
@@ -291,7 +292,10 @@ class Cursor:
             if nul < 0:
                 self.pos = pos
                 self._unterminated(spec, "utf-8")
-            value = data[pos:nul].decode("utf-8", "replace") if kind == "text" else _decimal(data, pos, nul)
+            if kind is TEXT or (kind is not DECIMAL and kind == "text"):  # compared as pointers, mostly
+                value = data[pos:nul].decode("utf-8", "replace")
+            else:
+                value = _decimal(data, pos, nul)
             if parent is not None:
                 display = f'"{data[pos:nul].decode("latin-1")}" (not a decimal number)' if value is None else None
                 parent.append(new_field(spec.key, spec.name, pos, nul + 1 - pos, value, spec.fmt, display))
@@ -378,14 +382,14 @@ def _start(cur, msg, data, tree, pos):
     cur._fields = -1  # no cstrings yet
 
 
-def _decoded(raw, encoding):
-    """``raw.decode(encoding, "replace")``; the encodings the dissectors use are named as literals, which the
-    compiled build decodes with a C call instead of a method call."""
+def _decoded(data, start, stop, encoding):
+    """``data[start:stop].decode(encoding, "replace")``; the encodings the dissectors use are named as literals,
+    which the compiled build decodes from the bytes in place with a C call: no slice, no method call."""
     if encoding == "latin-1":
-        return raw.decode("latin-1", "replace")
+        return data[start:stop].decode("latin-1", "replace")
     if encoding == "utf-8":
-        return raw.decode("utf-8", "replace")
-    return raw.decode(encoding, "replace")
+        return data[start:stop].decode("utf-8", "replace")
+    return data[start:stop].decode(encoding, "replace")
 
 
 def _width(st):

@@ -189,8 +189,32 @@ CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["clan"], "text"), (_CLIENT[
                  (_CLIENT["score"], "decimal"), (_CLIENT["is_player"], "decimal"), (_CLIENT["reserved"], "text"))
 VANILLA_CLIENT_FIELDS = CLIENT_FIELDS[:5]
 LEGACY_CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["score"], "decimal"))
-COUNTS = (("num_players", F.num_players), ("max_players", F.max_players), ("num_clients", F.num_clients),
-          ("max_clients", F.max_clients))
+COUNTS = (("num_players", F.num_players, "decimal"), ("max_players", F.max_players, "decimal"),
+          ("num_clients", F.num_clients, "decimal"), ("max_clients", F.max_clients, "decimal"))
+# The server fields of each reply, in order: (msg.values key, field entry, kind).
+_HEAD = (("version", VERSION, "text"), ("name", NAME, "text"), ("map", MAP, "text"))
+_TAIL = (("game_type", GAME_TYPE, "text"), ("flags", FLAGS, "decimal"))
+_INF3_FIELDS = _HEAD + _TAIL + COUNTS
+CHECKED = (VERSION, MAP_CRC, FLAGS)  # the numbers and strings _check_server_field checks
+SERVER_FIELDS = {
+    b"iext": _HEAD + (("map_crc", MAP_CRC, "decimal"), ("map_size", MAP_SIZE, "decimal")) + _TAIL + COUNTS,
+    b"inf3": _INF3_FIELDS,
+    b"dtsf": _INF3_FIELDS,
+    b"info": _HEAD + _TAIL + (("progression", PROGRESSION, "decimal"),) + COUNTS[:2],
+}
+SERVER_FIELDS[b"inf2"] = SERVER_FIELDS[b"info"]
+
+
+def _layout(fields):
+    """(cstrings's specs, the values' keys, the indexes of the numbers, the indexes of the fields with checks)
+    of a reply's server fields."""
+    return (tuple((spec, kind) for _, spec, kind in fields), tuple(key for key, _, _ in fields),
+            tuple(index for index, (_, _, kind) in enumerate(fields) if kind == "decimal"),
+            tuple(index for index, (_, spec, kind) in enumerate(fields) if kind == "text" or spec in CHECKED))
+
+
+# Read in one cstrings call; the 0.5 replies, rare, are read field by field.
+SERVER_LAYOUTS = {ident: _layout(SERVER_FIELDS[ident]) for ident in (b"iext", b"inf3", b"dtsf")}
 
 
 class TeeFrame(Dissector):
@@ -475,32 +499,75 @@ def _token(cur, msg):
 
 
 def _server_fields(cur, msg, ident):
+    """The server's fields, from the version to the counts, into ``msg.values``. Read in one ``cstrings`` call
+    and checked after; where one is cut off, not a number or negative where it may not be, they are read again
+    one by one, each checked as it is read, as the findings and the field tree of such a packet need."""
+    layout = SERVER_LAYOUTS.get(ident)
+    read = _server_values(cur, msg, layout) if layout is not None else None
+    if read is None:
+        _server_fields_slowly(cur, msg, ident)
+        return
     values = msg.values
-    version = _string(cur, VERSION)
-    values["version"] = version
-    if ident not in (b"info", b"inf2") and not version.startswith("0.6"):
-        cur.flag_last(W.bad_version, f'version "{version}" does not begin with 0.6')
-    values["name"] = _string(cur, NAME)
-    values["map"] = _string(cur, MAP)
-    if ident == b"iext":
-        crc = _decimal(cur, MAP_CRC, allow_negative=True)
-        values["map_crc"] = crc
-        if crc is not None and crc < 0:
-            cur.flag_last(W.signed_map_crc, f"map CRC printed as a signed number ({crc} = "
-                                            f"0x{crc & 0xFFFFFFFF:08x}), as real servers do")
-        values["map_size"] = _decimal(cur, MAP_SIZE)
-    values["game_type"] = _string(cur, GAME_TYPE)
-    flags = _decimal(cur, FLAGS)
-    values["flags"] = flags
-    if flags is not None and flags not in (0, 1):
-        cur.flag_last(W.bad_flags, f"server flags {flags}")
-    if ident in (b"info", b"inf2"):
-        values["progression"] = _decimal(cur, PROGRESSION, allow_negative=True)
-        counts = COUNTS[:2]
-    else:
-        counts = COUNTS
-    for key, spec in counts:
-        values[key] = _decimal(cur, spec)
+    fields, keys, limits = layout[0], layout[1], LIMITS
+    for index in range(len(read)):
+        values[keys[index]] = read[index]
+    for index in layout[3]:  # the fields with checks, in order: their findings come out in the fields' order
+        spec = fields[index][0]
+        value = read[index]
+        offset = cur.start(index)
+        length = cur.start(index + 1) - offset
+        if type(value) is str:
+            limit = limits.get(spec)
+            if "\ufffd" in value or (limit is not None and length - 1 > limit):  # its bytes, terminator aside
+                _check_text(cur, spec, value, offset, length, cur.data[offset:offset + length - 1])
+        if spec is VERSION or spec is MAP_CRC or spec is FLAGS:
+            _check_server_field(cur, ident, spec, value, offset, length)
+
+
+def _server_values(cur, msg, layout):
+    """The values of the server fields of ``layout`` in one call; None, with nothing read, where that cannot
+    stand for reading them one by one."""
+    start, kept = cur.pos, len(msg.fields)
+    try:
+        read = cur.cstrings(layout[0])
+    except (Truncated, ValueError):  # cut off; a number too long for int()
+        read = None
+    if read is not None:
+        for index in layout[2]:
+            value = read[index]
+            if value is None or (value < 0 and layout[0][index][0] is not MAP_CRC):
+                read = None
+                break
+    if read is None:
+        cur.pos = start
+        if cur.tree:
+            del msg.fields[kept:]  # the server fields are the message's own, not a subtree's
+    return read
+
+
+def _server_fields_slowly(cur, msg, ident):
+    values = msg.values
+    for key, spec, kind in SERVER_FIELDS[ident]:
+        if kind == "text":
+            value = _string(cur, spec)
+        else:
+            value = _decimal(cur, spec, allow_negative=spec is MAP_CRC or spec is PROGRESSION)
+        values[key] = value
+        _check_server_field(cur, ident, spec, value, cur.last_offset, cur.last_length)
+
+
+def _check_server_field(cur, ident, spec, value, offset, length):
+    """A server field's own checks (a String's size and UTF-8 are _check_text's)."""
+    if spec is VERSION:
+        if ident not in (b"info", b"inf2") and not value.startswith("0.6"):
+            cur.finding(W.bad_version, f'version "{value}" does not begin with 0.6', offset, length)
+    elif spec is MAP_CRC:
+        if value is not None and value < 0:
+            cur.finding(W.signed_map_crc, f"map CRC printed as a signed number ({value} = "
+                                          f"0x{value & 0xFFFFFFFF:08x}), as real servers do", offset, length)
+    elif spec is FLAGS:
+        if value is not None and value not in (0, 1):
+            cur.finding(W.bad_flags, f"server flags {value}", offset, length)
 
 
 def _check_reserved(cur, value):
@@ -528,7 +595,9 @@ def _check_counts(cur, msg, records, token):
 
 def _string(cur, spec):
     value = cur.cstring(spec, "utf-8")
-    _check_text(cur, spec, value, cur.last_offset, cur.last_length, cur.last_raw)
+    limit = LIMITS.get(spec)
+    if "\ufffd" in value or (limit is not None and cur.last_length - 1 > limit):  # its bytes, terminator aside
+        _check_text(cur, spec, value, cur.last_offset, cur.last_length, cur.last_raw)
     return value
 
 
