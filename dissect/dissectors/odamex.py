@@ -54,7 +54,7 @@ REAL_BLOCK_TEAMS = ("Blue", "Red", "Green")  # Odamex's team_t: TEAM_BLUE, TEAM_
 EXTENSION_BOOLS = ("itemsrespawn", "weaponstay", "friendlyfire", "allowexit", "infiniteammo", "nomonsters",
                    "monstersrespawn", "fastmonsters", "allowjump", "freelook", "waddownload", "emptyreset",
                    "cleanmaps", "fragexitswitch")
-HEX = frozenset(b"0123456789abcdefABCDEF")
+HEX_DIGITS = b"0123456789abcdefABCDEF"  # what bytes.translate deletes: a hash leaves nothing
 
 SPEC, REAL, COMPACT = "spec", "real", "spec_compact"
 LAYOUT_NAMES = {SPEC: "spec (CTF bool after the PWAD hashes)",
@@ -210,6 +210,18 @@ TEAM_IN_PLAY, TEAM_SCORE = F.team.in_play, F.team.score
 LISTED_SERVER, LISTED_IP, LISTED_PORT = F.server, F.server.ip, F.server.port  # a master list's entries
 EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
+EXT, EXT_PLAYER, EXT_MARKER = F.ext, F.ext.player, F.ext.marker
+# A server-info reply's fields, looked up once: F.<name> goes through the table's __getattr__ at every use.
+TOKEN, ECHOED_KEY, NAME, PLAYERS, MAX_PLAYERS, MAP, PWAD_COUNT = (
+    F.token, F.echoed_key, F.name, F.players, F.max_players, F.map, F.pwad_count)
+PWAD, DEATHMATCH, SKILL, TEAMPLAY, CTF, GAME_MODE, GAME_TYPE = (
+    F.pwad, F.deathmatch, F.skill, F.teamplay, F.ctf, F.game_mode, F.game_type)
+WEBSITE, SCORE_LIMIT, TEAM, PLAYER, PWAD_HASH, LAYOUT, TRAILING = (
+    F.website, F.score_limit, F.team, F.player, F.pwad_hash, F.layout, F.trailing)
+(EXT_VERSION, EXT_EMAIL, EXT_TIME_LIMIT, EXT_TIME_LEFT, EXT_FRAG_LIMIT, EXT_MAX_PLAYERS, EXT_PASSWORD,
+ EXT_GAME_VERSION, EXT_PATCH_COUNT, EXT_PATCH) = (F.ext.children[part] for part in (
+    "version", "email", "time_limit", "time_left", "frag_limit", "max_players", "password", "game_version",
+    "patch_count", "patch"))
 
 
 class _Broken(Exception):
@@ -368,7 +380,7 @@ class Odamex(Dissector):
                 _ServerInfo(cur, msg, choice).read()
             if cur.remaining():
                 left = cur.remaining()
-                cur.rest(F.trailing)
+                cur.rest(TRAILING)
                 cur.flag_last(W.trailing_bytes, f"{left} bytes after the last field of the server-info reply")
         except _Broken:
             pass  # the finding is already at the byte that broke
@@ -377,7 +389,7 @@ class Odamex(Dissector):
         values = msg.values
         values.update(layout=choice.layout, echoed_key=choice.echo, extension=choice.extension)
         if cur.tree:
-            cur.add(F.layout, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
+            cur.add(LAYOUT, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
                     generated=True)
         self._layout_findings(msg, choice, broken)
         msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players {values.get("players")}/'
@@ -576,9 +588,9 @@ class _ServerInfo:
             players.append(self._player(allowed))
         values["hashes"] = [self._hash() for _ in pwads]
         if self.layout != REAL:
-            values["ctf"] = self._bool(F.ctf)
+            values["ctf"] = self._bool(CTF)
             values["mode"] = _spec_mode(values)
-        values["website"] = cur.cstring(F.website, "latin-1")
+        values["website"] = cur.cstring(WEBSITE, "latin-1")
         self._team_block()
         if self.layout == REAL and (players or "score_limit" in values):
             values["teams_in_build"] = self.teams
@@ -586,33 +598,33 @@ class _ServerInfo:
     def head(self):
         """Token, echoed key, name, player counts, map and PWAD names: the same in every layout."""
         cur, values = self.cur, self.values
-        values["token"] = cur.number(I32LE, F.token)
+        values["token"] = cur.number(I32LE, TOKEN)
         if self.echo:
-            values["key"] = cur.raw(F.echoed_key, 4)
-        values["name"] = cur.cstring(F.name, "latin-1")
-        values["players"] = cur.u8(F.players)
-        values["max_players"] = cur.u8(F.max_players)
+            values["key"] = cur.raw(ECHOED_KEY, 4)
+        values["name"] = cur.cstring(NAME, "latin-1")
+        values["players"] = cur.u8(PLAYERS)
+        values["max_players"] = cur.u8(MAX_PLAYERS)
         if values["players"] > values["max_players"]:
             cur.flag_last(W.too_many_players, f"{values['players']} players in a server of {values['max_players']}")
-        values["map"] = cur.cstring(F.map, "latin-1")
-        count = cur.u8(F.pwad_count)
-        values["pwads"] = [cur.cstring(F.pwad, "latin-1") for _ in range(count)]
+        values["map"] = cur.cstring(MAP, "latin-1")
+        count = cur.u8(PWAD_COUNT)
+        values["pwads"] = [cur.cstring(PWAD, "latin-1") for _ in range(count)]
 
     def _spec_modes(self):
         values = self.values
-        values["game_type"] = self._enum(F.game_type, GAME_TYPES)
-        values["skill"] = self._enum(F.skill, SKILLS)
-        values["teamplay"] = self._bool(F.teamplay)
+        values["game_type"] = self._enum(GAME_TYPE, GAME_TYPES)
+        values["skill"] = self._enum(SKILL, SKILLS)
+        values["teamplay"] = self._bool(TEAMPLAY)
 
     def _real_modes(self):
         cur, values = self.cur, self.values
         start = cur.pos
-        deathmatch = values["deathmatch"] = self._bool(F.deathmatch)
-        values["skill"] = self._enum(F.skill, SKILLS)
-        teamplay = values["teamplay"] = self._bool(F.teamplay)
-        ctf = values["ctf"] = self._bool(F.ctf)
+        deathmatch = values["deathmatch"] = self._bool(DEATHMATCH)
+        values["skill"] = self._enum(SKILL, SKILLS)
+        teamplay = values["teamplay"] = self._bool(TEAMPLAY)
+        ctf = values["ctf"] = self._bool(CTF)
         values["mode"] = mode = real_mode(deathmatch, teamplay, ctf)
-        cur.add(F.game_mode, start, 4, mode, display=None, generated=True)
+        cur.add(GAME_MODE, start, 4, mode, display=None, generated=True)
 
     def _teams_on(self):
         values = self.values
@@ -644,7 +656,7 @@ class _ServerInfo:
         cur = self.cur
         if not cur.tree:
             return self._player_fields(allowed)  # no node to nest them in
-        with cur.subtree(F.player) as node:
+        with cur.subtree(PLAYER) as node:
             player = self._player_fields(allowed)
             node.name = f'Player "{player["name"]}"'
             node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
@@ -681,9 +693,8 @@ class _ServerInfo:
 
     def _hash(self):
         cur = self.cur
-        value = cur.cstring(F.pwad_hash, "latin-1")
-        raw = cur.last_raw
-        if len(raw) != 32 or not HEX.issuperset(raw):
+        value = cur.cstring(PWAD_HASH, "latin-1")
+        if cur.last_length != 33 or cur.last_raw.translate(None, HEX_DIGITS):  # 32 digits and the terminator
             cur.flag_last(W.bad_hash, f'PWAD MD5 hash "{value}" is not 32 hex digits')
         return value
 
@@ -701,10 +712,10 @@ class _ServerInfo:
     def _teams(self, names, with_limit, scored):
         cur, values = self.cur, self.values
         if with_limit:
-            values["score_limit"] = cur.number(I32LE, F.score_limit)
+            values["score_limit"] = cur.number(I32LE, SCORE_LIMIT)
         scores = {}
         for name in names:
-            with cur.subtree(F.team, value=name, name=f"{name} team") as node:
+            with cur.subtree(TEAM, value=name, name=f"{name} team") as node:
                 in_play = self._bool(TEAM_IN_PLAY)
                 if in_play and scored:
                     scores[name.lower()] = cur.number(I32LE, TEAM_SCORE)
@@ -715,26 +726,26 @@ class _ServerInfo:
 
     # extension -------------------------------------------------------------------------------------
     def _extension(self):
-        cur, values, fields = self.cur, self.values, F.ext
+        cur, values = self.cur, self.values
         values["extension_offset"] = cur.pos
         ext = {}
-        with cur.subtree(fields, value=None, name="Extension (newer servers, beyond the spec)") as node:
-            ext["version"] = cur.number(I16LE, fields.version)
-            ext["email"] = cur.cstring(fields.email, "latin-1")
+        with cur.subtree(EXT, value=None, name="Extension (newer servers, beyond the spec)") as node:
+            ext["version"] = cur.number(I16LE, EXT_VERSION)
+            ext["email"] = cur.cstring(EXT_EMAIL, "latin-1")
             values["ext_recognized"] = True
-            ext["time_limit"] = cur.number(I16LE, fields.time_limit)
-            ext["time_left"] = cur.number(I16LE, fields.time_left)
-            ext["frag_limit"] = cur.number(I16LE, fields.frag_limit)
+            ext["time_limit"] = cur.number(I16LE, EXT_TIME_LIMIT)
+            ext["time_left"] = cur.number(I16LE, EXT_TIME_LEFT)
+            ext["frag_limit"] = cur.number(I16LE, EXT_FRAG_LIMIT)
             ext["flags"] = {flag: self._bool(spec) for flag, spec in EXT_FLAGS}
             ext["player_stats"] = [self._player_stats(i) for i in range(values["players"])]
             self._marker(EXTENSION_MARKER_1)
-            ext["max_players"] = cur.number(I16LE, fields.max_players)
+            ext["max_players"] = cur.number(I16LE, EXT_MAX_PLAYERS)
             ext["spectators"] = [self._bool(EXT_SPECTATOR) for _ in range(values["players"])]
             self._marker(EXTENSION_MARKER_2)
-            ext["password"] = cur.number(I16LE, fields.password)
-            ext["game_version"] = cur.number(U32LE, fields.game_version)
-            patches = cur.u8(fields.patch_count)
-            ext["patches"] = [cur.cstring(fields.patch, "latin-1") for _ in range(patches)]
+            ext["password"] = cur.number(I16LE, EXT_PASSWORD)
+            ext["game_version"] = cur.number(U32LE, EXT_GAME_VERSION)
+            patches = cur.u8(EXT_PATCH_COUNT)
+            ext["patches"] = [cur.cstring(EXT_PATCH, "latin-1") for _ in range(patches)]
             if cur.tree:
                 node.display = f"version {ext['version']}, {len(ext['patches'])} patch files"
         values["ext"] = ext
@@ -743,14 +754,14 @@ class _ServerInfo:
         cur = self.cur
         if not cur.tree:
             return _stats_fields(cur)  # no node to nest them in
-        with cur.subtree(F.ext.player, value=None, name=f"Player {index} stats") as node:
+        with cur.subtree(EXT_PLAYER, value=None, name=f"Player {index} stats") as node:
             stats = _stats_fields(cur)
             node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
         return stats
 
     def _marker(self, expected):
         cur = self.cur
-        value = cur.number(U32LE, F.ext.marker)
+        value = cur.number(U32LE, EXT_MARKER)
         if value != expected:
             self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
 
