@@ -7,6 +7,8 @@ from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.registry cimport Registry
+from dissect.core.fmt cimport endpoint
+from dissect.core.model cimport Message
 
 cdef class FrameRecord:
     cdef public object number, ts, caplen, wirelen, linktype, data, packet, protocol, info
@@ -28,6 +30,12 @@ cdef class Pipeline:
     cpdef _datagram(self, record, packet, payload, offset, frames)
     @cython.locals(record=FrameRecord)
     cpdef _add_message(self, record, msg)
+    cpdef _tcp(self, record, packet)
+    cpdef _stream_message(self, record, stream, direction, msg)
+
+@cython.locals(values=dict)
+cdef _tag(stream, direction, Message msg)
+cdef _other(key, side)
 
 @cython.locals(packet=Packet)
 cpdef _wire_length(FrameRecord record, msg)

@@ -224,7 +224,7 @@ class Pipeline:
                 out += self._close_stream(stream, record, packet)
         if record.messages:
             record.protocol = record.messages[0].protocol
-            record.info = "; ".join(m.info for m in record.messages[:4]) + (
+            record.info = "; ".join([m.info for m in record.messages[:4]]) + (
                 f" (+{len(record.messages) - 4} more)" if len(record.messages) > 4 else "")
         elif dissector is not None and packet.payload:
             record.info += f" [{dissector.title} line continues]"
@@ -326,9 +326,13 @@ def _wire_length(record, msg):
 
 def _tag(stream, direction, msg):
     """Stream messages carry their stream and direction: the packet at hand may be the other side's."""
-    client, server = stream.client, _other(stream.key, stream.client)
-    msg.values.update(stream=stream.index, from_client=direction == 0,
-                    client=endpoint(*client), server=endpoint(*server))
+    values = msg.values
+    client = stream.client
+    server = _other(stream.key, client)
+    values["stream"] = stream.index
+    values["from_client"] = direction == 0
+    values["client"] = endpoint(client[0], client[1])
+    values["server"] = endpoint(server[0], server[1])
 
 
 def _other(key, side):
