@@ -4,7 +4,10 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor, new_cursor
-from dissect.core.model cimport new_message
+from dissect.core.model cimport Message, new_message
+
+cdef class _Candidate:
+    cdef public object layout, teams, echo, extension
 
 cdef class _ServerInfo:
     cdef public Cursor cur
@@ -32,6 +35,8 @@ cdef class _ServerInfo:
     cpdef _player_stats(self, index)
     cpdef _marker(self, expected)
 
+cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
+cdef _fill_reader(_ServerInfo reader, Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
 @cython.locals(raw=bytes, address=str, entry=str)

@@ -377,7 +377,7 @@ class Odamex(Dissector):
                 msg.findings.extend(fitted.findings)
                 cur.pos = cur.end
             else:
-                _ServerInfo(cur, msg, choice).read()
+                _reader(cur, msg, choice).read()
             if cur.remaining():
                 left = cur.remaining()
                 cur.rest(TRAILING)
@@ -507,7 +507,7 @@ def _head_trial(data, candidate):
     msg = new_message("odamex", data, 0)
     cur = new_cursor(msg, data, False, 4)
     try:
-        _ServerInfo(cur, msg, candidate).head()
+        _reader(cur, msg, candidate).head()
     except Truncated as exc:
         return None, exc.offset, msg
     return cur.pos, None, msg
@@ -526,7 +526,7 @@ def _trial(data, candidate, head, bodies):
     msg = _fork(data, end.msg)
     cur = new_cursor(msg, data, False, end.pos)
     try:
-        _ServerInfo(cur, msg, candidate)._extension()
+        _reader(cur, msg, candidate)._extension()
     except (_Broken, Truncated) as exc:
         return exc.offset, False, bool(msg.values.get("ext_recognized")), msg
     return cur.pos, cur.at_end(), bool(msg.values.get("ext_recognized")), msg
@@ -540,7 +540,7 @@ def _body_trial(data, candidate, head):
         return (cut, False, False, msg), None
     cur = new_cursor(msg, data, False, pos)
     try:
-        _ServerInfo(cur, msg, candidate).body()
+        _reader(cur, msg, candidate).body()
     except (_Broken, Truncated) as exc:
         return (exc.offset, False, False, msg), None
     return (cur.pos, cur.at_end(), False, msg), cur
@@ -560,13 +560,7 @@ class _ServerInfo:
     __slots__ = ("cur", "values", "layout", "teams", "echo", "extension", "team_names")
 
     def __init__(self, cur, msg, candidate):
-        self.cur = cur
-        self.values = msg.values
-        self.layout = candidate.layout
-        self.teams = candidate.teams
-        self.echo = candidate.echo
-        self.extension = candidate.extension
-        self.team_names = REAL_TEAM_NAMES[candidate.teams] if candidate.layout == REAL else SPEC_TEAMS
+        _fill_reader(self, cur, msg, candidate)
 
     def read(self):
         self.head()
@@ -764,6 +758,23 @@ class _ServerInfo:
         value = cur.number(U32LE, EXT_MARKER)
         if value != expected:
             self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
+
+
+def _reader(cur, msg, candidate):
+    """A _ServerInfo, made without the argument parsing of a constructor call (several a reply)."""
+    reader = _ServerInfo.__new__(_ServerInfo)
+    _fill_reader(reader, cur, msg, candidate)
+    return reader
+
+
+def _fill_reader(reader, cur, msg, candidate):
+    reader.cur = cur
+    reader.values = msg.values
+    reader.layout = candidate.layout
+    reader.teams = candidate.teams
+    reader.echo = candidate.echo
+    reader.extension = candidate.extension
+    reader.team_names = REAL_TEAM_NAMES[candidate.teams] if candidate.layout == REAL else SPEC_TEAMS
 
 
 def _stats_fields(cur):
