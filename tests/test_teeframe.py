@@ -303,3 +303,29 @@ def test_a_long_number_in_a_client_record_keeps_the_record():
     assert len(first.children) == 6
     assert [c["name"] for c in msg.values["clients"]] == ["a", "c"]
     assert msg.values["clients"][0]["score"] is None and msg.values["clients"][1]["score"] == 3
+
+
+@pytest.mark.parametrize("tree", [True, False])
+def test_server_field_findings_come_in_field_order(tree):
+    # token "1193002" 14-21, version 22-27, name 28-31, map 32-65 (33 bytes and the terminator),
+    # map CRC 66-77, map size 78-82, game type 83-85, flags 86-87
+    payload = small_iext(version="0.7.5", map_name="m" * 33, flags=2)
+    msg = dissect("teeframe", payload, tree=tree)
+    assert [(f.code, f.offset, f.length) for f in msg.findings] == [
+        ("teeframe.bad_version", 22, 6), ("teeframe.string_too_long", 32, 34),
+        ("teeframe.signed_map_crc", 66, 12), ("teeframe.bad_flags", 86, 2)]
+    assert (msg.values["map"], msg.values["map_crc"], msg.values["flags"]) == ("m" * 33, -1155017543, 2)
+
+
+@pytest.mark.parametrize("tree", [True, False])
+def test_server_fields_read_one_by_one_after_a_bad_number(tree):
+    # map size "58x5" (78-82) is no number: the fields are read again one by one, with the same order
+    payload = small_iext(version="0.7.5", map_name="m" * 33, map_size="58x5", flags=2)
+    msg = dissect("teeframe", payload, tree=tree)
+    assert [(f.code, f.offset, f.length) for f in msg.findings] == [
+        ("teeframe.bad_version", 22, 6), ("teeframe.string_too_long", 32, 34),
+        ("teeframe.signed_map_crc", 66, 12), ("teeframe.bad_decimal", 78, 5), ("teeframe.bad_flags", 86, 2)]
+    assert (msg.values["map_size"], msg.values["game_type"], msg.values["max_clients"]) == (None, "DM", 16)
+    if tree:
+        assert [f.key for f in msg.fields].count("teeframe.version") == 1  # the first reading left no fields
+        assert span(msg, "teeframe.map_size") == (78, 5, None)
