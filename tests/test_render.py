@@ -11,6 +11,7 @@ from conftest import jsonl, run_cli
 
 from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
+from dissect.core import U32LE
 from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor
 from dissect.core.fmt import endpoint
 from dissect.core.model import AnalysisRecord, Field, Finding, Message
@@ -324,6 +325,19 @@ def test_cstrings_reads_5000_digits_as_text_that_is_not_a_number():
     assert (light.last_offset, light.last_length, light.last_raw) == (5006, 4, b"-42")
     assert light.cstring(F.text) == "ok"  # then a string read alone: its own bytes
     assert (light.pos, light.last_raw) == (len(data) + 3, b"ok")
+
+
+@pytest.mark.parametrize("read", ["cstring", "cdecimal", "cstrings"])
+def test_last_raw_is_the_last_strings_bytes_after_numbers_and_raw_bytes_are_read(read):
+    data = b"abc\0" + bytes([1, 2, 3, 4, 5, 6, 7])  # "abc" 0-3, a u32 4-7, a u8 8, 2 raw bytes 9-10
+    cur = Cursor(Message("test", "m", data), data, tree=False)
+    if read == "cstrings":
+        assert cur.cstrings([(F.text, "text")]) == ["abc"]
+    else:
+        getattr(cur, read)(F.text)
+    assert cur.number(U32LE, F.num) == 0x04030201 and cur.u8(F.num) == 5 and cur.raw(F.text, 2) == b"\x06\x07"
+    assert (cur.last_offset, cur.last_length) == (9, 2)  # the last item read is the raw bytes
+    assert cur.last_raw == b"abc"  # the last string's, without its terminator
 
 
 def test_cstrings_keeps_the_offsets_of_up_to_32_fields():

@@ -329,3 +329,24 @@ def test_server_fields_read_one_by_one_after_a_bad_number(tree):
     if tree:
         assert [f.key for f in msg.fields].count("teeframe.version") == 1  # the first reading left no fields
         assert span(msg, "teeframe.map_size") == (78, 5, None)
+
+
+@pytest.mark.parametrize("tree", [True, False])
+def test_a_negative_count_is_read_one_by_one_and_has_no_value(tree):
+    # map CRC 36-47 may be negative; Num Players "-1" (58-60) may not: bad_decimal, and no value
+    msg = dissect("teeframe", small_iext(players=-1), tree=tree)
+    assert [(f.code, f.severity, f.offset, f.length) for f in msg.findings] == [
+        ("teeframe.signed_map_crc", "note", 36, 12), ("teeframe.bad_decimal", "warning", 58, 3)]
+    assert "Num Players is negative (-1)" in msg.findings[1].message
+    assert (msg.values["num_players"], msg.values["max_players"]) == (None, 16)
+    if tree:
+        count = field(msg, "teeframe.num_players")
+        assert (count.offset, count.length, count.value, count.display) == (58, 3, None, '"-1" (negative)')
+
+
+def test_a_server_field_cut_off_leaves_the_fields_before_it_once():
+    msg = dissect("teeframe", small_iext(map_crc=1)[:30])  # the name "s" of "srv" at 28-29, no terminator
+    assert [(f.key, f.offset, f.length, f.name) for f in msg.fields] == [
+        ("teeframe.header", 0, 6, "Header"), ("teeframe.padding", 6, 4, "Padding"),
+        ("teeframe.identifier", 10, 4, "Identifier"), ("teeframe.token", 14, 8, "Token"),
+        ("teeframe.version", 22, 6, "Version"), ("teeframe.name", 28, 2, "Name [unterminated]")]

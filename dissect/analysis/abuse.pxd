@@ -117,7 +117,6 @@ cdef _Pair _new_pair(protocol, frame)
 cpdef _slide(list recent, second, window)
 cdef bint _beats(micro, negative_frame, tuple worst) except -1
 @cython.locals(values=dict, packet=Packet)
-@cython.locals(values=dict, packet=Packet)
 cpdef tuple _ends(record, Message msg)
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)

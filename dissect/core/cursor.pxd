@@ -18,6 +18,8 @@ cdef class Cursor:
     cdef public Py_ssize_t pos, end, last_offset, last_length
     cdef public bint tree
     cdef public object msg, _stack, _raw
+    # where last_raw's bytes are while _raw is None
+    cdef public Py_ssize_t _raw_start, _raw_stop
     cdef Py_ssize_t _starts[33]  # MAX_CSTRINGS + 1 (cursor.py): the offsets of the last cstrings's fields
     cdef public Py_ssize_t _fields
 

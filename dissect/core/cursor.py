@@ -110,8 +110,8 @@ _NO_SUBTREE = _NoSubtree()
 
 
 class Cursor:
-    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "_starts",
-                 "_fields")
+    __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "_raw_start",
+                 "_raw_stop", "_starts", "_fields")
 
     def __init__(self, msg, data, tree=True, pos=0):
         _start(self, msg, data, tree, pos)
@@ -126,8 +126,8 @@ class Cursor:
     @property
     def last_raw(self):
         """The bytes of the last string read, without its terminator (for byte-limit checks)."""
-        if self._raw is None:  # a terminated string's, not sliced until asked for
-            self._raw = self.data[self.last_offset:self.last_offset + self.last_length - 1]
+        if self._raw is None:  # a terminated string's: sliced when asked for, numbers read since or not
+            self._raw = self.data[self._raw_start:self._raw_stop]
         return self._raw
 
     @last_raw.setter
@@ -238,7 +238,7 @@ class Cursor:
             self._unterminated(spec, encoding)
         value = _decoded(data, pos, nul, encoding)
         self.pos = nul + 1
-        self._raw = None  # last_raw slices it if read
+        self._raw, self._raw_start, self._raw_stop = None, pos, nul  # last_raw slices it if read
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
@@ -264,7 +264,7 @@ class Cursor:
             self._unterminated(spec, "latin-1")
         value = _decimal(data, pos, nul)
         self.pos = nul + 1
-        self._raw = None  # last_raw slices it if read
+        self._raw, self._raw_start, self._raw_stop = None, pos, nul  # last_raw slices it if read
         self.last_offset = pos
         self.last_length = nul + 1 - pos
         if self.tree:
@@ -306,8 +306,9 @@ class Cursor:
             self._starts[count] = pos
             self._fields = count
         self.pos = pos
-        if values:  # the last field's place: span(len(values) - 1)
-            self.last_offset, self.last_length, self._raw = last, pos - last, None  # last_raw slices it if read
+        if values:  # the last field's place: span(len(values) - 1); last_raw slices its bytes if read
+            self.last_offset, self.last_length = last, pos - last
+            self._raw, self._raw_start, self._raw_stop = None, last, pos - 1
         return values
 
     def start(self, index):
@@ -377,6 +378,7 @@ def _start(cur, msg, data, tree, pos):
     cur.last_offset = pos
     cur.last_length = 0
     cur._raw = b""
+    cur._raw_start = cur._raw_stop = pos
     if not _COMPILED:  # compiled, _starts is a C array in the Cursor itself
         cur._starts = list(_NO_STARTS)
     cur._fields = -1  # no cstrings yet
