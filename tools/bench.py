@@ -2,7 +2,7 @@
 
     python tools/bench.py [--sizes 50000,400000] [--mix mixed|query|both] [--views summary,V,jsonl,stats]
                           [--runs 3] [--jobs 1] [--keep-dir DIR] [--capture FILE] [--dissect "CMD"]
-                          [--big-gb GB]
+                          [--baseline "CMD"] [--big-gb GB]
 
 The captures (a fixed seed: the same bytes on every run and every machine), each at every --sizes:
 - ``mixed``: every protocol dissect knows in a handful of fixed conversations repeated over and over,
@@ -27,7 +27,10 @@ The views, each beside its tshark peer, all output to /dev/null:
     jsonl     dissect -T jsonl FILE    tshark -r FILE -T json
     stats     dissect --stats FILE     tshark -r FILE -q -z io,phs
 Each run alternates the two programs (dissect, tshark, then ``dissect -j J`` with --jobs J > 1), --runs
-times, so that a slow spell of the machine falls on both. The table gives medians over the runs:
+times, so that a slow spell of the machine falls on both. With --baseline CMD another build of dissect
+(an earlier commit, say) takes its turn in the same rounds, and its rows, marked ``(baseline)``, compare it
+with the same tshark runs: two builds measured one after the other can land on different spells of the
+machine, and a change of a few percent then hides in them. The table gives medians over the runs:
 - dissect / tshark frames/s: the capture's frames over the median wall time of the whole process
   (start-up included, as a user waits for it);
 - ratio: the median dissect frames/s over the median tshark frames/s (above 1: dissect is faster),
@@ -656,9 +659,10 @@ def machine():
     return platform.processor() or "unknown cpu"
 
 
-def header(python, tshark):
+def header(python, tshark, baseline=None):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"{date}. Machine: {os.cpu_count()} cores, {machine()}. {describe_build(python)}. "
+    base = "" if baseline is None else f" Baseline: {describe_build(interpreter(baseline))}."
+    return (f"{date}. Machine: {os.cpu_count()} cores, {machine()}. {describe_build(python)}.{base} "
             f"{tshark_version(tshark)}.")
 
 
@@ -689,19 +693,23 @@ def write_atomically(writer, path, size):
 
 # -- the tables ---------------------------------------------------------------------------------------------------
 
-def speed_rows(mix, path, frames, cmd, tshark, args):
-    """The rows of one capture: each view of dissect beside its tshark peer."""
+def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None):
+    """The rows of one capture: each view of dissect beside its tshark peer (and the baseline build's, run in
+    the same rounds)."""
     label = f"{mix}, {frames:,} frames, {os.path.getsize(path) / 1e6:.1f} MB"
+    jobs = ["-j", str(args.jobs)] if args.jobs > 1 else None
     for view in args.views:
         ours, theirs, target = VIEWS[view]
-        one = cmd + ours + [path]
         peer = [tshark, "-r", path] + theirs if tshark else None
-        jobs = cmd + ["-j", str(args.jobs)] + ours + [path] if args.jobs > 1 else None
-        one, peer, jobs = alternate([one, peer, jobs], args.runs)
-        peer = summarize(peer, frames) if peer else None
-        print(row(label, view, summarize(one, frames), peer, target), flush=True)
-        if jobs:
-            print(row(label, f"{view} -j {args.jobs}", summarize(jobs, frames), peer, target), flush=True)
+        commands = [cmd + ours + [path], peer, cmd + jobs + ours + [path] if jobs else None]
+        if baseline:
+            commands += [baseline + ours + [path], baseline + jobs + ours + [path] if jobs else None]
+        samples = alternate(commands, args.runs)
+        peer = summarize(samples[1], frames) if samples[1] else None
+        names = [view, None, f"{view} -j {args.jobs}", f"{view} (baseline)", f"{view} -j {args.jobs} (baseline)"]
+        for name, taken in zip(names, samples):
+            if name and taken:
+                print(row(label, name, summarize(taken, frames), peer, target), flush=True)
 
 
 def alternate(commands, runs):
@@ -804,6 +812,8 @@ def parse_args(argv=None):
     parser.add_argument("--capture", help="measure this capture only (labelled 'given')")
     parser.add_argument("--dissect", default=None, help='the dissect command (default: "python -m dissect" with '
                                                         "this interpreter)")
+    parser.add_argument("--baseline", default=None, help="another dissect command, run in the same alternating "
+                                                         "rounds: its rows are marked (baseline)")
     parser.add_argument("--big-gb", type=float, default=0.0,
                         help="also write a capture of this many GB and measure dissect's peak memory on it")
     args = parser.parse_args(argv)
@@ -836,13 +846,14 @@ def main(argv=None):
     args = parse_args(argv)
     cmd = shlex.split(args.dissect) if args.dissect else ["env", f"PYTHONPATH={REPO}", sys.executable, "-m", "dissect"]
     python = interpreter(cmd)
+    baseline = shlex.split(args.baseline) if args.baseline else None
     tshark = shutil.which("tshark")
     args.capture, args.keep_dir = (os.path.abspath(p) if p else None for p in (args.capture, args.keep_dir))
     workdir = tempfile.mkdtemp(prefix="dissect-bench-")
     here = os.getcwd()
     os.chdir(workdir)  # python -m puts the current folder first on the path: it must not choose the dissect
     try:
-        print(header(python, tshark), flush=True)
+        print(header(python, tshark, baseline), flush=True)
         measured = captures(args, workdir)
         if args.runs < 3:
             print(f"Only {args.runs} run(s) per figure: medians of fewer than 3 runs are noisy.")
@@ -851,7 +862,7 @@ def main(argv=None):
         for mix, path, frames in measured:
             plain, reader, counted = floor(path, python or [sys.executable], args.runs)
             frames = frames or counted
-            speed_rows(mix, path, frames, cmd, tshark, args)
+            speed_rows(mix, path, frames, cmd, tshark, args, baseline)
             floors.append((f"{mix}, {frames:,} frames", plain, reader))
         floor_table(floors)
         if args.big_gb:
