@@ -35,8 +35,8 @@ cdef class _ServerInfo:
     cpdef _player_stats(self, index)
     cpdef _marker(self, expected)
 
+@cython.locals(reader=_ServerInfo)
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
-cdef _fill_reader(_ServerInfo reader, Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
 @cython.locals(raw=bytes, address=str, entry=str)

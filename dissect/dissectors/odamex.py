@@ -555,12 +555,10 @@ def _fork(data, shared):
 
 
 class _ServerInfo:
-    """The server-info reply in one candidate layout; raises _Broken at the first value out of range."""
+    """The server-info reply in one candidate layout; raises _Broken at the first value out of range. Made by
+    _reader."""
 
     __slots__ = ("cur", "values", "layout", "teams", "echo", "extension", "team_names")
-
-    def __init__(self, cur, msg, candidate):
-        _fill_reader(self, cur, msg, candidate)
 
     def read(self):
         self.head()
@@ -761,13 +759,8 @@ class _ServerInfo:
 
 
 def _reader(cur, msg, candidate):
-    """A _ServerInfo, made without the argument parsing of a constructor call (several a reply)."""
+    """A _ServerInfo (made here, without the argument parsing of a constructor call: several a reply)."""
     reader = _ServerInfo.__new__(_ServerInfo)
-    _fill_reader(reader, cur, msg, candidate)
-    return reader
-
-
-def _fill_reader(reader, cur, msg, candidate):
     reader.cur = cur
     reader.values = msg.values
     reader.layout = candidate.layout
@@ -775,6 +768,7 @@ def _fill_reader(reader, cur, msg, candidate):
     reader.echo = candidate.echo
     reader.extension = candidate.extension
     reader.team_names = REAL_TEAM_NAMES[candidate.teams] if candidate.layout == REAL else SPEC_TEAMS
+    return reader
 
 
 def _stats_fields(cur):

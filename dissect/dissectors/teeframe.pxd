@@ -23,8 +23,8 @@ cpdef _iex_plus(Cursor cur, Message msg)
 cpdef _inf3(Cursor cur, Message msg)
 
 cpdef _token(Cursor cur, Message msg)
-@cython.locals(values=dict, read=list, fields=tuple, keys=tuple, limits=dict, index=Py_ssize_t,
-               offset=Py_ssize_t, length=Py_ssize_t)
+@cython.locals(values=dict, read=list, fields=tuple, keys=tuple, index=Py_ssize_t, offset=Py_ssize_t,
+               length=Py_ssize_t)
 cpdef _server_fields(Cursor cur, Message msg, bytes ident)
 @cython.locals(start=Py_ssize_t, kept=Py_ssize_t, read=list, index=Py_ssize_t)
 cpdef list _server_values(Cursor cur, Message msg, tuple layout)
@@ -44,5 +44,5 @@ cpdef _read_record(Cursor cur, Message msg, tuple fields, bint legacy, node)
 cpdef dict _client_record(Cursor cur, tuple fields, node)
 cpdef dict _legacy_record(Cursor cur, tuple fields, node)
 cpdef list _record_values(Cursor cur, tuple fields, node)
-@cython.locals(limits=dict)
-cpdef _check_text(Cursor cur, spec, unicode value, offset, length, bytes raw)
+@cython.locals(limits=dict, size=Py_ssize_t)
+cpdef _check_text(Cursor cur, spec, unicode value, Py_ssize_t offset, Py_ssize_t length)

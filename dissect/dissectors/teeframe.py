@@ -508,7 +508,7 @@ def _server_fields(cur, msg, ident):
         _server_fields_slowly(cur, msg, ident)
         return
     values = msg.values
-    fields, keys, limits = layout[0], layout[1], LIMITS
+    fields, keys = layout[0], layout[1]
     for index in range(len(read)):
         values[keys[index]] = read[index]
     for index in layout[3]:  # the fields with checks, in order: their findings come out in the fields' order
@@ -517,9 +517,7 @@ def _server_fields(cur, msg, ident):
         offset = cur.start(index)
         length = cur.start(index + 1) - offset
         if type(value) is str:
-            limit = limits.get(spec)
-            if "\ufffd" in value or (limit is not None and length - 1 > limit):  # its bytes, terminator aside
-                _check_text(cur, spec, value, offset, length, cur.data[offset:offset + length - 1])
+            _check_text(cur, spec, value, offset, length)
         if spec is VERSION or spec is MAP_CRC or spec is FLAGS:
             _check_server_field(cur, ident, spec, value, offset, length)
 
@@ -595,9 +593,7 @@ def _check_counts(cur, msg, records, token):
 
 def _string(cur, spec):
     value = cur.cstring(spec, "utf-8")
-    limit = LIMITS.get(spec)
-    if "\ufffd" in value or (limit is not None and cur.last_length - 1 > limit):  # its bytes, terminator aside
-        _check_text(cur, spec, value, cur.last_offset, cur.last_length, cur.last_raw)
+    _check_text(cur, spec, value, cur.last_offset, cur.last_length)
     return value
 
 
@@ -661,7 +657,8 @@ def _client_record(cur, fields, node):
     name_size, clan_size = cur.start(1) - cur.start(0), cur.start(2) - cur.start(1)
     if name_size > NAME_LIMIT + 1 or clan_size > CLAN_LIMIT + 1 or "\ufffd" in name or "\ufffd" in clan:
         for index in (0, 1):
-            _check_text(cur, fields[index][0], values[index], *cur.span(index))
+            offset, length, _ = cur.span(index)
+            _check_text(cur, fields[index][0], values[index], offset, length)
     if country is None or score is None or is_player is None:
         for index in (2, 3, 4):
             if values[index] is None:
@@ -675,7 +672,8 @@ def _client_record(cur, fields, node):
 
 def _legacy_record(cur, fields, node):
     name, score = _record_values(cur, fields, node)
-    _check_text(cur, fields[0][0], name, *cur.span(0))
+    offset, length, _ = cur.span(0)
+    _check_text(cur, fields[0][0], name, offset, length)
     if score is None:
         _not_decimal(cur, fields[1][0], *cur.span(1))
     return {"name": name, "score": score}
@@ -711,13 +709,15 @@ def _record_slowly(cur, fields, node, start):
 
 
 # checks ----------------------------------------------------------------------------------------------
-def _check_text(cur, spec, value, offset, length, raw):
+def _check_text(cur, spec, value, offset, length):
+    """A terminated String's size and UTF-8 (``length`` counts its terminator). Its bytes are read only where a
+    replacement character in the text may stand for invalid UTF-8."""
     limits = LIMITS
     limit = limits.get(spec)
-    if limit is not None and len(raw) > limit:
-        cur.finding(W.string_too_long, f"{spec.name} is {len(raw)} bytes, over its limit of {limit}", offset,
-                    length)
-    if "\ufffd" in value and b"\xef\xbf\xbd" not in raw:
+    size = length - 1
+    if limit is not None and size > limit:
+        cur.finding(W.string_too_long, f"{spec.name} is {size} bytes, over its limit of {limit}", offset, length)
+    if "\ufffd" in value and b"\xef\xbf\xbd" not in cur.data[offset:offset + size]:
         cur.finding(W.bad_utf8, f"{spec.name} is not valid UTF-8", offset, length)
 
 
