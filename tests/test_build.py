@@ -25,8 +25,9 @@ def declared_classes(pxd):
         head = re.match(r"cdef class (\w+):", line)
         if head:
             current = classes.setdefault(head.group(1), [])
-        elif current is not None and re.match(r"    cdef public \w+ ", line):  # object, or a declared type
-            current += [name.strip() for name in line.split(None, 3)[3].split(",")]
+        elif current is not None and re.match(r"    cdef (public |readonly )?\S+ [\w, ]+$", line):  # any type
+            names = re.match(r"    cdef (?:public |readonly )?\S+ ([\w, ]+)$", line).group(1)
+            current += [name.strip() for name in names.split(",")]
         elif current is not None and re.match(r"    cdef \w+ \w+\[\d+\]", line):  # a C array, read in C only
             current.append(re.match(r"    cdef \w+ (\w+)\[", line).group(1))
         elif current is not None and line == "    cdef dict __dict__":  # instances take other attributes too

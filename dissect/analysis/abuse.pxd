@@ -10,7 +10,7 @@ cimport cython
 from libc.stdint cimport int64_t
 from dissect.core.model cimport Message
 from dissect.capture.layers cimport Packet
-from dissect.core.bounded cimport put, refreshed
+from dissect.core.bounded cimport BoundedDict, peek, put, refreshed
 
 cdef dict _DIGITS, _ENDPOINTS
 
@@ -27,7 +27,8 @@ cdef class TrafficAnalyzer:
     cdef public object token_findings, rate, window
     cdef public object threshold, top
     cdef public dict amplification, unsolicited
-    cdef public object hosts, servers, pairs, open, floods, evicted
+    cdef public BoundedDict hosts, servers, pairs, open
+    cdef public object floods, evicted
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
     cpdef feed(self, record, Message msg, size, wire)

@@ -27,7 +27,7 @@ from collections import Counter
 
 from ..capture.tables import ABUSE_FINDINGS as W
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, put, refreshed
+from ..core.bounded import BoundedDict, peek, put, refreshed
 from ..core.fmt import endpoint
 
 KEY = W.protocol           # the key of the abuse analysis among the analyzers and in the --stats dict
@@ -136,7 +136,7 @@ class TrafficAnalyzer:
         server = entry.endpoint  # one tuple for the server in every table that holds it
         key = (protocol, request, client, server)
         kind = self._kind(protocol, request)
-        self._close(key, dict.get(self.open, key))  # the previous one, which put replaces
+        self._close(key, peek(self.open, key))  # the previous one, which put replaces
         evicted = put(self.open, key, _new_query(kind, frame, size, wire))
         if evicted is not None:
             self.evicted["queries"] += 1
@@ -166,7 +166,7 @@ class TrafficAnalyzer:
         pair = self._pair(client[0], server, protocol, frame)
         if pair.replied(second, self.window):
             host.servers_replying_fast += 1
-        query = dict.get(self.open, (protocol, request, client, server))  # a C call when compiled
+        query = peek(self.open, (protocol, request, client, server))
         if query is None:
             self._unsolicited(protocol).add(size, wire)
             answering.unsolicited += 1

@@ -3,7 +3,7 @@
 # cimport it and call it in C.
 
 cimport cython
-from dissect.core.bounded cimport put, refreshed
+from dissect.core.bounded cimport BoundedDict, put, refreshed
 from dissect.core.model cimport Message
 
 cdef class Timing:
@@ -15,7 +15,8 @@ cpdef annotate_response(record, Message msg, tree, request_frame, request_ts, fi
 cdef class _Row
 
 cdef class ServersSeen:
-    cdef public object rows, columns, name_order
+    cdef public BoundedDict rows
+    cdef public object columns, name_order
     @cython.locals(row=_Row, newest=bint, i=Py_ssize_t)
     cpdef update(self, server, frame, tuple values)
     @cython.locals(entry=dict, i=Py_ssize_t)

@@ -5,7 +5,7 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
-from dissect.core.bounded cimport put
+from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.core.model cimport Message
 
 cdef class _Walk:
@@ -16,7 +16,8 @@ cdef class _Conversation:
     cdef public object pending, players_pending, rule_walk, player_walk, last_rule, current_players
 
 cdef class NetQuakeAnalyzer(Analyzer):
-    cdef public object conversations, timings, requests, answered
+    cdef public BoundedDict conversations
+    cdef public object timings, requests, answered
     cdef public ServersSeen servers
     @cython.locals(values=dict)
     cpdef feed(self, record, Message msg, tree)

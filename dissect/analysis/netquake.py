@@ -1,7 +1,7 @@
 """NetQuake across packets: request/reply pairing, rule walks, player walks, servers seen."""
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, put
+from ..core.bounded import BoundedDict, peek, put
 from ..dissectors.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
                                   CCREQ_SERVER_INFO, COMMANDS, F, W)
@@ -183,7 +183,7 @@ class NetQuakeAnalyzer(Analyzer):
 
     # -- state ----------------------------------------------------------------------
     def _conversation(self, key, out):
-        conv = dict.get(self.conversations, key)  # the table's dict: a C call when compiled
+        conv = peek(self.conversations, key)
         if conv is None:
             conv = _Conversation()
             evicted = put(self.conversations, key, conv)

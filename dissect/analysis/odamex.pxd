@@ -5,12 +5,13 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
-from dissect.core.bounded cimport put, refreshed
+from dissect.core.bounded cimport BoundedDict, put, refreshed
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
 
 cdef class OdamexAnalyzer(Analyzer):
-    cdef public object pending, listed, timings, requests, answered
+    cdef public BoundedDict pending, listed
+    cdef public object timings, requests, answered
     cdef public ServersSeen servers
     @cython.locals(result=dict, frames=list, timing=Timing)
     cpdef feed(self, record, Message msg, tree)

@@ -5,12 +5,13 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing
-from dissect.core.bounded cimport put
+from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.core.model cimport Message
 from dissect.dissectors.soldat cimport clip
 
 cdef class SoldatAnalyzer(Analyzer):
-    cdef public object exchanges, requests, answered, held_entries, held_bytes
+    cdef public BoundedDict exchanges
+    cdef public object requests, answered, held_entries, held_bytes
     cdef public ServersSeen servers
     cdef public Timing timing
     @cython.locals(values=dict, exchange=_Exchange)

@@ -10,7 +10,7 @@ keeping them (the result's ``omitted``).
 from sys import getsizeof
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, put
+from ..core.bounded import BoundedDict, peek, put
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
 from .base import Analyzer
 from .common import ServersSeen, Timing, merge_counts
@@ -75,7 +75,7 @@ class SoldatAnalyzer(Analyzer):
             return []
         out = []
         name = msg.name
-        exchange = dict.get(self.exchanges, stream)  # the table's dict: a C call when compiled
+        exchange = peek(self.exchanges, stream)
         if name == "request_list" or exchange is None:
             if exchange is not None:
                 out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))

@@ -5,14 +5,15 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
-from dissect.core.bounded cimport put
+from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
 
 cdef class _Response
 
 cdef class TeeFrameAnalyzer(Analyzer):
-    cdef public object pending, requests, latest_token, done, request_count, answered
+    cdef public BoundedDict pending, requests, latest_token, done
+    cdef public object request_count, answered
     cdef public ServersSeen servers
     cdef public Timing timing
     cdef public object held, holders

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from functools import partial
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, put
+from ..core.bounded import BoundedDict, peek, put
 from ..core.fmt import endpoint
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W
 from .base import Analyzer
@@ -112,7 +112,7 @@ class TeeFrameAnalyzer(Analyzer):
         put(self.requests, (client, server, token), (record.number, record.ts))
         self.done.pop((server, client, token), None)  # a new request may reuse a token
         out = []
-        previous = dict.get(self.latest_token, (client, server))  # a table's dict: a C call when compiled
+        previous = peek(self.latest_token, (client, server))
         if previous is not None and previous != token:
             stale = self.pending.pop((server, client, previous), None)
             if stale is not None:
@@ -128,13 +128,13 @@ class TeeFrameAnalyzer(Analyzer):
         number = _packet_number(msg)
         if number is None:
             return []
-        done = dict.get(self.done, key)
+        done = peek(self.done, key)
         if done is not None:
             if number in done:
                 _duplicate(msg, number, token)
             return []
         out = []
-        response = dict.get(self.pending, key)
+        response = peek(self.pending, key)
         if response is None:
             response = _Response(server, client, token)
             evicted = put(self.pending, key, response)

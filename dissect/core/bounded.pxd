@@ -1,6 +1,37 @@
 # Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
-# file is the source and runs as it is without them. The table stays an OrderedDict (its users need its
-# API); put and refreshed are cpdef functions that compiled callers cimport and call in C.
+# file is the source and runs as it is without them. The table is an extension type whose slot arrays
+# are typed memoryviews, read and written in C; put, refreshed and peek are cpdef functions that compiled
+# callers cimport and call in C.
 
-cpdef put(table, key, value)
-cpdef refreshed(table, key)
+cimport cython
+from libc.stdint cimport int64_t
+
+@cython.final
+cdef class BoundedDict:
+    cdef public Py_ssize_t limit
+    cdef dict _slots
+    cdef list _keys, _values
+    cdef int64_t[::1] _older, _newer
+    cdef int64_t _free
+    cpdef put(self, key, value)
+
+@cython.locals(slot=Py_ssize_t)
+cpdef put(BoundedDict table, key, value)
+@cython.locals(slot=Py_ssize_t)
+cpdef refreshed(BoundedDict table, key)
+cpdef peek(BoundedDict table, key)
+cdef _empty(BoundedDict table)
+@cython.locals(slot=Py_ssize_t)
+cdef _add(BoundedDict table, key, value)
+@cython.locals(slot=Py_ssize_t, capacity=Py_ssize_t)
+cdef Py_ssize_t _new_slot(BoundedDict table) except -1
+@cython.locals(out=int64_t[::1], i=Py_ssize_t)
+cdef int64_t[::1] _grown(int64_t[::1] links, Py_ssize_t capacity)
+cdef tuple _take(BoundedDict table, Py_ssize_t slot)
+cdef _release(BoundedDict table, Py_ssize_t slot)
+@cython.locals(out=list, slot=Py_ssize_t)
+cdef list _in_order(BoundedDict table)
+cdef void _refresh(BoundedDict table, Py_ssize_t slot)
+@cython.locals(before=int64_t, after=int64_t)
+cdef void _unlink(BoundedDict table, Py_ssize_t slot)
+cdef void _insert(BoundedDict table, Py_ssize_t slot, int64_t before, int64_t after)

@@ -1,20 +1,119 @@
-"""A dictionary with a size limit that evicts its least recently put entry."""
+"""A mapping with a size limit that evicts its least recently used entry.
 
-from collections import OrderedDict
+Each entry has a slot: its key and value are kept in two lists, and the order of use in two arrays of slot
+numbers, the entry used before it (``older``) and the one used after it (``newer``). Slot 0 is the ring's
+sentinel: its newer entry is the oldest, its older entry the newest. Making an entry the most recent
+(``refreshed``, ``put``) is one look-up of the key and four slot numbers changed; ``collections.OrderedDict``,
+which the tables were before, looks the key up twice to do it. No entry is a Python object of its own, so the
+tables add nothing for the garbage collector to walk and hold no reference cycles.
 
-_move_to_end = OrderedDict.move_to_end  # called unbound: no look-up of the method on each table
-_popitem = OrderedDict.popitem          # likewise, and its argument given by position: no keyword parsing
+The mapping offers what the tables' users took from the ``OrderedDict``: ``get``, ``pop``, ``popitem(last=)``,
+``move_to_end(key, last=)``, iteration oldest first, ``keys``, ``values`` and ``items`` (lists, oldest first),
+``update``, ``clear``, pickling.
+"""
+
+from array import array
+
+_MISSING = object()
+_SLOT = "q"  # the arrays' type: a signed 64-bit slot number
 
 
-class BoundedDict(OrderedDict):
-    __slots__ = ("limit",)
+class BoundedDict:
+    """At most ``limit`` entries once ``put`` has made room; ``table[key] = value`` adds without evicting, as
+    a dictionary would, and leaves a present key where it is."""
+    __slots__ = ("limit", "_slots", "_keys", "_values", "_older", "_newer", "_free")
 
     def __init__(self, limit):
-        super().__init__()
         self.limit = limit
+        _empty(self)
+
+    def __len__(self):
+        return len(self._slots)
+
+    def __contains__(self, key):
+        return key in self._slots
+
+    def __getitem__(self, key):
+        return self._values[self._slots[key]]
+
+    def __setitem__(self, key, value):
+        slot = self._slots.get(key)
+        if slot is None:
+            _add(self, key, value)
+        else:
+            self._values[slot] = value
+
+    def __delitem__(self, key):
+        _release(self, self._slots.pop(key))
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __eq__(self, other):
+        if isinstance(other, BoundedDict):
+            return self.items() == other.items()
+        try:
+            return len(self) == len(other) and all(key in other and other[key] == value
+                                                   for key, value in self.items())
+        except TypeError:
+            return NotImplemented
+
+    def __repr__(self):
+        return f"BoundedDict({self.limit}, {dict(self.items())!r})"
 
     def __reduce__(self):  # pickled to carry a -j worker's state to the parent
-        return self.__class__, (self.limit,), None, None, iter(self.items())
+        return BoundedDict, (self.limit,), None, None, iter(self.items())
+
+    def keys(self):
+        keys = self._keys
+        return [keys[slot] for slot in _in_order(self)]
+
+    def values(self):
+        values = self._values
+        return [values[slot] for slot in _in_order(self)]
+
+    def items(self):
+        keys, values = self._keys, self._values
+        return [(keys[slot], values[slot]) for slot in _in_order(self)]
+
+    def get(self, key, default=None):
+        slot = self._slots.get(key)
+        return default if slot is None else self._values[slot]
+
+    def pop(self, key, default=_MISSING):
+        slot = self._slots.pop(key, None)
+        if slot is None:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        value = self._values[slot]
+        _release(self, slot)
+        return value
+
+    def popitem(self, last=True):
+        """The newest (key, value), or with ``last=False`` the oldest, taken out."""
+        slot = self._older[0] if last else self._newer[0]
+        if slot == 0:
+            raise KeyError("popitem(): the table is empty")
+        return _take(self, slot)
+
+    def move_to_end(self, key, last=True):
+        slot = self._slots[key]
+        _unlink(self, slot)
+        if last:
+            _insert(self, slot, self._older[0], 0)
+        else:
+            _insert(self, slot, 0, self._newer[0])
+
+    def update(self, entries=()):
+        """Add or replace, in the order given (a mapping's or (key, value) pairs'), without evicting."""
+        if hasattr(entries, "keys"):
+            entries = [(key, entries[key]) for key in entries.keys()]
+        for key, value in entries:
+            self[key] = value
+
+    def clear(self):
+        _empty(self)
 
     def put(self, key, value):
         """Insert or refresh; return the (key, value) evicted to make room, or None."""
@@ -22,20 +121,120 @@ class BoundedDict(OrderedDict):
 
 
 def put(table, key, value):
-    """``table.put(key, value)``, which compiled callers call as a C function."""
-    size = len(table)
-    table[key] = value
-    if len(table) == size:  # the key was there: it becomes the most recent
-        _move_to_end(table, key)
-    if len(table) > table.limit:
-        return _popitem(table, False)  # the oldest
+    """``table.put(key, value)``: ``key`` becomes the most recent entry; past the limit the oldest goes, and
+    is returned as (key, value)."""
+    found = table._slots.get(key)
+    if found is None:
+        _add(table, key, value)
+    else:
+        slot = found
+        table._values[slot] = value
+        _refresh(table, slot)
+    if len(table._slots) > table.limit:
+        return _take(table, table._newer[0])  # the oldest
     return None
 
 
 def refreshed(table, key):
-    """The value of ``key`` in ``table``, now its most recent entry; None without it (or if its value is None,
-    which then stays where it is)."""
-    value = dict.get(table, key)  # an OrderedDict keeps its values in its dict: a C call when compiled
-    if value is not None:
-        _move_to_end(table, key)
-    return value
+    """The value of ``key`` in ``table``, now its most recent entry; None without it."""
+    found = table._slots.get(key)
+    if found is None:
+        return None
+    slot = found
+    _refresh(table, slot)
+    return table._values[slot]
+
+
+def peek(table, key):
+    """The value of ``key`` in ``table``, its place unchanged; None without it."""
+    found = table._slots.get(key)
+    return None if found is None else table._values[found]
+
+
+def _empty(table):
+    table._slots = {}      # key -> slot
+    table._keys = [None]   # slot -> key; slot 0 is the ring's sentinel
+    table._values = [None]
+    table._older = array(_SLOT, [0])
+    table._newer = array(_SLOT, [0])
+    table._free = 0        # the first free slot, the next one its newer; 0: none
+
+
+def _add(table, key, value):
+    """A new entry, the newest."""
+    slot = table._free
+    if slot:
+        table._free = table._newer[slot]
+    else:
+        slot = _new_slot(table)
+    table._keys[slot] = key
+    table._values[slot] = value
+    table._slots[key] = slot
+    _insert(table, slot, table._older[0], 0)
+
+
+def _new_slot(table):
+    """A slot past the last one used, the arrays twice as long when they are full."""
+    slot = len(table._keys)
+    if slot == len(table._older):
+        capacity = 2 * slot
+        table._older = _grown(table._older, capacity)
+        table._newer = _grown(table._newer, capacity)
+    table._keys.append(None)
+    table._values.append(None)
+    return slot
+
+
+def _grown(links, capacity):
+    out = array(_SLOT, bytes(8 * capacity))
+    for i in range(len(links)):
+        out[i] = links[i]
+    return out
+
+
+def _take(table, slot):
+    """(key, value) of an entry, taken out of the table."""
+    key, value = table._keys[slot], table._values[slot]
+    del table._slots[key]
+    _release(table, slot)
+    return key, value
+
+
+def _release(table, slot):
+    """The slot of an entry gone from ``_slots`` unlinked, emptied and made free."""
+    _unlink(table, slot)
+    table._keys[slot] = table._values[slot] = None
+    table._newer[slot] = table._free
+    table._free = slot
+
+
+def _in_order(table):
+    """The slots of the entries, oldest first."""
+    out = []
+    slot = table._newer[0]
+    while slot != 0:
+        out.append(slot)
+        slot = table._newer[slot]
+    return out
+
+
+def _refresh(table, slot):
+    """The entry in ``slot`` made the newest."""
+    if table._older[0] != slot:
+        _unlink(table, slot)
+        _insert(table, slot, table._older[0], 0)
+
+
+def _unlink(table, slot):
+    before, after = table._older[slot], table._newer[slot]
+    table._newer[before] = after
+    table._older[after] = before
+
+
+def _insert(table, slot, before, after):
+    """``slot`` linked between two neighbours: ``_insert(table, slot, table._older[0], 0)`` makes it the
+    newest, ``_insert(table, slot, 0, table._newer[0])`` the oldest."""
+    table._older[slot] = before
+    table._newer[slot] = after
+    table._newer[before] = slot
+    table._older[after] = slot
