@@ -4,6 +4,7 @@
 
 cimport cython
 from dissect.capture.files cimport Frame
+from dissect.capture.layers cimport Packet, decode_frame, ethernet_ipv4_addresses
 
 cdef class Partition:
     cdef public Py_ssize_t jobs
@@ -15,3 +16,6 @@ cdef class Partition:
     cpdef owner(self, Frame frame, pair)
     cpdef _cost(self, Frame frame)
     cpdef _place(self, pair)
+
+@cython.locals(addresses=tuple, src=str, dst=str, packet=Packet)
+cpdef tuple address_pair(Frame frame)

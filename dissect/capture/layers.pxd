@@ -2,6 +2,7 @@
 # file is the source and runs as it is without them.
 
 cimport cython
+from libc.stdint cimport int64_t
 
 # The constants that the per-frame path compares with C integers, as C integers themselves: C globals,
 # so not attributes of the compiled module (nothing imports them).
@@ -9,7 +10,8 @@ cdef int ETHERTYPE_IPV4, ETHERTYPE_IPV6
 cdef int VLAN_TPIDS[3]
 cdef int IPV6_EXTENSIONS[4]
 cdef Py_ssize_t ADDRESS_SLOTS
-cdef list _slots
+cdef int64_t[::1] _numbers
+cdef list _texts
 
 cdef class Layer:
     cdef public object key, offset, length, _describe, _args
@@ -21,6 +23,8 @@ cdef class Packet:
 cdef _empty(Packet packet)
 @cython.locals(packet=Packet)
 cpdef Packet decode_frame(data, linktype, bint keep_layers=*)
+cpdef tuple ethernet_ipv4_addresses(data)
+cdef tuple _ethernet_ipv4_addresses(bytes data)
 
 @cython.locals(layer=Layer)
 cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)
@@ -31,8 +35,7 @@ cdef _network(Packet packet, bytes data, Py_ssize_t offset, int ethertype)
 @cython.locals(ver_ihl=int, ihl=Py_ssize_t, total=Py_ssize_t, ident=int, frag=int, proto=int, end=Py_ssize_t,
                frag_offset=Py_ssize_t)
 cdef _ipv4(Packet packet, bytes data, Py_ssize_t offset)
-@cython.locals(a=cython.uint, b=cython.uint, c=cython.uint, d=cython.uint, number=cython.uint, slot=Py_ssize_t,
-               held=tuple)
+@cython.locals(a=cython.uint, b=cython.uint, c=cython.uint, d=cython.uint, number=cython.uint, slot=Py_ssize_t)
 cdef _ipv4_text(bytes data, Py_ssize_t offset)
 @cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
 cdef _ipv6(Packet packet, bytes data, Py_ssize_t offset)

@@ -5,6 +5,7 @@ transport payload, plus a short list of the layers met (for trees and hex dumps)
 """
 
 import struct
+from array import array
 from socket import AF_INET6, inet_ntop
 
 _U16 = struct.Struct("!H")
@@ -20,7 +21,8 @@ ETHERTYPE_IPV6 = 0x86DD
 VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 IPV6_EXTENSIONS = (0, 43, 60, 51)
 ADDRESS_SLOTS = 4096
-_slots = [(-1, "")] * ADDRESS_SLOTS  # (an IPv4 address as a number, its text): one item, so one store
+_numbers = array("q", [-1]) * ADDRESS_SLOTS  # the IPv4 address, as a number, whose text a slot holds
+_texts = [""] * ADDRESS_SLOTS
 TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
 
 
@@ -112,10 +114,14 @@ def ethernet_ipv4_addresses(data):
     """(source, destination, IP protocol) of an untagged Ethernet frame carrying IPv4, read at fixed
     offsets without building a Packet; None for any other frame. ``-j`` workers ask this of every
     frame, most of which another worker dissects."""
+    if type(data) is not bytes:  # the compiled readers read bytes in C
+        data = bytes(data)
+    return _ethernet_ipv4_addresses(data)
+
+
+def _ethernet_ipv4_addresses(data):
     if len(data) < 34 or data[12] != 0x08 or data[13] != 0x00 or data[14] >> 4 != 4:
         return None
-    if type(data) is not bytes:  # the compiled _ipv4_text reads bytes in C
-        data = bytes(data)
     return _ipv4_text(data, 26), _ipv4_text(data, 30), data[23]
 
 
@@ -281,10 +287,10 @@ def _ipv4_text(data, offset):
     a, b, c, d = data[offset], data[offset + 1], data[offset + 2], data[offset + 3]
     number = a << 24 | b << 16 | c << 8 | d
     slot = number % ADDRESS_SLOTS
-    held = _slots[slot]
-    if held[0] != number:
-        held = _slots[slot] = (number, f"{a}.{b}.{c}.{d}")
-    return held[1]
+    if _numbers[slot] != number:
+        _numbers[slot] = number
+        _texts[slot] = f"{a}.{b}.{c}.{d}"
+    return _texts[slot]
 
 
 def _ipv6(packet, data, offset):
