@@ -4,15 +4,16 @@
 # callers cimport and call in C.
 
 cimport cython
-from libc.stdint cimport int64_t
+
+cdef list _NUMBERS
 
 @cython.final
 cdef class BoundedDict:
     cdef public Py_ssize_t limit
     cdef dict _slots
     cdef list _keys, _values
-    cdef int64_t[::1] _older, _newer
-    cdef int64_t _free
+    cdef int[::1] _older, _newer
+    cdef int _free
     cpdef put(self, key, value)
 
 @cython.locals(slot=Py_ssize_t)
@@ -25,13 +26,13 @@ cdef _empty(BoundedDict table)
 cdef _add(BoundedDict table, key, value)
 @cython.locals(slot=Py_ssize_t, capacity=Py_ssize_t)
 cdef Py_ssize_t _new_slot(BoundedDict table) except -1
-@cython.locals(out=int64_t[::1], i=Py_ssize_t)
-cdef int64_t[::1] _grown(int64_t[::1] links, Py_ssize_t capacity)
+@cython.locals(out=int[::1], i=Py_ssize_t)
+cdef int[::1] _grown(int[::1] links, Py_ssize_t capacity)
 cdef tuple _take(BoundedDict table, Py_ssize_t slot)
 cdef _release(BoundedDict table, Py_ssize_t slot)
 @cython.locals(out=list, slot=Py_ssize_t)
 cdef list _in_order(BoundedDict table)
 cdef void _refresh(BoundedDict table, Py_ssize_t slot)
-@cython.locals(before=int64_t, after=int64_t)
+@cython.locals(before=int, after=int)
 cdef void _unlink(BoundedDict table, Py_ssize_t slot)
-cdef void _insert(BoundedDict table, Py_ssize_t slot, int64_t before, int64_t after)
+cdef void _insert(BoundedDict table, Py_ssize_t slot, int before, int after)

@@ -15,7 +15,10 @@ The mapping offers what the tables' users took from the ``OrderedDict``: ``get``
 from array import array
 
 _MISSING = object()
-_SLOT = "q"  # the arrays' type: a signed 64-bit slot number
+_SLOT = "i"  # the arrays' type: a C int slot number
+# The slot numbers as Python integers, shared by every table: an entry holds a reference to one of these in
+# its table's dict, not an integer object of its own. As long as the most slots any table has had.
+_NUMBERS = [0]
 
 
 class BoundedDict:
@@ -169,13 +172,15 @@ def _add(table, key, value):
         slot = _new_slot(table)
     table._keys[slot] = key
     table._values[slot] = value
-    table._slots[key] = slot
+    table._slots[key] = _NUMBERS[slot]
     _insert(table, slot, table._older[0], 0)
 
 
 def _new_slot(table):
     """A slot past the last one used, the arrays twice as long when they are full."""
     slot = len(table._keys)
+    if slot == len(_NUMBERS):  # a table's next slot is never past the most slots a table has had
+        _NUMBERS.append(slot)
     if slot == len(table._older):
         capacity = 2 * slot
         table._older = _grown(table._older, capacity)
@@ -186,7 +191,7 @@ def _new_slot(table):
 
 
 def _grown(links, capacity):
-    out = array(_SLOT, bytes(8 * capacity))
+    out = array(_SLOT, [0]) * capacity
     for i in range(len(links)):
         out[i] = links[i]
     return out
