@@ -4,10 +4,12 @@
 
 cimport cython
 from dissect.pipeline cimport FrameRecord, Pipeline
+from dissect.render.printer cimport Printer
 
 cdef class Session:
     cdef public object sink, filter, stats, fail_rank, failed
     cdef public Pipeline pipeline
+    cdef public Printer printer
     cpdef frame(self, frame, packet=*)
     @cython.locals(record=FrameRecord)
     cpdef _frame(self, record)

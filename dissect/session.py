@@ -12,6 +12,7 @@ from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import Pipeline
 from .registry import Registry, UsageError, all_field_tables, parse_decode_as
+from .render.printer import Printer
 from .render.stats import StatsCollector
 
 
@@ -24,11 +25,12 @@ class Session:
     filter shows its frame or not. ``abuse_rate`` requests per second sustained over ``abuse_window``
     seconds: the threshold of the abuse analysis's rules (``--abuse-rate``, ``--abuse-window``)."""
 
-    __slots__ = ("sink", "filter", "pipeline", "stats", "fail_rank", "failed")
+    __slots__ = ("sink", "printer", "filter", "pipeline", "stats", "fail_rank", "failed")
 
     def __init__(self, sink, decode_as=(), display_filter=None, tree=False, stats=False, fail_on=None,
                  abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
         self.sink = sink
+        self.printer = sink if type(sink) is Printer else None  # the command's sink, called in C when compiled
         try:
             check_thresholds(abuse_rate, abuse_window)
         except ValueError as exc:
@@ -82,7 +84,10 @@ class Session:
         if shown:
             if self.stats is not None:
                 self.stats.frame(record)
-            self.sink.frame(record)
+            if self.printer is not None:
+                self.printer.frame(record)
+            else:
+                self.sink.frame(record)
 
     def analysis(self, rec):
         """An analysis record concluded outside ``frame`` and ``finish`` (``-j`` merges use it)."""

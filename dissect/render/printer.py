@@ -13,6 +13,8 @@ class Printer:
     With ``stats`` or ``quiet`` no record is printed; with ``stats`` ``close`` writes the statistics
     (as text, or as JSON records: one a server seen, then the stats record)."""
 
+    __slots__ = ("out", "json", "views", "writer", "summary")
+
     def __init__(self, out, format="text", verbose=False, hexdump=False, color=False, stats=False, quiet=False,
                  fields=None, field_options=None, writer=None):
         self.out = out
@@ -34,6 +36,8 @@ class Printer:
                 self.views.append(HexRenderer(out, color))
             if not self.views:
                 self.views.append(SummaryRenderer(out, color))
+        # The summary alone, the commonest view, called directly (compiled, a C call) rather than from the list.
+        self.summary = self.views[0] if len(self.views) == 1 and type(self.views[0]) is SummaryRenderer else None
 
     @property
     def needs_tree(self):
@@ -43,6 +47,9 @@ class Printer:
     def frame(self, record):
         if self.writer is not None:
             self.writer.write(record)
+        if self.summary is not None:
+            self.summary.frame(record)
+            return
         for view in self.views:
             view.frame(record)
 
