@@ -309,6 +309,7 @@ class _NoFrame:
     number = None
     ts = None
     src = dst = sport = dport = None
+    packet = Packet()  # no addresses either
 
 
 def _wire_length(record, msg):

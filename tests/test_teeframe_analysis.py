@@ -9,6 +9,9 @@ from helpers import codes, dissect
 
 from dissect.analysis import teeframe as teeframe_analysis
 from dissect.analysis.teeframe import MAX_PENDING, TeeFrameAnalyzer
+from dissect.capture.files import Frame as CapturedFrame
+from dissect.capture.layers import Packet
+from dissect.pipeline import FrameRecord
 
 SESSION = capture("teeframe-session.pcap")
 DAMAGED = capture("teeframe-damaged.pcap")
@@ -191,12 +194,11 @@ SERVER, CLIENT = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
 SERVER_EP, CLIENT_EP = "10.0.0.2:8303", "10.0.0.9:50000"
 
 
-class Frame:
-    """What the analyzer reads of a frame."""
-
-    def __init__(self, number, src, dst):
-        self.number, self.ts = number, 1700000000.0 + number / 1000
-        (self.src, self.sport), (self.dst, self.dport) = src, dst
+def Frame(number, src, dst):
+    """A frame's record from ``src`` to ``dst``, (address, port) each: what the analyzer reads of a frame."""
+    packet = Packet()
+    (packet.src, packet.sport), (packet.dst, packet.dport) = src, dst
+    return FrameRecord(CapturedFrame(number, 1700000000.0 + number / 1000, 60, 60, 1, b""), packet)
 
 
 def feed(analyzer, number, payload, src=SERVER, dst=CLIENT):

@@ -7,6 +7,7 @@ from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.core.model cimport Message
+from dissect.capture.layers cimport Packet
 
 cdef class _Walk:
     cdef public object kind, client, server, frames, items, requested, ended
@@ -21,12 +22,12 @@ cdef class NetQuakeAnalyzer(Analyzer):
     cdef public ServersSeen servers
     @cython.locals(values=dict)
     cpdef feed(self, record, Message msg, tree)
-    @cython.locals(conv=_Conversation)
+    @cython.locals(conv=_Conversation, packet=Packet)
     cpdef _request(self, record, Message msg, command)
     @cython.locals(walk=_Walk)
     cpdef _player_request(self, record, Message msg, _Conversation conv, client, server, list out)
     cpdef _rule_request(self, record, Message msg, _Conversation conv, client, server, list out)
-    @cython.locals(conv=_Conversation, timing=Timing)
+    @cython.locals(conv=_Conversation, timing=Timing, packet=Packet)
     cpdef _reply(self, record, Message msg, command, tree)
     cpdef _match(self, _Conversation conv, Message msg, command)
     @cython.locals(values=dict, walk=_Walk)

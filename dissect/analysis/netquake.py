@@ -63,7 +63,7 @@ class NetQuakeAnalyzer(Analyzer):
     def feed(self, record, msg, tree):
         values = msg.values
         command = values.get("command")
-        if command is None or record.src is None:
+        if command is None or record.packet.src is None:
             return []
         if command in REPLY_TO:
             return self._reply(record, msg, command, tree)
@@ -73,7 +73,8 @@ class NetQuakeAnalyzer(Analyzer):
 
     # -- requests ---------------------------------------------------------------
     def _request(self, record, msg, command):
-        client, server = (record.src, record.sport), (record.dst, record.dport)
+        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+        client, server = (packet.src, packet.sport), (packet.dst, packet.dport)
         out = []
         conv = self._conversation((client, server), out)
         self.requests += 1
@@ -115,7 +116,8 @@ class NetQuakeAnalyzer(Analyzer):
 
     # -- replies ------------------------------------------------------------------
     def _reply(self, record, msg, command, tree):
-        client, server = (record.dst, record.dport), (record.src, record.sport)
+        packet = record.packet
+        client, server = (packet.dst, packet.dport), (packet.src, packet.sport)
         out = []
         conv = self._conversation((client, server), out)
         request = self._match(conv, msg, command)

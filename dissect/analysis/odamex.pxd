@@ -8,12 +8,13 @@ from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, put, refreshed
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
+from dissect.capture.layers cimport Packet
 
 cdef class OdamexAnalyzer(Analyzer):
     cdef public BoundedDict pending, listed
     cdef public object timings, requests, answered
     cdef public ServersSeen servers
-    @cython.locals(result=dict, frames=list, timing=Timing)
+    @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
     @cython.locals(listing=dict)
     cpdef _master_list(self, master, Message msg, dict result, list frames)

@@ -30,7 +30,8 @@ class OdamexAnalyzer(Analyzer):
         self.answered = 0
 
     def feed(self, record, msg, tree):
-        src, sport, dst, dport = record.src, record.sport, record.dst, record.dport
+        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+        src, sport, dst, dport = packet.src, packet.sport, packet.dst, packet.dport
         if src is None:
             return []
         if msg.name == "launcher_request":

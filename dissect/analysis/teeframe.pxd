@@ -8,6 +8,7 @@ from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
+from dissect.capture.layers cimport Packet
 
 cdef class _Response
 
@@ -19,8 +20,9 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cdef public object held, holders
     @cython.locals(values=dict)
     cpdef feed(self, record, Message msg, tree)
+    @cython.locals(packet=Packet)
     cpdef _request(self, record, Message msg)
-    @cython.locals(response=_Response)
+    @cython.locals(response=_Response, packet=Packet)
     cpdef _response(self, record, Message msg, tree)
     cpdef _match_request(self, _Response response, record, Message msg, tree)
     @cython.locals(values=dict)

@@ -96,7 +96,7 @@ class TeeFrameAnalyzer(Analyzer):
     def feed(self, record, msg, tree):
         values = msg.values
         ident = values.get("identifier")
-        if record.src is None:
+        if record.packet.src is None:
             return []
         if ident == "gie3" and "response_token" in values:
             return self._request(record, msg)
@@ -106,7 +106,8 @@ class TeeFrameAnalyzer(Analyzer):
 
     # -- requests ----------------------------------------------------------------------------------
     def _request(self, record, msg):
-        client, server = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
+        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+        client, server = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
         token = msg.values["response_token"]
         self.request_count += 1
         put(self.requests, (client, server, token), (record.number, record.ts))
@@ -122,7 +123,8 @@ class TeeFrameAnalyzer(Analyzer):
 
     # -- responses ---------------------------------------------------------------------------------
     def _response(self, record, msg, tree):
-        server, client = endpoint(record.src, record.sport), endpoint(record.dst, record.dport)
+        packet = record.packet
+        server, client = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
         token = msg.values["token"]
         key = (server, client, token)
         number = _packet_number(msg)
