@@ -20,15 +20,15 @@ cdef class NetQuakeAnalyzer(Analyzer):
     cdef public BoundedDict conversations
     cdef public object timings, requests, answered
     cdef public ServersSeen servers
-    @cython.locals(values=dict)
+    @cython.locals(values=dict, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
-    @cython.locals(conv=_Conversation, packet=Packet)
-    cpdef _request(self, record, Message msg, command)
+    @cython.locals(conv=_Conversation)
+    cpdef _request(self, record, Packet packet, Message msg, command)
     @cython.locals(walk=_Walk)
     cpdef _player_request(self, record, Message msg, _Conversation conv, client, server, list out)
     cpdef _rule_request(self, record, Message msg, _Conversation conv, client, server, list out)
-    @cython.locals(conv=_Conversation, timing=Timing, packet=Packet)
-    cpdef _reply(self, record, Message msg, command, tree)
+    @cython.locals(conv=_Conversation, timing=Timing)
+    cpdef _reply(self, record, Packet packet, Message msg, command, tree)
     cpdef _match(self, _Conversation conv, Message msg, command)
     @cython.locals(values=dict, walk=_Walk)
     cpdef _rule_reply(self, record, Message msg, _Conversation conv, list out)

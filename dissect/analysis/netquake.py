@@ -63,17 +63,17 @@ class NetQuakeAnalyzer(Analyzer):
     def feed(self, record, msg, tree):
         values = msg.values
         command = values.get("command")
-        if command is None or record.packet.src is None:
+        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+        if command is None or packet.src is None:
             return []
         if command in REPLY_TO:
-            return self._reply(record, msg, command, tree)
+            return self._reply(record, packet, msg, command, tree)
         if command in COMMANDS:
-            return self._request(record, msg, command)
+            return self._request(record, packet, msg, command)
         return []
 
     # -- requests ---------------------------------------------------------------
-    def _request(self, record, msg, command):
-        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+    def _request(self, record, packet, msg, command):
         client, server = (packet.src, packet.sport), (packet.dst, packet.dport)
         out = []
         conv = self._conversation((client, server), out)
@@ -115,8 +115,7 @@ class NetQuakeAnalyzer(Analyzer):
             conv.rule_walk.add_frame(record.number)
 
     # -- replies ------------------------------------------------------------------
-    def _reply(self, record, msg, command, tree):
-        packet = record.packet
+    def _reply(self, record, packet, msg, command, tree):
         client, server = (packet.dst, packet.dport), (packet.src, packet.sport)
         out = []
         conv = self._conversation((client, server), out)

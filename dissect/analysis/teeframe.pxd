@@ -18,12 +18,11 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cdef public ServersSeen servers
     cdef public Timing timing
     cdef public object held, holders
-    @cython.locals(values=dict)
+    @cython.locals(values=dict, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
-    @cython.locals(packet=Packet)
-    cpdef _request(self, record, Message msg)
-    @cython.locals(response=_Response, packet=Packet)
-    cpdef _response(self, record, Message msg, tree)
+    cpdef _request(self, record, Packet packet, Message msg)
+    @cython.locals(response=_Response)
+    cpdef _response(self, record, Packet packet, Message msg, tree)
     cpdef _match_request(self, _Response response, record, Message msg, tree)
     @cython.locals(values=dict)
     cpdef _add_packet(self, _Response response, record, Message msg, number, out)

@@ -96,17 +96,17 @@ class TeeFrameAnalyzer(Analyzer):
     def feed(self, record, msg, tree):
         values = msg.values
         ident = values.get("identifier")
-        if record.packet.src is None:
+        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+        if packet.src is None:
             return []
         if ident == "gie3" and "response_token" in values:
-            return self._request(record, msg)
+            return self._request(record, packet, msg)
         if ident in ("iext", "iex+", "inf3") and values.get("token") is not None:
-            return self._response(record, msg, tree)
+            return self._response(record, packet, msg, tree)
         return []
 
     # -- requests ----------------------------------------------------------------------------------
-    def _request(self, record, msg):
-        packet = record.packet  # its addresses are read in C when compiled (the record's are properties)
+    def _request(self, record, packet, msg):
         client, server = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
         token = msg.values["response_token"]
         self.request_count += 1
@@ -122,8 +122,7 @@ class TeeFrameAnalyzer(Analyzer):
         return out
 
     # -- responses ---------------------------------------------------------------------------------
-    def _response(self, record, msg, tree):
-        packet = record.packet
+    def _response(self, record, packet, msg, tree):
         server, client = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
         token = msg.values["token"]
         key = (server, client, token)
