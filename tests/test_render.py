@@ -193,6 +193,26 @@ def test_summary_writes_the_same_lines_as_utf8_as_it_writes_as_text():
         assert walk == "       [netquake player_walk] walk → Zoë (frames 1,2)"
 
 
+@pytest.mark.parametrize("number, elapsed, wirelen", [
+    (1, 0.0, 60),                    # the first frame: no time since the first
+    (7, -2.5, 1514),                 # a frame stamped before the first
+    (123456, 0.000001, 2047),        # the last length kept made
+    (1234567, 12345.678901, 2048),   # columns wider than their width: they widen, as %6d and %11.6f do
+    (3, 1e7, 70000),                 # out of the integer path's range
+])
+def test_summary_columns_are_tsharks_printf_formats(number, elapsed, wirelen):
+    record = record_with([1], number=number, info="x")
+    record.first_ts, record.ts, record.wirelen = TS, TS + elapsed, wirelen
+    for out in (io.StringIO(), _BytesOut()):
+        renderer = SummaryRenderer(out)
+        renderer.frame(record)
+        renderer.frame(record)  # the columns made once, then reused
+        text = out.getvalue() if isinstance(out, io.StringIO) else out.data.decode()
+        line = "%6d %11.6f %21s → %-21s %-8s %5d %s\n" % (number, record.ts - TS, "10.0.0.1:26000", "10.0.0.7:40000",
+                                                         "NetQuake", wirelen, "x")
+        assert text == line * 2
+
+
 def test_hex_legend_cuts_a_long_display_between_escapes():
     record = record_with(["x" * 38 + "\u202e" * 4])  # shown as '"', 38 x, four 6-character escapes, '"'
     out = io.StringIO()

@@ -20,22 +20,28 @@ cpdef protocol_title(key)
 cdef dict _TITLES
 
 @cython.locals(micros=double, whole=cython.longlong)
-cdef str _seconds(double elapsed)
+cdef bytes _number_and_time(Py_ssize_t number, double elapsed)
+cdef Py_ssize_t LENGTH_TEXTS
+cdef list _LENGTHS
+@cython.locals(text=bytes)
+cdef bytes _length_column(Py_ssize_t wirelen)
 
 cdef Py_ssize_t PADDED_ENDPOINTS
 cdef dict _PADDED_TITLES
-cdef str _padded_title(key)
+@cython.locals(text=bytes)
+cdef bytes _padded_title(key)
 
-cdef bytes ARROW
+cdef bytes ARROW, RESET_BYTES
+cdef dict _SEVERITY_BYTES, _WORST_TAILS
 
 cdef class SummaryRenderer:
     cdef public object out, color, write_bytes
     cdef public dict sources, destinations
     cdef public Py_ssize_t columns
-    @cython.locals(packet=Packet, number=Py_ssize_t, wirelen=Py_ssize_t, source=str, rest=str)
+    @cython.locals(packet=Packet, head=bytes, source=bytes, destination=bytes, info=str, line=bytes)
     cpdef frame(self, FrameRecord record)
-    @cython.locals(ports=dict, text=str)
-    cdef str _column(self, dict table, ip, port, bint left)
+    @cython.locals(ports=dict, text=bytes, shown=str)
+    cdef bytes _column(self, dict table, ip, port, bint left)
 
 @cython.locals(msg=Message)
 cdef bint _any_message_findings(messages)

@@ -92,25 +92,30 @@ class SummaryRenderer:
 
     def frame(self, record):
         packet = record.packet
-        # tshark's columns, "%6d %11.6f %21s → %-21s %-8s %5d %s", padded by str methods: compiled, that costs
-        # half of the %-format.
-        number, wirelen = record.number, record.wirelen
-        source = (f"{number:6d} {_seconds(record.ts - record.first_ts)} "
-                  f"{self._column(self.sources, packet.src, packet.sport, False)}")
-        rest = (f"{self._column(self.destinations, packet.dst, packet.dport, True)} "
-                f"{_padded_title(record.protocol)} {wirelen:5d} {safe(record.info)}")
+        # tshark's columns, "%6d %11.6f %21s → %-21s %-8s %5d %s", as UTF-8 pieces joined once: the columns that
+        # repeat (endpoints, protocol, length) are kept encoded, and the line is never one text, which the
+        # arrow would make two bytes a character, to widen while joining and then to encode. What safe() returns
+        # encodes as it is (it escapes lone surrogates), so the info takes the codec's shortest path.
         worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
+        head = _number_and_time(record.number, record.ts - record.first_ts)
+        source = self._column(self.sources, packet.src, packet.sport, False)
+        destination = self._column(self.destinations, packet.dst, packet.dport, True)
+        info = safe(record.info)
         if worst:
-            rest = f"{rest}  [{worst}]"
-            if self.color:
-                source, rest = SEVERITY_COLOR[worst] + source, rest + RESET
-        if self.write_bytes is not None:
-            self.write_bytes(b"".join((source.encode("utf-8", "replace"), ARROW,
-                                       rest.encode("utf-8", "replace"), b"\n")))
+            color = self.color
+            line = b"".join((_SEVERITY_BYTES[worst] if color else b"", head, source, ARROW, destination,
+                             _padded_title(record.protocol), _length_column(record.wirelen), info.encode(),
+                             _WORST_TAILS[worst], RESET_BYTES if color else b"", b"\n"))
         else:
-            self.out.write(f"{source} → {rest}\n")
+            line = b"".join((head, source, ARROW, destination, _padded_title(record.protocol),
+                             _length_column(record.wirelen), info.encode(), b"\n"))
+        if self.write_bytes is not None:
+            self.write_bytes(line)
+        else:
+            self.out.write(line.decode("utf-8"))
 
     def _column(self, table, ip, port, left):
+        """An endpoint's column as UTF-8: padded to 21 characters, the Destination's with the space after it."""
         ports = table.get(ip)
         if ports is None:
             ports = table[ip] = {}
@@ -121,8 +126,8 @@ class SummaryRenderer:
                 self.destinations.clear()
                 self.columns = 0
                 ports = table[ip] = {}
-            text = endpoint(ip, port)
-            text = ports[port] = text.ljust(21) if left else text.rjust(21)
+            shown = endpoint(ip, port)
+            text = ports[port] = (shown.ljust(21) + " " if left else shown.rjust(21)).encode("utf-8", "replace")
             self.columns += 1
         return text
 
@@ -138,31 +143,49 @@ class SummaryRenderer:
 
 PADDED_ENDPOINTS = 2048
 ARROW = " → ".encode()
+RESET_BYTES = RESET.encode()
+_SEVERITY_BYTES = {severity: color.encode() for severity, color in SEVERITY_COLOR.items()}
+_WORST_TAILS = {severity: f"  [{severity}]".encode() for severity in SEVERITIES}
 
 
 def _padded_title(key):
-    """The Protocol column: the protocol's title padded to 8 characters. A frame's protocol is a registered
-    key, whose title never changes, or a lower layer's, which no protocol may take (its fields would clash
-    with the layer's): a handful of keys, each padded once."""
+    """The Protocol column as UTF-8, padded to 8 characters, with the space after it. A frame's protocol is a
+    registered key, whose title never changes, or a lower layer's, which no protocol may take (its fields would
+    clash with the layer's): a handful of keys, each padded once."""
     text = _PADDED_TITLES.get(key)
     if text is None:
-        text = _PADDED_TITLES[key] = protocol_title(key).ljust(8)
+        text = _PADDED_TITLES[key] = f"{protocol_title(key).ljust(8)} ".encode("utf-8", "replace")
     return text
 
 
 _PADDED_TITLES = {}
 
 
-def _seconds(elapsed):
-    """``%11.6f`` of a frame's time since the first. Formatting the float costs three times as much as
-    printing its microseconds as integers, and rounding them gives the same digits unless they lie near a
-    tie, where the product's rounding error could tip it: there, and out of range, the float is formatted."""
+def _length_column(wirelen):
+    """The Length column (``%5d``) as UTF-8, with the space after it; the lengths most frames have, made once."""
+    if 0 <= wirelen < LENGTH_TEXTS:
+        text = _LENGTHS[wirelen]
+        if text is None:
+            text = _LENGTHS[wirelen] = f"{wirelen:5d} ".encode()
+        return text
+    return f"{wirelen:5d} ".encode()
+
+
+LENGTH_TEXTS = 2048
+_LENGTHS = [None] * LENGTH_TEXTS
+
+
+def _number_and_time(number, elapsed):
+    """The No. and Time columns (``%6d %11.6f``) as UTF-8, with the space after them. Formatting the float costs
+    three times as much as printing its microseconds as integers, and rounding them gives the same digits unless
+    they lie near a tie, where the product's rounding error could tip it: there, and out of range, the float
+    is formatted."""
     if 0.0 < elapsed < 1e6:
         micros = elapsed * 1e6
         whole = int(micros + 0.5)
         if abs(micros - whole) < 0.499:
-            return f"{whole // 1000000:4d}.{whole % 1000000:06d}"
-    return "%11.6f" % elapsed
+            return f"{number:6d} {whole // 1000000:4d}.{whole % 1000000:06d} ".encode()
+    return f"{number:6d} {elapsed:11.6f} ".encode()
 
 
 def _any_message_findings(messages):
