@@ -21,6 +21,12 @@ cdef dict _TITLES
 
 @cython.locals(micros=double, whole=cython.longlong)
 cdef bytes _number_and_time(Py_ssize_t number, double elapsed)
+@cython.locals(end=Py_ssize_t)
+cdef bytes _digits(Py_ssize_t number, Py_ssize_t seconds, Py_ssize_t micros)
+@cython.locals(start=Py_ssize_t)
+cdef Py_ssize_t _decimal_digits(Py_ssize_t end, Py_ssize_t value, Py_ssize_t width) except -1
+cdef Py_ssize_t HEAD_SIZE
+cdef char _HEAD[48]  # HEAD_SIZE (text.py): where _digits writes the No. and Time columns
 cdef Py_ssize_t LENGTH_TEXTS
 cdef list _LENGTHS
 @cython.locals(text=bytes)
