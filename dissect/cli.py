@@ -13,6 +13,7 @@ from .filter import check_keys
 from .progress import Progress
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
+from .render.output import BatchedOutput, OutputError
 from .render.printer import Printer
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, check_thresholds
 from .session import Session, abuse_options, filter_fields
@@ -160,7 +161,7 @@ def _buffered(stream):
 
 
 def _main(argv, stdout):
-    out = _Batched(stdout)
+    out = BatchedOutput(stdout)
     try:
         code = _run(build_parser().parse_args(argv), out)
         out.flush()
@@ -198,74 +199,6 @@ def _drop_output(stream):
         stream.flush()
     except (OSError, ValueError):
         pass
-
-
-class OutputError(Exception):
-    """Standard output cannot take what is written (a full disk): reported as one line, exit status 2."""
-
-
-BATCH = 512             # writes collected before one goes to the stream
-BATCH_BYTES = 1 << 17   # or fewer, once they hold this many characters or bytes (a -V or JSON record is large)
-
-
-class _Batched:
-    """Collects output and writes it in batches: one write call per line costs more than the line.
-
-    ``write`` takes text; ``write_bytes`` (None where the stream has no binary buffer) takes UTF-8 that is
-    ready to go, as JSON records are. Each batch is of one kind, so that the output keeps its order."""
-
-    __slots__ = ("stream", "parts", "size", "binary", "buffer", "write_bytes")
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.parts = []
-        self.size = 0
-        self.binary = False
-        self.buffer = getattr(stream, "buffer", None)
-        self.write_bytes = self._write_bytes if self.buffer is not None else None
-
-    def write(self, text):
-        if self.binary:
-            self.flush()
-            self.binary = False
-        self.parts.append(text)
-        self.size += len(text)
-        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
-            self.flush()
-
-    def _write_bytes(self, data):
-        if not self.binary:
-            self.flush()
-            self.binary = True
-        self.parts.append(data)
-        self.size += len(data)
-        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
-            self.flush()
-
-    def flush(self):
-        try:
-            if self.parts:
-                if self.binary:
-                    self.buffer.write(b"".join(self.parts))
-                else:
-                    self.stream.write("".join(self.parts))
-                self.parts.clear()
-                self.size = 0
-            self.stream.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OutputError(f"standard output: cannot write: {exc.strerror or exc}") from None
-
-    def discard(self):
-        self.parts.clear()
-        self.size = 0
-
-    def isatty(self):
-        return self.stream.isatty()
-
-    def fileno(self):
-        return self.stream.fileno()
 
 
 def use_color(choice, stream):

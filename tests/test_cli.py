@@ -249,7 +249,7 @@ def test_output_batches_hold_a_bounded_number_of_characters():
     """Large records (-V, JSON) go out before BATCH writes pile up: the batch is bounded in size too."""
     import io
 
-    from dissect.cli import BATCH, BATCH_BYTES, _Batched
+    from dissect.render.output import BATCH, BATCH_BYTES, BatchedOutput
 
     class Recording(io.StringIO):
         def __init__(self):
@@ -261,7 +261,7 @@ def test_output_batches_hold_a_bounded_number_of_characters():
             return super().write(text)
 
     stream = Recording()
-    out = _Batched(stream)
+    out = BatchedOutput(stream)
     record = "x" * (BATCH_BYTES // 4 + 1)
     for _ in range(4):
         out.write(record)

@@ -6,6 +6,7 @@ from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.capture.layers cimport Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport endpoint
+from dissect.render.output cimport BatchedOutput, utf8_output
 
 @cython.locals(field=Field, indent=str, line=str)
 cdef _field_lines(fields, Py_ssize_t depth, list lines)
@@ -44,6 +45,7 @@ cdef class SummaryRenderer:
     cdef public object out, color, write_bytes
     cdef public dict sources, destinations
     cdef public Py_ssize_t columns
+    cdef public BatchedOutput batched
     @cython.locals(packet=Packet, head=bytes, source=bytes, destination=bytes, info=str, line=bytes)
     cpdef frame(self, FrameRecord record)
     @cython.locals(ports=dict, text=bytes, shown=str)

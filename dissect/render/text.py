@@ -8,6 +8,7 @@ from ..capture.layers import LINKTYPE_NAMES
 from ..core import SEVERITIES, SEVERITY_RANK
 from ..core.model import display_of
 from ..core.fmt import endpoint
+from .output import utf8_output
 from ..registry import load_protocols
 
 # Text from packets reaches the terminal only as printable characters: control characters, terminal
@@ -75,7 +76,7 @@ _TITLES = {}  # registered protocol key -> title
 class SummaryRenderer:
     """``No. Time Source Destination Protocol Length Info``, one line a frame (tshark's columns)."""
 
-    __slots__ = ("out", "color", "sources", "destinations", "columns", "write_bytes")
+    __slots__ = ("out", "color", "sources", "destinations", "columns", "write_bytes", "batched")
 
     def __init__(self, out, color=False):
         self.out = out
@@ -84,6 +85,7 @@ class SummaryRenderer:
         # halves around the arrow's: as one text, the arrow would make the whole line two bytes a character,
         # to widen while joining and then to encode, several times the work of copying ASCII.
         self.write_bytes = getattr(out, "write_bytes", None)
+        self.batched = utf8_output(out)
         # The padded Source and Destination columns by address, then port: a capture has few endpoints and
         # each comes back in many lines. At most PADDED_ENDPOINTS in all (then the tables start afresh).
         self.sources = {}
@@ -109,7 +111,9 @@ class SummaryRenderer:
         else:
             line = b"".join((head, source, ARROW, destination, _padded_title(record.protocol),
                              _length_column(record.wirelen), info.encode(), b"\n"))
-        if self.write_bytes is not None:
+        if self.batched is not None:
+            self.batched.add_utf8(line)
+        elif self.write_bytes is not None:
             self.write_bytes(line)
         else:
             self.out.write(line.decode("utf-8"))

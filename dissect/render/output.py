@@ -1,0 +1,77 @@
+"""The command's standard output: what the views write, collected and written in batches."""
+
+
+class OutputError(Exception):
+    """Standard output cannot take what is written (a full disk): reported as one line, exit status 2."""
+
+
+BATCH = 512             # writes collected before one goes to the stream
+BATCH_BYTES = 1 << 17   # or fewer, once they hold this many characters or bytes (a -V or JSON record is large)
+
+
+class BatchedOutput:
+    """Collects output and writes it in batches: one write call per line costs more than the line.
+
+    ``write`` takes text; ``write_bytes`` (None where the stream has no binary buffer) takes UTF-8 that is
+    ready to go, as JSON records and summary lines are; ``add_utf8`` is the same as a method, which the
+    compiled views call in C. Each batch is of one kind, so that the output keeps its order."""
+
+    __slots__ = ("stream", "parts", "size", "binary", "buffer", "write_bytes")
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.parts = []
+        self.size = 0
+        self.binary = False
+        self.buffer = getattr(stream, "buffer", None)
+        self.write_bytes = self.add_utf8 if self.buffer is not None else None
+
+    def write(self, text):
+        if self.binary:
+            self.flush()
+            self.binary = False
+        self.parts.append(text)
+        self.size += len(text)
+        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
+            self.flush()
+
+    def add_utf8(self, data):
+        """Only where ``write_bytes`` is not None: the stream has a binary buffer."""
+        if not self.binary:
+            self.flush()
+            self.binary = True
+        self.parts.append(data)
+        self.size += len(data)
+        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self):
+        try:
+            if self.parts:
+                if self.binary:
+                    self.buffer.write(b"".join(self.parts))
+                else:
+                    self.stream.write("".join(self.parts))
+                self.parts.clear()
+                self.size = 0
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"standard output: cannot write: {exc.strerror or exc}") from None
+
+    def discard(self):
+        self.parts.clear()
+        self.size = 0
+
+    def isatty(self):
+        return self.stream.isatty()
+
+    def fileno(self):
+        return self.stream.fileno()
+
+
+def utf8_output(out):
+    """``out`` where it is a BatchedOutput that takes UTF-8 (``add_utf8``), else None: the compiled views keep it
+    typed and call it in C."""
+    return out if type(out) is BatchedOutput and out.write_bytes is not None else None
