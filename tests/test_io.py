@@ -29,6 +29,25 @@ def _run_stdin(*args, data):
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
+def test_a_pipes_records_are_read_as_they_come():
+    """-c 1 on standard input ends after the first record although the writer keeps the pipe open: reading
+    never waits for more of a pipe than the record at hand (the records are cut from what each read returns)."""
+    data = open(SESSION, "rb").read()
+    first = 24 + 16 + int.from_bytes(data[32:36], "little")  # the file header and the first record
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-c", "1", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        proc.stdin.write(data[:first])
+        proc.stdin.flush()
+        code = proc.wait(timeout=30)  # with the pipe still open: a reader waiting for more would time out
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert code == 0, err
+    assert out.decode().splitlines() == run_cli("-c", "1", SESSION)[1].splitlines()
+
+
 @pytest.mark.parametrize("view", [(), ("-V",), ("-x",), ("-T", "jsonl"), ("-T", "json"), ("--stats",),
                                   ("-T", "fields", "-e", "frame.number", "-e", "netquake.control.command")])
 def test_standard_input_gives_what_the_file_gives(view):

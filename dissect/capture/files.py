@@ -71,45 +71,102 @@ def read_capture(handle, name="input"):
         if len(head) < 4:
             raise CaptureError(f"{name}: not a capture file: {len(head)} bytes is too short for a header")
         if head in PCAP_MAGICS:
-            yield from _read_pcap(handle, name, head)
+            yield from _PcapRecords(handle, name, head)
         elif head == PCAPNG_SHB:
             yield from _read_pcapng(handle, name, head)
         else:
             raise CaptureError(f"{name}: not a pcap or pcapng file (starts with {head.hex(' ')})")
 
 
-def _read_pcap(handle, name, magic):
-    order, scale = PCAP_MAGICS[magic]
-    rest = handle.read(20)
-    if len(rest) < 20:
-        raise CaptureError(f"{name}: pcap file header cut short ({4 + len(rest)} of 24 bytes)")
-    _vmaj, _vmin, _zone, _sigfigs, snaplen, network = struct.unpack(order + "HHiIII", rest)
-    linktype = network & 0x03FFFFFF
-    record = struct.Struct(order + "IIII")
-    read = handle.read
-    position = 24
-    number = 0
-    while True:
-        header = read(16)
-        if not header:
-            return
-        number += 1
-        if len(header) < 16:
+class _PcapRecords:
+    """A pcap stream's records, cut from chunks of the stream (one ``read1`` a chunk, so that a pipe's
+    records come as they are written) rather than read two calls a record; their headers read in C when
+    compiled."""
+
+    __slots__ = ("handle", "read1", "name", "little", "scale", "snaplen", "linktype", "record", "data", "pos",
+                 "position", "number")
+
+    def __init__(self, handle, name, magic):
+        order, self.scale = PCAP_MAGICS[magic]
+        rest = handle.read(20)
+        if len(rest) < 20:
+            raise CaptureError(f"{name}: pcap file header cut short ({4 + len(rest)} of 24 bytes)")
+        _vmaj, _vmin, _zone, _sigfigs, self.snaplen, network = struct.unpack(order + "HHiIII", rest)
+        self.linktype = network & 0x03FFFFFF
+        self.little = order == "<"
+        self.record = struct.Struct(order + "IIII")
+        self.handle, self.read1, self.name = handle, getattr(handle, "read1", None), name
+        self.data, self.pos = b"", 0  # the bytes read and not yet taken, from pos on
+        self.position = 24
+        self.number = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        frame = self._next()
+        if frame is None:
+            raise StopIteration
+        return frame
+
+    def _next(self):
+        """The next record's Frame; None where the stream ends between records."""
+        if len(self.data) - self.pos < 16:
+            self._refill(16)
+            if not self.data:
+                return None
+        self.number += 1
+        data, pos, name, number, position = self.data, self.pos, self.name, self.number, self.position
+        if len(data) - pos < 16:
             raise CaptureError(f"{name}: record {number} header cut short at byte {position} "
-                               f"({len(header)} of 16 bytes)")
-        sec, frac, caplen, wirelen = record.unpack(header)
+                               f"({len(data) - pos} of 16 bytes)")
+        if _COMPILED:
+            little = self.little
+            sec, frac, caplen, wirelen = (_u32(data, pos, little), _u32(data, pos + 4, little),
+                                          _u32(data, pos + 8, little), _u32(data, pos + 12, little))
+        else:
+            sec, frac, caplen, wirelen = self.record.unpack_from(data, pos)
         if caplen > MAX_RECORD:
             raise CaptureError(f"{name}: record {number} at byte {position} claims {caplen} captured bytes, "
                                f"more than any link allows ({MAX_RECORD}); the file is corrupt")
-        data = read(caplen)
-        if len(data) < caplen:
-            raise CaptureError(f"{name}: record {number} cut short at byte {position}: "
-                               f"{len(data)} of {caplen} bytes present")
-        position += 16 + caplen
+        if len(data) - pos < 16 + caplen:
+            self._refill(16 + caplen)
+            data, pos = self.data, 0
+            if len(data) < 16 + caplen:
+                raise CaptureError(f"{name}: record {number} cut short at byte {position}: "
+                                   f"{len(data) - 16} of {caplen} bytes present")
+        self.pos = pos + 16 + caplen
+        self.position = position + 16 + caplen
         error = None
-        if snaplen and caplen > snaplen:
-            error = f"captured length {caplen} exceeds the file's snap length {snaplen}"
-        yield new_frame(number, sec + frac * scale, caplen, wirelen, linktype, data, 0, error)
+        if self.snaplen and caplen > self.snaplen:
+            error = f"captured length {caplen} exceeds the file's snap length {self.snaplen}"
+        return new_frame(number, sec + frac * self.scale, caplen, wirelen, self.linktype,
+                         data[pos + 16:pos + 16 + caplen], 0, error)
+
+    def _refill(self, need):
+        """The bytes not yet taken and what the stream has next, until they hold ``need`` bytes or the stream
+        ends."""
+        rest = self.data[self.pos:]
+        read1 = self.read1
+        while len(rest) < need:
+            more = read1(max(READ_CHUNK, need - len(rest))) if read1 is not None else \
+                self.handle.read(need - len(rest))
+            if not more:
+                break
+            rest += more
+        self.data, self.pos = rest, 0
+
+
+_COMPILED = not __file__.endswith(".py")
+READ_CHUNK = 1 << 16
+
+
+def _u32(data, pos, little):
+    """The unsigned 32-bit number at ``pos``: compiled, four C reads of the bytes (struct's unpack_from is a
+    method call and a tuple); run as Python, unpack_from is the faster and is used."""
+    if little:
+        return data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16 | data[pos + 3] << 24
+    return data[pos] << 24 | data[pos + 1] << 16 | data[pos + 2] << 8 | data[pos + 3]
 
 
 class _Interface:
