@@ -345,7 +345,8 @@ def _udp(packet, data, offset, end):
     _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
     packet.top = "udp"
     stop = min(end, offset + ulen) if ulen >= 8 else end
-    packet.payload = data[offset + 8:stop]
+    raw = data  # compiled, a char pointer (layers.pxd): sliced in one C call; end is within data (_ipv4, _ipv6)
+    packet.payload = raw[offset + 8:stop]
     packet.payload_offset = offset + 8
 
 
@@ -364,7 +365,8 @@ def _tcp(packet, data, offset, end):
     _add_layer(packet, "tcp", offset, max(hlen, 20), _tcp_summary, (sport, dport, seq, flags))
     packet.top = "tcp"
     start = offset + max(hlen, 20)
-    packet.payload = data[start:end] if start < end else b""
+    raw = data  # as in _udp
+    packet.payload = raw[start:end] if start < end else b""
     packet.payload_offset = start
 
 
