@@ -7,6 +7,7 @@ from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.registry cimport Registry
+from dissect.capture.reassembly cimport TcpStream
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
 
@@ -31,10 +32,11 @@ cdef class Pipeline:
     cpdef _add_message(self, FrameRecord record, Message msg)
     @cython.locals(record=FrameRecord, packet=Packet)
     cpdef _tcp(self, record, packet)
-    cpdef _stream_message(self, FrameRecord record, stream, direction, Message msg)
+    cpdef _stream_message(self, FrameRecord record, TcpStream stream, direction, Message msg)
 
 @cython.locals(values=dict)
-cdef _tag(stream, direction, Message msg)
+@cython.locals(values=dict)
+cdef _tag(TcpStream stream, direction, Message msg)
 cdef _other(key, side)
 
 @cython.locals(packet=Packet)

@@ -32,6 +32,7 @@ cdef class TrafficAnalyzer:
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
     cpdef feed(self, record, Message msg, size, wire)
+    cpdef feed_packet(self, frame, ts, Packet packet, Message msg, size, wire)
     @cython.locals(kinds=dict, kind=tuple)
     cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)
     @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, held=Py_ssize_t)
@@ -117,8 +118,8 @@ cdef class _Flood:
 cdef _Pair _new_pair(protocol, frame)
 cpdef _slide(list recent, second, window)
 cdef bint _beats(micro, negative_frame, tuple worst) except -1
-@cython.locals(values=dict, packet=Packet)
-cpdef tuple _ends(record, Message msg)
+@cython.locals(values=dict)
+cpdef tuple _ends(Packet packet, Message msg)
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
 cpdef _three_digits(micro)

@@ -104,17 +104,21 @@ class TrafficAnalyzer:
     def feed(self, record, msg, size, wire):
         """Count one message of ``record``: ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
         the wire, headers included. With ``events`` a list, the message is kept there for ``count`` instead."""
-        sender, receiver = _ends(record, msg)
-        ts = record.ts
+        self.feed_packet(record.number, record.ts, record.packet, msg, size, wire)
+
+    def feed_packet(self, frame, ts, packet, msg, size, wire):
+        """``feed`` of a message of frame number ``frame`` at ``ts``, with the frame's Packet (the pipeline
+        hands them apart: it reads them in C)."""
+        sender, receiver = _ends(packet, msg)
         if sender is None or ts is None:
             return
         protocol = msg.protocol
         token_key = self.token_keys.get(protocol)
         token = msg.values.get(token_key) if token_key is not None else None
         if self.events is not None:
-            self.events.append((record.number, ts, protocol, msg.name, sender, receiver, token, size, wire))
+            self.events.append((frame, ts, protocol, msg.name, sender, receiver, token, size, wire))
         else:
-            self.count(record.number, ts, protocol, msg.name, sender, receiver, token, size, wire)
+            self.count(frame, ts, protocol, msg.name, sender, receiver, token, size, wire)
 
     def count(self, frame, ts, protocol, name, sender, receiver, token, size, wire):
         """Count one message already reduced to what the analysis reads: ``feed``'s work after the message
@@ -869,7 +873,7 @@ def _beats(micro, negative_frame, worst):
     return worst is None or micro > worst[0] or micro == worst[0] and negative_frame > worst[1]
 
 
-def _ends(record, msg):
+def _ends(packet, msg):
     """(sender, receiver) as (address, port), or (None, None). A TCP message says which side sent it: the
     packet at hand may be the other side's."""
     values = msg.values
@@ -878,7 +882,6 @@ def _ends(record, msg):
         if client is None or server is None:
             return None, None
         return (client, server) if values["from_client"] else (server, client)
-    packet = record.packet
     if packet.src is None:
         return None, None
     return (packet.src, packet.sport), (packet.dst, packet.dport)
