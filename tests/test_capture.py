@@ -75,6 +75,20 @@ def test_addresses_that_share_a_slot_of_the_text_cache_each_keep_their_text():
         assert ethernet_ipv4_addresses(frame) == (src, dst, 17)
 
 
+def test_ports_that_share_a_slot_of_the_port_cache_each_keep_their_number():
+    """Port objects are kept in 1,024 slots picked by the port's low bits: 26000 and 27024 take the same one,
+    65535 the last; each frame shows its own ports (UDP and TCP), and a port met again while it holds its
+    slot is the very object of the last time (the tables keyed by ports find it by identity)."""
+    pairs = [(26000, 27024), (27024, 26000), (26000, 26000), (65535, 1023), (0, 1024)] * 2
+    for sport, dport in pairs:
+        for build in (capkit.udp_packet, capkit.tcp_packet):
+            packet = decode_frame(capkit.ethernet(build("10.0.0.7", sport, "10.0.0.1", dport, PAYLOAD)), 1)
+            assert (packet.sport, packet.dport) == (sport, dport)
+    first = decode_frame(capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, PAYLOAD)), 1)
+    again = decode_frame(capkit.ethernet(capkit.udp_packet("10.0.0.9", 40000, "10.0.0.1", 26000, PAYLOAD)), 1)
+    assert again.sport is first.sport and again.dport is first.dport
+
+
 def test_ethernet_padding_is_not_payload():
     frame = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, b"\x80\x00\x00\x06\x03\x00"))
     padded = frame + b"\x00" * (60 - len(frame))

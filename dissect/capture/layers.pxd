@@ -12,6 +12,11 @@ cdef int IPV6_EXTENSIONS[4]
 cdef Py_ssize_t ADDRESS_SLOTS
 cdef int64_t[::1] _numbers
 cdef list _texts
+cdef Py_ssize_t PORT_SLOTS
+cdef int[::1] _port_numbers
+cdef list _ports
+@cython.locals(slot=Py_ssize_t)
+cdef object _port(int number)
 
 cdef class Layer:
     cdef public object key, offset, length, _describe, _args

@@ -23,6 +23,9 @@ IPV6_EXTENSIONS = (0, 43, 60, 51)
 ADDRESS_SLOTS = 4096
 _numbers = array("q", [-1]) * ADDRESS_SLOTS  # the IPv4 address, as a number, whose text a slot holds
 _texts = [""] * ADDRESS_SLOTS
+PORT_SLOTS = 1024
+_port_numbers = array("i", [-1]) * PORT_SLOTS  # the port whose integer object a slot holds
+_ports = [None] * PORT_SLOTS
 TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
 
 
@@ -293,6 +296,17 @@ def _ipv4_text(data, offset):
     return _texts[slot]
 
 
+def _port(number):
+    """The port's integer object, the same one while the port keeps its slot: the tables keyed by ports and by
+    endpoints then find a port by identity, where each frame's own object (an int above 256 is made anew)
+    would be compared by value."""
+    slot = number % PORT_SLOTS
+    if _port_numbers[slot] != number:
+        _port_numbers[slot] = number
+        _ports[slot] = number
+    return _ports[slot]
+
+
 def _ipv6(packet, data, offset):
     if len(data) < offset + 40:
         packet.problem = "IPv6 header cut short"
@@ -338,8 +352,8 @@ def _udp(packet, data, offset, end):
     if end < offset + 8:
         packet.problem = "UDP header cut short"
         return
-    sport = data[offset] << 8 | data[offset + 1]
-    dport = data[offset + 2] << 8 | data[offset + 3]
+    sport = _port(data[offset] << 8 | data[offset + 1])
+    dport = _port(data[offset + 2] << 8 | data[offset + 3])
     ulen = data[offset + 4] << 8 | data[offset + 5]
     packet.sport, packet.dport, packet.transport = sport, dport, "udp"
     _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
@@ -354,8 +368,8 @@ def _tcp(packet, data, offset, end):
     if end < offset + 20:
         packet.problem = "TCP header cut short"
         return
-    sport = data[offset] << 8 | data[offset + 1]
-    dport = data[offset + 2] << 8 | data[offset + 3]
+    sport = _port(data[offset] << 8 | data[offset + 1])
+    dport = _port(data[offset + 2] << 8 | data[offset + 3])
     seq = _U32BE.unpack_from(data, offset + 4)[0]
     hlen = (data[offset + 12] >> 4) * 4
     flags = data[offset + 13]
