@@ -39,6 +39,8 @@ cdef class _ServerInfo:
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
+@cython.locals(size=Py_ssize_t, raw=cython.p_char)
+cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(raw=bytes, address=str, entry=str)
 cpdef str _master_entry(Cursor cur)
 

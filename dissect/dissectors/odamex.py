@@ -305,15 +305,7 @@ class Odamex(Dissector):
         self.keyed = BoundedDict(4096)
 
     def claims(self, payload, packet, on_port):
-        tag = TAG_BYTES.get(bytes(payload[:4]))
-        if tag is None:
-            return False
-        if on_port:
-            return True
-        size = len(payload)
-        if tag == LAUNCHER_TAG:
-            return size in (4, 8) or (size >= 6 and (size - 6) % 6 == 0)
-        return size >= 16
+        return _claims(payload if type(payload) is bytes else bytes(payload), on_port)
 
     def observe(self, packet, msg):
         if packet is not None and msg.name == "launcher_request":
@@ -416,6 +408,23 @@ class Odamex(Dissector):
         if decoded is not None and announced is not None and len(decoded) < announced:
             cur.finding(W.count_mismatch, f"'Players in server' says {announced} but {len(decoded)} players could "
                                           f"be decoded", exc.offset, exc.available)
+
+
+def _claims(payload, on_port):
+    """``claims`` of a payload's bytes. Compiled, raw is a char pointer into them (odamex.pxd): the tag's slice is
+    a C call."""
+    size = len(payload)
+    if size < 4:
+        return False
+    raw = payload
+    tag = TAG_BYTES.get(raw[:4])
+    if tag is None:
+        return False
+    if on_port:
+        return True
+    if tag == LAUNCHER_TAG:
+        return size in (4, 8) or (size >= 6 and (size - 6) % 6 == 0)
+    return size >= 16
 
 
 def _master_entry(cur):

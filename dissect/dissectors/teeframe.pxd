@@ -8,6 +8,8 @@ from dissect.core.model cimport Message
 
 cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT
 
+@cython.locals(raw=cython.p_char, ident=bytes)
+cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(data=bytes, ident=bytes)
 cpdef _decode(Cursor cur, Message msg)
 @cython.locals(values=dict, extended=bint)

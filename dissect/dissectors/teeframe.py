@@ -263,18 +263,25 @@ class TeeFrame(Dissector):
 
     # -- recognition -------------------------------------------------------------------
     def claims(self, payload, packet, on_port):
-        if len(payload) < 14 or payload[6:10] != FF4:
-            return payload == QSTAT_PROBE
-        ident = payload[10:14]
-        if ident in REQUESTS:
-            return payload[0:2] == XE or payload[0:6] == FF6 or on_port
-        if ident in RESPONSES:
-            return payload[0:6] == FF6 or on_port
-        return False
+        return _claims(payload if type(payload) is bytes else bytes(payload), on_port)
 
     # -- decoding ------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
         _decode(cur, msg)
+
+
+def _claims(payload, on_port):
+    """``claims`` of a payload's bytes. Compiled, raw is a char pointer into them (teeframe.pxd), whose slices
+    are C calls; each slice lies within the 14 bytes the first test requires."""
+    raw = payload
+    if len(payload) < 14 or raw[6:10] != FF4:
+        return payload == QSTAT_PROBE
+    ident = raw[10:14]
+    if ident in REQUESTS:
+        return raw[0:2] == XE or raw[0:6] == FF6 or on_port
+    if ident in RESPONSES:
+        return raw[0:6] == FF6 or on_port
+    return False
 
 
 def _decode(cur, msg):
