@@ -31,6 +31,7 @@ cdef class TrafficAnalyzer:
     cdef public object floods, evicted
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
+    cdef public object clock
     cpdef feed(self, record, Message msg, size, wire)
     cpdef feed_packet(self, frame, ts, Packet packet, Message msg, size, wire)
     @cython.locals(kinds=dict, kind=tuple)
@@ -44,6 +45,7 @@ cdef class TrafficAnalyzer:
     cpdef _asked(self, _Host host, source, server, protocol, frame, second)
     @cython.locals(pair=_Pair)
     cpdef _Pair _pair(self, source, server, protocol, frame)
+    cpdef _flooding(self, key, _Pair pair, frame, count)
     cpdef _close(self, key, _Query query)
     @cython.locals(kind=_Kind)
     cpdef _Kind _kind(self, protocol, request)

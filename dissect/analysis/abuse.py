@@ -60,7 +60,7 @@ class TrafficAnalyzer:
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers", "events")
+                 "host_peers", "server_peers", "events", "clock")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -88,6 +88,7 @@ class TrafficAnalyzer:
         self.host_peers = 0                      # peers held by the addresses, and by the servers: together at
         self.server_peers = 0                    # most MAX_PEER_ENTRIES
         self.events = None                       # a list: feed keeps the messages there (-j workers) for count
+        self.clock = -1                          # the last message's second (see count)
 
     @classmethod
     def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
@@ -129,6 +130,10 @@ class TrafficAnalyzer:
             self._host(sender[0]).other(frame)
             return
         second = _second(ts)
+        if second == self.clock:
+            second = self.clock  # the object the rate bins hold: they find it by identity, not by value
+        else:
+            self.clock = second
         if kind[0] == "request":
             self._request(frame, second, protocol, kind[1], sender, receiver, token, size, wire)
         else:
