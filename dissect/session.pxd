@@ -5,9 +5,11 @@
 cimport cython
 from dissect.pipeline cimport FrameRecord, Pipeline
 from dissect.render.printer cimport Printer
+from dissect.render.stats cimport StatsCollector
 
 cdef class Session:
-    cdef public object sink, filter, stats, fail_rank, failed
+    cdef public object sink, filter, fail_rank, failed
+    cdef public StatsCollector stats
     cdef public Pipeline pipeline
     cdef public Printer printer
     cpdef frame(self, frame, packet=*)

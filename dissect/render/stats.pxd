@@ -1,6 +1,21 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them.
 
+cimport cython
+from libc.stdint cimport int64_t
+from dissect.core.model cimport Message
+from dissect.pipeline cimport FrameRecord
+
 cdef class StatsCollector:
-    cdef public object frames, bytes, first_ts, last_ts, min_ts, max_ts, protocols, messages, findings
-    cdef public object severity_of, analyses
+    cdef public int64_t frames, bytes
+    cdef public object first_ts, last_ts, min_ts, max_ts
+    cdef public dict protocols, messages, findings, severity_of, analyses
+    @cython.locals(msg=Message)
+    cpdef frame(self, FrameRecord record)
+    @cython.locals(names=dict)
+    cpdef dict _names(self, protocol)
+    cpdef _clock(self, low, high)
+    cpdef _finding(self, finding)
+
+cdef _count(dict counts, key, count)
+cdef bint _sets_clock(FrameRecord record) except -1

@@ -1,8 +1,6 @@
 """``--stats``: protocol counts, transactions and response times, abuse analysis, findings by code,
 servers seen."""
 
-from collections import Counter
-
 from ..capture.tables import ABUSE_FINDINGS, FRAME_FINDINGS
 from .text import protocol_title, safe
 
@@ -26,28 +24,33 @@ class StatsCollector:
         self.last_ts = None
         self.min_ts = None
         self.max_ts = None
-        self.protocols = Counter()
-        self.messages = Counter()
-        self.findings = Counter()
+        self.protocols = {}  # key -> count (plain dictionaries: a Counter's += goes through Python-level slots)
+        self.messages = {}   # protocol -> {message name -> count}: two look-ups of interned texts cost less than
+                             # one of a (protocol, name) tuple made for each message
+        self.findings = {}
         self.severity_of = {}
-        self.analyses = Counter()
+        self.analyses = {}
 
     def frame(self, record):
         self.frames += 1
         self.bytes += record.wirelen
+        ts = record.ts
         if self.first_ts is None:
-            self.first_ts = record.ts
-        self.last_ts = record.ts
+            self.first_ts = ts
+        self.last_ts = ts
         if _sets_clock(record):
-            self._clock(record.ts, record.ts)
-        self.protocols[record.protocol] += 1
+            self._clock(ts, ts)
+        _count(self.protocols, record.protocol, 1)
         for msg in record.messages:
-            self.messages[(msg.protocol, msg.name)] += 1
-        for finding in record.all_findings():
+            _count(self._names(msg.protocol), msg.name, 1)
+        for finding in record.findings:  # record.all_findings(), without a generator
             self._finding(finding)
+        for msg in record.messages:
+            for finding in msg.findings:
+                self._finding(finding)
 
     def analysis(self, rec):
-        self.analyses[(rec.protocol, rec.name)] += 1
+        _count(self.analyses, (rec.protocol, rec.name), 1)
         for finding in rec.findings:
             self._finding(finding)
 
@@ -55,12 +58,24 @@ class StatsCollector:
         """Add another ``-j`` worker's counts (it saw other frames of the same capture)."""
         self.frames += other.frames
         self.bytes += other.bytes
-        for mine, theirs in ((self.protocols, other.protocols), (self.messages, other.messages),
-                             (self.findings, other.findings), (self.analyses, other.analyses)):
-            mine.update(theirs)
+        for mine, theirs in ((self.protocols, other.protocols), (self.findings, other.findings),
+                             (self.analyses, other.analyses)):
+            for key, count in theirs.items():
+                _count(mine, key, count)
+        for protocol, names in other.messages.items():
+            mine = self._names(protocol)
+            for name, count in names.items():
+                _count(mine, name, count)
         self.severity_of.update(other.severity_of)
         if other.min_ts is not None:
             self._clock(other.min_ts, other.max_ts)
+
+    def _names(self, protocol):
+        """The message counts of ``protocol``, by name."""
+        names = self.messages.get(protocol)
+        if names is None:
+            names = self.messages[protocol] = {}
+        return names
 
     def _clock(self, low, high):
         if self.min_ts is None:
@@ -73,10 +88,10 @@ class StatsCollector:
 
     def out_of_order(self):
         """True when a frame's timestamp was earlier than the one before it."""
-        return self.findings[_TIME_BACKWARDS] > 0
+        return self.findings.get(_TIME_BACKWARDS, 0) > 0
 
     def _finding(self, finding):
-        self.findings[finding.code] += 1
+        _count(self.findings, finding.code, 1)
         self.severity_of[finding.code] = finding.severity
 
     def as_dict(self, analyzers):
@@ -85,8 +100,8 @@ class StatsCollector:
         data = {
             "kind": "stats", "frames": self.frames, "bytes": self.bytes, "duration": duration,
             "protocols": dict(sorted(self.protocols.items(), key=lambda item: (-item[1], item[0]))),
-            "messages": [{"protocol": p, "message": m, "count": c}
-                         for (p, m), c in sorted(self.messages.items())],
+            "messages": [{"protocol": p, "message": m, "count": c} for p, m, c in
+                         sorted((p, m, c) for p, names in self.messages.items() for m, c in names.items())],
             "analyses": [{"protocol": p, "name": n, "count": c} for (p, n), c in sorted(self.analyses.items())],
             "findings": [{"code": code, "severity": self.severity_of[code], "count": count}
                          for code, count in sorted(self.findings.items())],
@@ -228,6 +243,10 @@ def _percent(share):
 
 def _frames(frames):
     return ",".join(map(str, frames)) if frames else "none"
+
+
+def _count(counts, key, count):
+    counts[key] = counts.get(key, 0) + count
 
 
 def _sets_clock(record):
