@@ -193,6 +193,19 @@ def test_summary_writes_the_same_lines_as_utf8_as_it_writes_as_text():
         assert walk == "       [netquake player_walk] walk → Zoë (frames 1,2)"
 
 
+def test_tree_writes_the_same_text_as_utf8_as_it_writes_as_text():
+    """-V goes out as each frame's UTF-8 where the output takes it: a frame with a name in another script and
+    one of ASCII alone, the same characters either way."""
+    frames = [record_with(["Zoë 忍者"], info="CCREP_PLAYER_INFO"), record_with([7], number=2, info="x")]
+    text, utf8 = io.StringIO(), _BytesOut()
+    for out in (text, utf8):
+        renderer = TreeRenderer(out)
+        for record in frames:
+            renderer.frame(record)
+    assert utf8.data.decode() == text.getvalue()
+    assert '    value 0: "Zoë 忍者" [0:4]' in text.getvalue().splitlines()
+
+
 @pytest.mark.parametrize("number, elapsed, wirelen", [
     (1, 0.0, 60),                    # the first frame: no time since the first
     (7, -2.5, 1514),                 # a frame stamped before the first

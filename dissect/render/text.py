@@ -270,6 +270,7 @@ class TreeRenderer:
     def __init__(self, out, color=False):
         self.out = out
         self.color = color
+        self.write_bytes = getattr(out, "write_bytes", None)
 
     def frame(self, record):
         lines = [f"Frame {record.number}: {record.wirelen} bytes on wire ({record.wirelen * 8} bits), "
@@ -291,7 +292,13 @@ class TreeRenderer:
         for msg in record.messages:
             self._message(msg, lines)
         lines.append("\n")
-        self.out.write("\n".join(lines))
+        text = "\n".join(lines)
+        if self.write_bytes is not None:
+            # Encoded frame by frame, a frame of ASCII is copied as it is: in a batch of text, one name in
+            # another script would widen the whole batch, to be joined and encoded character by character.
+            self.write_bytes(text.encode("utf-8", "replace"))
+        else:
+            self.out.write(text)
 
     def _message(self, msg, lines):
         where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
