@@ -47,6 +47,8 @@ cdef class Cursor:
     @cython.locals(start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)
 
+@cython.locals(child=Field)
+cdef _close_subtree(Cursor cursor, Field node)
 cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
 cdef _start(Cursor cur, msg, data, tree, Py_ssize_t pos)
 

@@ -81,17 +81,21 @@ class _Subtree:
         return self.node
 
     def __exit__(self, exc_type, exc, traceback):
-        cursor = self.cursor
-        if cursor.tree:
-            node = self.node
-            end = cursor.pos
-            for child in node.children:  # a field cut short by the end of the data may reach past pos
-                reach = child.offset + child.length
-                if reach > end:
-                    end = reach
-            node.length = end - node.offset
-            cursor._stack.pop()
+        if self.cursor.tree:
+            _close_subtree(self.cursor, self.node)
         return False
+
+
+def _close_subtree(cursor, node):
+    """The subtree ends: its node spans its children (a field cut short by the end of the data may reach past
+    pos), and the fields read next go to its parent."""
+    end = cursor.pos
+    for child in node.children:
+        reach = child.offset + child.length
+        if reach > end:
+            end = reach
+    node.length = end - node.offset
+    cursor._stack.pop()
 
 
 class _NoSubtree:
