@@ -35,7 +35,6 @@ cdef class Pipeline:
     cpdef _stream_message(self, FrameRecord record, TcpStream stream, direction, Message msg)
 
 @cython.locals(values=dict)
-@cython.locals(values=dict)
 cdef _tag(TcpStream stream, direction, Message msg)
 cdef _other(key, side)
 

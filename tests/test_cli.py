@@ -272,3 +272,32 @@ def test_output_batches_hold_a_bounded_number_of_characters():
     out.write("y")
     assert stream.sizes == [4 * len(record), BATCH]
     assert stream.getvalue() == record * 4 + "y" * BATCH
+
+
+def test_output_keeps_the_order_of_text_and_utf8_in_few_writes():
+    """Text before UTF-8 goes out first; text after UTF-8 joins its batch as UTF-8 (-V with -x writes both for
+    every frame: a flush at each change of kind would be a write each)."""
+    import io
+
+    from dissect.render.output import BatchedOutput
+
+    class Recording(io.BytesIO):
+        def __init__(self):
+            super().__init__()
+            self.sizes = []
+
+        def write(self, data):
+            self.sizes.append(len(data))
+            return super().write(data)
+
+    raw = Recording()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    out = BatchedOutput(stream)
+    out.write("first\n")
+    for _ in range(100):
+        out.add_utf8("frame → 忍\n".encode())
+        out.write("hex dump\n")
+    assert raw.sizes == [len(b"first\n")]  # the text, written when the UTF-8 began; nothing since
+    out.flush()
+    assert raw.sizes == [len(b"first\n"), 100 * len("frame → 忍\nhex dump\n".encode())]
+    assert raw.getvalue().decode() == "first\n" + "frame → 忍\nhex dump\n" * 100

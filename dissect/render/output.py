@@ -13,8 +13,10 @@ class BatchedOutput:
     """Collects output and writes it in batches: one write call per line costs more than the line.
 
     ``write`` takes text; ``write_bytes`` (None where the stream has no binary buffer) takes UTF-8 that is
-    ready to go, as JSON records and summary lines are; ``add_utf8`` is the same as a method, which the
-    compiled views call in C. Each batch is of one kind, so that the output keeps its order."""
+    ready to go, as JSON records, summary lines and ``-V`` frames are; ``add_utf8`` is the same as a method,
+    which the compiled views call in C. Each batch is of one kind, so that the output keeps its order; text
+    written once UTF-8 has been joins it as UTF-8 (views that write both, ``-V`` with ``-x``, would otherwise
+    flush the batch at every change of kind)."""
 
     __slots__ = ("stream", "parts", "size", "binary", "buffer", "write_bytes")
 
@@ -28,8 +30,8 @@ class BatchedOutput:
 
     def write(self, text):
         if self.binary:
-            self.flush()
-            self.binary = False
+            self.add_utf8(text.encode("utf-8", "replace"))
+            return
         self.parts.append(text)
         self.size += len(text)
         if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
