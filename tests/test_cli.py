@@ -245,22 +245,28 @@ def test_hex_ascii_column_lines_up_on_a_short_last_row():
     assert full.index("..") == 56 and len(last) > 56 and last[55] == " " and last[56] != " "
 
 
+def _recording(base):
+    """An in-memory stream of class ``base`` (StringIO, BytesIO) that keeps the size of each write."""
+
+    class Recording(base):
+        def __init__(self):
+            super().__init__()
+            self.sizes = []
+
+        def write(self, data):
+            self.sizes.append(len(data))
+            return super().write(data)
+
+    return Recording()
+
+
 def test_output_batches_hold_a_bounded_number_of_characters():
     """Large records (-V, JSON) go out before BATCH writes pile up: the batch is bounded in size too."""
     import io
 
     from dissect.render.output import BATCH, BATCH_BYTES, BatchedOutput
 
-    class Recording(io.StringIO):
-        def __init__(self):
-            super().__init__()
-            self.sizes = []
-
-        def write(self, text):
-            self.sizes.append(len(text))
-            return super().write(text)
-
-    stream = Recording()
+    stream = _recording(io.StringIO)
     out = BatchedOutput(stream)
     record = "x" * (BATCH_BYTES // 4 + 1)
     for _ in range(4):
@@ -281,16 +287,7 @@ def test_output_keeps_the_order_of_text_and_utf8_in_few_writes():
 
     from dissect.render.output import BatchedOutput
 
-    class Recording(io.BytesIO):
-        def __init__(self):
-            super().__init__()
-            self.sizes = []
-
-        def write(self, data):
-            self.sizes.append(len(data))
-            return super().write(data)
-
-    raw = Recording()
+    raw = _recording(io.BytesIO)
     stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
     out = BatchedOutput(stream)
     out.write("first\n")
