@@ -175,7 +175,7 @@ class Pipeline:
         record.messages.append(msg)
         analyzer = self.analyzers.get(msg.protocol)
         out = analyzer.feed(record, msg, self.tree) if analyzer is not None else []
-        self.traffic.feed_packet(record.number, record.ts, record.packet, msg, msg.length, _wire_length(record, msg))
+        self.traffic.feed(record.number, record.ts, record.packet, msg, msg.length, _wire_length(record, msg))
         return out
 
     def _fragment(self, record, packet):

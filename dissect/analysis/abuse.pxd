@@ -32,8 +32,7 @@ cdef class TrafficAnalyzer:
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
     cdef public object clock
-    cpdef feed(self, record, Message msg, size, wire)
-    cpdef feed_packet(self, frame, ts, Packet packet, Message msg, size, wire)
+    cpdef feed(self, frame, ts, Packet packet, Message msg, size, wire)
     @cython.locals(kinds=dict, kind=tuple)
     cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)
     @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, held=Py_ssize_t)

@@ -102,14 +102,10 @@ class TrafficAnalyzer:
         return cls(declarations, rate, window, top)
 
     # -- feeding ---------------------------------------------------------------------------------------
-    def feed(self, record, msg, size, wire):
-        """Count one message of ``record``: ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
+    def feed(self, frame, ts, packet, msg, size, wire):
+        """Count one message of frame number ``frame`` at ``ts`` (``packet`` the frame's Packet: the pipeline
+        reads them from its record in C): ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
         the wire, headers included. With ``events`` a list, the message is kept there for ``count`` instead."""
-        self.feed_packet(record.number, record.ts, record.packet, msg, size, wire)
-
-    def feed_packet(self, frame, ts, packet, msg, size, wire):
-        """``feed`` of a message of frame number ``frame`` at ``ts``, with the frame's Packet (the pipeline
-        hands them apart: it reads them in C)."""
         sender, receiver = _ends(packet, msg)
         if sender is None or ts is None:
             return
