@@ -32,8 +32,29 @@ cdef class _ServerInfo:
     cpdef _team_block(self)
     cpdef _teams(self, names, with_limit, scored)
     cpdef _extension(self)
+    @cython.locals(cur=Cursor, start=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t, flags=dict, data=bytes)
+    cpdef dict _flags(self)
     cpdef _player_stats(self, index)
     cpdef _marker(self, expected)
+
+# The layout trials: C calls to each other.
+@cython.locals(candidate=_Candidate, heads=dict, bodies=dict)
+cpdef tuple _choose_layout(bytes data, keyed)
+@cython.locals(index=Py_ssize_t)
+cpdef bint _control_bytes(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
+@cython.locals(count=Py_ssize_t)
+cpdef Py_ssize_t _severe_count(list findings) except -1
+cpdef tuple _partial_rank(reach, Message trial)
+@cython.locals(msg=Message, cur=Cursor)
+cpdef tuple _head_trial(bytes data, _Candidate candidate)
+@cython.locals(body=tuple, end=Cursor, msg=Message, cur=Cursor)
+cpdef tuple _trial(bytes data, _Candidate candidate, tuple head, dict bodies)
+@cython.locals(msg=Message, cur=Cursor)
+cpdef tuple _body_trial(bytes data, _Candidate candidate, tuple head)
+@cython.locals(msg=Message)
+cpdef Message _fork(bytes data, Message shared)
+@cython.locals(index=Py_ssize_t)
+cpdef bint _bools(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 
 @cython.locals(reader=_ServerInfo)
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)

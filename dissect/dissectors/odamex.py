@@ -209,6 +209,7 @@ PLAYER_NAME, PLAYER_FRAGS, PLAYER_PING, PLAYER_TEAM = (F.player.children[part]
 TEAM_IN_PLAY, TEAM_SCORE = F.team.in_play, F.team.score
 LISTED_SERVER, LISTED_IP, LISTED_PORT = F.server, F.server.ip, F.server.port  # a master list's entries
 EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
+EXT_FLAG_VALUES = dict.fromkeys(EXTENSION_BOOLS, False)  # the flags' dict in its order, copied and filled
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
 EXT, EXT_PLAYER, EXT_MARKER = F.ext, F.ext.player, F.ext.marker
 # A server-info reply's fields, looked up once: F.<name> goes through the table's __getattr__ at every use.
@@ -478,7 +479,7 @@ def _choose_layout(data, keyed):
     a terminated e-mail string: with less, leftover bytes are more likely trailing bytes than a damaged
     extension."""
     # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
-    echo_first = keyed or any(b < 0x20 for b in data[8:12])
+    echo_first = keyed or _control_bytes(data, 8, 12)
     fit, fit_warnings, best, best_rank = None, None, None, None
     heads, bodies = {}, {}
     for candidate in CANDIDATES[echo_first]:
@@ -486,7 +487,7 @@ def _choose_layout(data, keyed):
             heads[candidate.echo] = _head_trial(data, candidate)
         reach, fits, marker_seen, trial = _trial(data, candidate, heads[candidate.echo], bodies)
         if fits:
-            warnings = sum(1 for f in trial.findings if f.severity in SEVERE)
+            warnings = _severe_count(trial.findings)
             if not warnings:
                 return candidate, None, trial
             if fit is None or warnings < fit_warnings:
@@ -500,6 +501,23 @@ def _choose_layout(data, keyed):
     if fit is not None:
         return fit[0], None, fit[1]
     return best, best_rank[1], None
+
+
+def _control_bytes(data, start, stop):
+    """Whether a byte below 0x20 is among ``data[start:stop]``."""
+    for index in range(start, min(stop, len(data))):
+        if data[index] < 0x20:
+            return True
+    return False
+
+
+def _severe_count(findings):
+    """How many of ``findings`` are warnings or errors."""
+    count = 0
+    for finding in findings:
+        if finding.severity in SEVERE:
+            count += 1
+    return count
 
 
 def _partial_rank(reach, trial):
@@ -737,7 +755,7 @@ class _ServerInfo:
             ext["time_limit"] = cur.number(I16LE, EXT_TIME_LIMIT)
             ext["time_left"] = cur.number(I16LE, EXT_TIME_LEFT)
             ext["frag_limit"] = cur.number(I16LE, EXT_FRAG_LIMIT)
-            ext["flags"] = {flag: self._bool(spec) for flag, spec in EXT_FLAGS}
+            ext["flags"] = self._flags()
             ext["player_stats"] = [self._player_stats(i) for i in range(values["players"])]
             self._marker(EXTENSION_MARKER_1)
             ext["max_players"] = cur.number(I16LE, EXT_MAX_PLAYERS)
@@ -750,6 +768,21 @@ class _ServerInfo:
             if cur.tree:
                 node.display = f"version {ext['version']}, {len(ext['patches'])} patch files"
         values["ext"] = ext
+
+    def _flags(self):
+        """The extension's bools. Without a tree, where their bytes are all there and 0 or 1, read at once into a
+        copy of EXT_FLAG_VALUES (in C in the compiled build); else one by one, as _bool reports a bad one."""
+        cur = self.cur
+        start, stop = cur.pos, cur.pos + len(EXTENSION_BOOLS)
+        if cur.tree or stop > cur.end or not _bools(cur.data, start, stop):
+            return {flag: self._bool(spec) for flag, spec in EXT_FLAGS}
+        flags = EXT_FLAG_VALUES.copy()
+        data = cur.data
+        for index in range(len(EXTENSION_BOOLS)):
+            flags[EXTENSION_BOOLS[index]] = data[start + index] == 1
+        cur.pos = stop
+        cur.last_offset, cur.last_length = stop - 1, 1  # the last bool read, as _bool leaves it
+        return flags
 
     def _player_stats(self, index):
         cur = self.cur
@@ -765,6 +798,14 @@ class _ServerInfo:
         value = cur.number(U32LE, EXT_MARKER)
         if value != expected:
             self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
+
+
+def _bools(data, start, stop):
+    """Whether every byte of ``data[start:stop]`` is 0 or 1."""
+    for index in range(start, stop):
+        if data[index] > 1:
+            return False
+    return True
 
 
 def _reader(cur, msg, candidate):

@@ -14,7 +14,7 @@ cdef class Column:
     cdef public Py_ssize_t low, high
 
 cdef Py_ssize_t PLAIN_DIGITS
-cdef dict TYPES, LAYOUTS
+cdef dict TYPES, LAYOUTS, WHOLE_LINE_VALUES
 
 cpdef bint _ascii_digits(text)
 @cython.locals(dots=Py_ssize_t, digits=Py_ssize_t, octet=Py_ssize_t, char=cython.Py_UCS4)
@@ -43,6 +43,7 @@ cpdef bint _bound(Cursor cur, bytes line, separator) except -1
 @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
                split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
 cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)
+cdef _whole_line_values(Message msg, type_byte)
 cpdef _check_count(cur, msg, type_byte, count, layout)
 @cython.locals(data=dict)
 cpdef _cross_checks(cur, msg)

@@ -357,6 +357,10 @@ SERVER_LAYOUT = _layout([
 ])
 LAYOUTS = {0x65: REQUEST_LAYOUT, 0x66: _layout([(F.list.servercount, servercount, True)]), 0x67: SERVER_LAYOUT,
            0x68: []}
+# A whole line's values, keyed in the order _decode and the columns write them: copied and filled (a dict that
+# grows to a server line's 22 keys one insertion at a time is rebuilt three times on the way).
+WHOLE_LINE_VALUES = {type_byte: dict.fromkeys(["type", "encoding", "field_count"] + [col.short for col in layout])
+                     for type_byte, layout in LAYOUTS.items() if layout}
 FILTER_KEYS = [column.short for column in REQUEST_LAYOUT]
 SERVER_KEYS = [column.short for column in SERVER_LAYOUT]
 END_SEPARATORS = 5
@@ -569,6 +573,8 @@ def _fields(cur, msg, separator, encoding, type_byte):
             cur.add(F.field, offset, stop - offset, decoded(data, offset, stop, utf8))
             offset = stop + step
     else:
+        if layout and split >= len(layout):
+            _whole_line_values(msg, type_byte)
         _check_count(cur, msg, type_byte, count, layout)
         layout_fields(cur, msg, first, end, separator, split, layout, utf8)
         if type_byte == 0x68 and fields_end(data, start, end, separator, split) - start > step * split:
@@ -578,6 +584,15 @@ def _fields(cur, msg, separator, encoding, type_byte):
         last = fields_end(data, start, end, separator, split)  # where the last field read ends
         cur.add(F.more_fields, last, cur.end - last, count - split, display=None, generated=True)
     return count
+
+
+def _whole_line_values(msg, type_byte):
+    """``msg.values`` as a copy of its line type's WHOLE_LINE_VALUES, holding what _decode has put in: a line
+    with every column of its type sets each of its keys below."""
+    values = WHOLE_LINE_VALUES[type_byte].copy()
+    values["type"] = msg.values["type"]
+    values["encoding"] = msg.values["encoding"]
+    msg.values = values
 
 
 def _check_count(cur, msg, type_byte, count, layout):
