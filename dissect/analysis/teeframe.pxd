@@ -42,7 +42,10 @@ cdef class _Response:
     cpdef collected(self)
     cpdef vanilla(self)
     cpdef complete(self)
+    cpdef bint truncated_list(self) except -1
 
+cdef list PACKET_NUMBERS
+cpdef str _packet_list(dict records)
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)
 cpdef _packet_number(Message msg)

@@ -73,8 +73,13 @@ class _Response:
         if not self.vanilla():
             return False
         collected = self.collected()
-        counts = [self.info.get(key) for key in ("num_clients", "num_players")]
-        return collected >= INF3_MAX_RECORDS or any(count is not None and count > collected for count in counts)
+        if collected >= INF3_MAX_RECORDS:
+            return True
+        for key in ("num_clients", "num_players"):
+            count = self.info.get(key)
+            if count is not None and count > collected:
+                return True
+        return False
 
 
 class TeeFrameAnalyzer(Analyzer):
@@ -224,7 +229,7 @@ class TeeFrameAnalyzer(Analyzer):
         if info:
             self._server_seen(response, info, elapsed)
         summary = (f"server info {response.server} token={response.token}: {collected}/{expected} clients in "
-                   f"packets {','.join(map(str, sorted(response.records)))}"
+                   f"packets {_packet_list(response.records)}"
                    + (" complete" if complete else " INCOMPLETE"))
         return AnalysisRecord("teeframe", "server_info", response.frames,
                               partial(_result, response, info, expected, collected, complete, elapsed), findings,
@@ -303,6 +308,17 @@ def _result(response, info, expected, collected, complete, elapsed):
     if response.clients_omitted:
         out["clients_omitted"] = True
     return out
+
+
+PACKET_NUMBERS = [str(number) for number in range(LAST_PACKET_NUMBER + 1)]  # the only keys of a response's records
+
+
+def _packet_list(records):
+    """The packet numbers of a response's records, in order, as a comma-separated text."""
+    if len(records) == 1:
+        for number in records:
+            return PACKET_NUMBERS[number]
+    return ",".join([PACKET_NUMBERS[number] for number in sorted(records)])
 
 
 def _clients(response):
