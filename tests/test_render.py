@@ -13,8 +13,8 @@ from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
 from dissect.core import U32LE
 from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor
-from dissect.core.fmt import endpoint
-from dissect.core.model import AnalysisRecord, Field, Finding, Message
+from dissect.core.fmt import decimal, endpoint
+from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display
 from dissect.core.tables import FieldTable
 from dissect.pipeline import FrameRecord
 from dissect.render import jsonout
@@ -137,6 +137,46 @@ def test_lone_surrogates_are_written_escaped():
 ])
 def test_safe_escapes_what_is_not_printable(raw, shown):
     assert safe(raw) == shown
+
+
+ASCII_CONTROLS = [chr(code) for code in range(0x20)] + ["\x7f"]
+
+
+@pytest.mark.parametrize("size", range(1, 20))
+def test_safe_finds_an_ascii_control_character_at_every_place(size):
+    # Compiled, ASCII text is checked eight bytes a step, then byte by byte: a control character in each byte of
+    # a step and of the tail, next to the printable characters at both ends of the range (space and ~).
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    for place in range(size):
+        for control in ASCII_CONTROLS:
+            text = "".join(" ~"[(place + i) % 2] for i in range(size))
+            raw = text[:place] + control + text[place + 1:]
+            shown = text[:place] + named.get(control, f"\\x{ord(control):02x}") + text[place + 1:]
+            assert safe(raw) == shown, (size, place, control)
+
+
+@pytest.mark.parametrize("size", range(0, 20))
+def test_safe_keeps_printable_ascii_of_every_length(size):
+    text = "".join(chr(0x20 + (i * 7) % 0x5f) for i in range(size))  # spaces, tildes and what lies between
+    assert safe(text) is text
+    assert safe(text + "\u202e") == text + "\\u202e"  # the same text after a non-ASCII one is checked whole
+
+
+@pytest.mark.parametrize("number", [0, 1, 4095, 4096, -1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 + 5, -2 ** 63 - 1, 10 ** 30])
+def test_decimal_is_the_numbers_text_inside_and_outside_its_table(number):
+    assert decimal(number) == str(number)
+    assert default_display(number) == str(number)
+
+
+def test_decimal_of_what_is_not_an_int_is_its_text():
+    class Port(int):
+        def __str__(self):
+            return "port " + int.__str__(self)
+
+    assert [decimal(value) for value in (True, False, 3.5, None, "7", Port(7))] == ["True", "False", "3.5", "None",
+                                                                                    "7", "port 7"]
+    assert [default_display(value) for value in (True, "x", b"\x01\x02", None, 2.5)] == ["True", '"x"', "01 02", "",
+                                                                                         "2.5"]
 
 
 def test_safe_returns_printable_text_itself():

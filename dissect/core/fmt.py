@@ -17,6 +17,21 @@ def named(names, unknown="unknown"):
     return fmt
 
 
+def decimal(number):
+    """``str(number)``, from a table for the numbers most fields' offsets, lengths and values are."""
+    if _COMPILED:
+        text = _table_text(number, DECIMALS)  # C (fmt.pxd): an int's entry, without a Python-level comparison
+    elif type(number) is int and 0 <= number < len(DECIMALS):
+        text = DECIMALS[number]
+    else:
+        text = None
+    return str(number) if text is None else text
+
+
+DECIMALS = [str(number) for number in range(4096)]
+_COMPILED = not __file__.endswith(".py")
+
+
 def endpoint(ip, port):
     """``10.0.0.1:26000``, ``[2001:db8::1]:26000``; the address alone without a port; "" without an address."""
     if ip is None:

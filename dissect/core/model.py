@@ -4,6 +4,8 @@ A Message holds a tree of Fields (each with an offset and length relative to the
 first byte of the message) and a list of Findings (Wireshark's expert items).
 """
 
+from .fmt import decimal
+
 SEVERITIES = ("chat", "note", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 
@@ -63,6 +65,11 @@ def display_of(field):
 
 
 def default_display(value):
+    kind = type(value)
+    if kind is int:
+        return decimal(value)
+    if kind is str:
+        return f'"{value}"'
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, str):

@@ -5,7 +5,7 @@ cimport cython
 from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.capture.layers cimport Packet
 from dissect.pipeline cimport FrameRecord
-from dissect.core.fmt cimport endpoint
+from dissect.core.fmt cimport decimal, endpoint
 from dissect.render.output cimport BatchedOutput, utf8_output
 
 @cython.locals(field=Field, indent=str, line=str)
@@ -13,10 +13,35 @@ cdef _field_lines(fields, Py_ssize_t depth, list lines)
 
 cpdef safe(text)
 cdef bint _COMPILED
-@cython.locals(char=Py_UCS4)
+@cython.locals(char=Py_UCS4, ascii=int)
 cdef bint _printable_by_loop(str text) except -1
-cdef list _DECIMALS
-cdef str _decimal(number)
+
+cdef extern from *:
+    """
+    /* Whether a str of ASCII characters is printable: no byte below 0x20 and no 0x7f (DEL). Eight bytes at a
+       time: w - 0x20.. sets the high bit of the lowest byte below 0x20 (and borrows only above it), w + 0x01..
+       sets it in a 0x7f byte (ASCII bytes are below 0x80: no carry leaves a byte). -1 for a str that is not
+       ASCII. */
+    static inline int dissect_ascii_printable(PyObject *text) {
+        const unsigned char *data;
+        Py_ssize_t size, i = 0;
+        unsigned long long word;
+        if (!PyUnicode_IS_ASCII(text))
+            return -1;
+        data = PyUnicode_1BYTE_DATA(text);
+        size = PyUnicode_GET_LENGTH(text);
+        for (; i + 8 <= size; i += 8) {
+            memcpy(&word, data + i, 8);
+            if (((word - 0x2020202020202020ULL) | (word + 0x0101010101010101ULL)) & 0x8080808080808080ULL)
+                return 0;
+        }
+        for (; i < size; i++)
+            if (data[i] < 0x20 || data[i] == 0x7f)
+                return 0;
+        return 1;
+    }
+    """
+    int _ascii_printable "dissect_ascii_printable" (str text)
 cpdef protocol_title(key)
 cdef dict _TITLES
 

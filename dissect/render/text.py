@@ -7,7 +7,7 @@ import time
 from ..capture.layers import LINKTYPE_NAMES
 from ..core import SEVERITIES, SEVERITY_RANK
 from ..core.model import display_of
-from ..core.fmt import endpoint
+from ..core.fmt import decimal, endpoint
 from .output import utf8_output
 from ..registry import load_protocols
 
@@ -24,12 +24,16 @@ def safe(text):
 
 
 # Compiled, a loop that looks for anything outside printable ASCII costs less than half of what
-# str.isprintable's Unicode table lookups cost (-V on query traffic: 517 M -> 230 M instructions in safe);
-# run as Python, the loop would cost far more than them.
+# str.isprintable's Unicode table lookups cost (-V on query traffic: 517 M -> 230 M instructions in safe),
+# and a text of ASCII characters is checked eight bytes a step (-> ?? M); run as Python, the loop would cost
+# far more than them.
 _COMPILED = not __file__.endswith(".py")
 
 
 def _printable_by_loop(text):
+    ascii = _ascii_printable(text)  # C (text.pxd): eight characters a step where every one is ASCII; else -1
+    if ascii >= 0:
+        return ascii == 1
     for char in text:
         if char < " " or char > "~":
             return text.isprintable()
@@ -331,22 +335,12 @@ def _field_lines(fields, depth, lines):
         if field.generated:  # as Wireshark: a generated field covering no bytes shows no range
             line = f"{indent}[{field.name}: {display_of(field)}]"
             if field.length:
-                line += f" [{_decimal(field.offset)}:{_decimal(field.length)}]"
+                line += f" [{decimal(field.offset)}:{decimal(field.length)}]"
         else:
-            line = f"{indent}{field.name}: {display_of(field)} [{_decimal(field.offset)}:{_decimal(field.length)}]"
+            line = f"{indent}{field.name}: {display_of(field)} [{decimal(field.offset)}:{decimal(field.length)}]"
         lines.append(safe(line))
         if field.children:
             _field_lines(field.children, depth + 1, lines)
-
-
-def _decimal(number):
-    """``str(number)``, from a table for the offsets and lengths most fields have."""
-    if type(number) is int and 0 <= number < 4096:
-        return _DECIMALS[number]
-    return str(number)
-
-
-_DECIMALS = [str(number) for number in range(4096)]
 
 
 def utc_text(ts):
