@@ -80,8 +80,12 @@ def real_mode(deathmatch, teamplay, ctf):
     return "Deathmatch" if deathmatch else "Cooperative"
 
 
+BOOL_TEXTS = {0: "false", 1: "true"}
+
+
 def _bool_text(value):
-    return {0: "false", 1: "true"}.get(value, f"{value} (not a bool)")
+    text = BOOL_TEXTS.get(value)
+    return f"{value} (not a bool)" if text is None else text
 
 
 def _milliseconds(value):

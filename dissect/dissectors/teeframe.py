@@ -61,8 +61,13 @@ def _quoted(value):
     return '"' + value + '"'
 
 
+IS_PLAYER_TEXTS = {0: "0 (spectator)", 1: "1 (player)"}
+FLAGS_TEXTS = {0: "0 (no password)", 1: "1 (password required)"}
+
+
 def _is_player_text(value):
-    return {0: "0 (spectator)", 1: "1 (player)"}.get(value, str(value))
+    text = IS_PLAYER_TEXTS.get(value)
+    return str(value) if text is None else text
 
 
 def _token_text(value):
@@ -74,7 +79,8 @@ def _crc_text(value):
 
 
 def _flags_text(value):
-    return {0: "0 (no password)", 1: "1 (password required)"}.get(value, str(value))
+    text = FLAGS_TEXTS.get(value)
+    return str(value) if text is None else text
 
 
 def _identifier_text(value):
