@@ -216,7 +216,9 @@ EXT_FLAGS = tuple((flag, F.ext.children[flag]) for flag in EXTENSION_BOOLS)
 EXT_FLAG_VALUES = dict.fromkeys(EXTENSION_BOOLS, False)  # the flags' dict in its order, copied and filled
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
 EXT, EXT_PLAYER, EXT_MARKER = F.ext, F.ext.player, F.ext.marker
-# A server-info reply's fields, looked up once: F.<name> goes through the table's __getattr__ at every use.
+# Read for every message, looked up once: F.<name> and W.<name> go through the tables' __getattr__ at every use.
+TAG, REAL_LAYOUT, EXTENSION_FOUND = F.tag, W.real_layout, W.extension
+# A server-info reply's fields.
 TOKEN, ECHOED_KEY, NAME, PLAYERS, MAX_PLAYERS, MAP, PWAD_COUNT = (
     F.token, F.echoed_key, F.name, F.players, F.max_players, F.map, F.pwad_count)
 PWAD, DEATHMATCH, SKILL, TEAMPLAY, CTF, GAME_MODE, GAME_TYPE = (
@@ -318,7 +320,7 @@ class Odamex(Dissector):
 
     # -- decoding --------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        tag = cur.number(I32LE, F.tag)
+        tag = cur.number(I32LE, TAG)
         msg.values["tag"] = tag
         if tag == LAUNCHER_TAG:
             if cur.end in (4, 8):
@@ -398,11 +400,11 @@ class Odamex(Dissector):
             msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
                        broken, 0)
         elif choice.layout == REAL:
-            msg.report(W.real_layout, "read in the real servers' layout", 0, 0)
+            msg.report(REAL_LAYOUT, "read in the real servers' layout", 0, 0)
         elif choice.layout == COMPACT:
             msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
         if choice.extension and broken is None:
-            msg.report(W.extension, "newer servers' extension after the team block",
+            msg.report(EXTENSION_FOUND, "newer servers' extension after the team block",
                        msg.values.get("extension_offset"), 0)
 
     @staticmethod

@@ -355,6 +355,8 @@ SERVER_LAYOUT = _layout([
     (F.server.realistic, realistic, True), (F.server.dedicated, dedicated, True), (F.server.os, os_rule, True),
     (F.server.passworded, passworded, True), (F.server.be, be, True), (F.server.country, country, False),
 ])
+# Entries read for every line, looked up once: F.<name> goes through the table's __getattr__ at every use.
+TYPE_FIELD, EOL_FIELD = F.type, F.eol
 LAYOUTS = {0x65: REQUEST_LAYOUT, 0x66: _layout([(F.list.servercount, servercount, True)]), 0x67: SERVER_LAYOUT,
            0x68: []}
 # A whole line's values, keyed in the order _decode and the columns write them: copied and filled (a dict that
@@ -513,7 +515,7 @@ class Soldat(Dissector):
 def _decode(cur, msg):
     """A line: its type byte, the fields after their separators, its \\n."""
     line = cur.data
-    type_byte = cur.u8(F.type)
+    type_byte = cur.u8(TYPE_FIELD)
     name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
     msg.name = name
     msg.values["type"] = chr(type_byte)
@@ -532,7 +534,7 @@ def _decode(cur, msg):
         msg.info = info_line(msg, count)
     if terminated:
         cur.end = len(line)
-        cur.raw(F.eol, 1)
+        cur.raw(EOL_FIELD, 1)
     elif len(line) < MAX_LINE:
         cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
     if not msg.info:

@@ -189,6 +189,7 @@ MARKER, EXTRA_TOKEN, RESERVED_BYTES, HEADER, PADDING, IDENTIFIER, RESPONSE_TOKEN
     F.marker, F.extra_token, F.reserved_bytes, F.header, F.padding, F.identifier, F.response_token,
     F.request_extra, F.body)
 PACKET_NUMBER, PROGRESSION, OFFSET = F.packet_number, F.progression, F.offset
+SIGNED_MAP_CRC = W.signed_map_crc  # a note on most replies of real servers
 # The byte limits of Strings, by field entry (a dictionary of entries: no key to read at each check).
 LIMITS = {NAME: 256, MAP: 32, GAME_TYPE: 16, _CLIENT["name"]: NAME_LIMIT, _CLIENT["clan"]: CLAN_LIMIT}
 CLIENT_FIELDS = ((_CLIENT["name"], "text"), (_CLIENT["clan"], "text"), (_CLIENT["country"], "decimal"),
@@ -574,7 +575,7 @@ def _check_server_field(cur, ident, spec, value, offset, length):
             cur.finding(W.bad_version, f'version "{value}" does not begin with 0.6', offset, length)
     elif spec is MAP_CRC:
         if value is not None and value < 0:
-            cur.finding(W.signed_map_crc, f"map CRC printed as a signed number ({value} = "
+            cur.finding(SIGNED_MAP_CRC, f"map CRC printed as a signed number ({value} = "
                                           f"0x{value & 0xFFFFFFFF:08x}), as real servers do", offset, length)
     elif spec is FLAGS:
         if value is not None and value not in (0, 1):
