@@ -50,10 +50,27 @@ cpdef _cross_checks(cur, msg)
 @cython.locals(data=dict)
 cpdef str info_line(Message msg, count)
 
+cdef bint _COMPILED
+cdef Py_ssize_t _find_newline(bytes data, Py_ssize_t start, Py_ssize_t stop) except -2
+
+cdef extern from *:
+    """
+    /* The index of the first ``byte`` in data[start:stop], or -1; 0 <= start and stop <= len(data). */
+    static inline Py_ssize_t dissect_memchr_index(PyObject *data, int byte, Py_ssize_t start, Py_ssize_t stop) {
+        const char *base = PyBytes_AS_STRING(data);
+        const char *found;
+        if (stop <= start)
+            return -1;
+        found = memchr(base + start, byte, (size_t)(stop - start));
+        return found ? (Py_ssize_t)(found - base) : -1;
+    }
+    """
+    Py_ssize_t _memchr_index "dissect_memchr_index" (bytes data, int byte, Py_ssize_t start, Py_ssize_t stop)
+
 cdef class LineParser:
     cdef public object dissector, buffer, spans, counted, skipping, after_gap, lost, encoding
     @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, stop=Py_ssize_t, newline=Py_ssize_t,
-                   room=Py_ssize_t, messages=list)
+                   room=Py_ssize_t, messages=list, raw=cython.p_char)
     cpdef feed(self, chunk, tree, packet)
     cpdef Py_ssize_t _resume(self, data, Py_ssize_t pos) except -1
     cpdef _append(self, data, Py_ssize_t start, Py_ssize_t stop, frame, offset)

@@ -633,6 +633,17 @@ def info_line(msg, count):
     return f"{count} fields"
 
 
+def _find_newline(data, start, stop):
+    """``data.find(EOL, start, stop)`` for ``start <= stop <= len(data)``. Compiled, memchr (soldat.pxd): a
+    method call costs more than most lines' scan."""
+    if _COMPILED:
+        return _memchr_index(data, 10, start, stop)
+    return data.find(EOL, start, stop)
+
+
+_COMPILED = not __file__.endswith(".py")
+
+
 def _line_starts_at(data, pos):
     """Whether a line seems to begin at ``pos``: a known type byte, then a separator."""
     return pos < len(data) and data[pos] in TYPES and (data.startswith(SEP_LATIN1, pos + 1)
@@ -661,13 +672,14 @@ class LineParser:
     def feed(self, chunk, tree, packet):
         messages = []
         data, frame, offset = bytes(chunk.data), chunk.frame, chunk.frame_offset  # its lines are sliced as bytes
+        raw = data  # compiled, a char pointer (soldat.pxd): a line is cut in one C call (start < stop <= end)
         start, end = self._resume(data, 0), len(data)
         while start < end:
             room = MAX_LINE - len(self.buffer)
-            newline = data.find(EOL, start, start + room)
+            newline = _find_newline(data, start, min(end, start + room))
             stop = newline + 1 if newline >= 0 else min(end, start + room)
             if newline >= 0 and not self.buffer:  # a whole line in this chunk: not copied through the buffer
-                messages.append(self._dissect(data[start:stop], [frame], offset + start, tree, packet))
+                messages.append(self._dissect(raw[start:stop], [frame], offset + start, tree, packet))
             else:
                 self._append(data, start, stop, frame, offset)
                 if newline >= 0:
