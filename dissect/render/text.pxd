@@ -42,6 +42,60 @@ cdef extern from *:
     }
     """
     int _ascii_printable "dissect_ascii_printable" (str text)
+
+cdef extern from *:
+    """
+    /* The lines joined by newlines, as UTF-8: "\\n".join(lines).encode("utf-8", "replace"). A line of ASCII is
+       copied as it is, the others are encoded one by one. NULL with an exception set where it fails. */
+    static inline PyObject *dissect_utf8_lines(PyObject *lines) {
+        Py_ssize_t count = PyList_GET_SIZE(lines), size = count > 1 ? count - 1 : 0, i, n;
+        PyObject *encoded, *result = NULL, *line, *part;
+        char *out;
+        encoded = PyList_New(count);  /* the UTF-8 of each line that is not ASCII; None for the others */
+        if (encoded == NULL)
+            return NULL;
+        for (i = 0; i < count; i++) {
+            line = PyList_GET_ITEM(lines, i);
+            if (!PyUnicode_Check(line)) {
+                PyErr_SetString(PyExc_TypeError, "a line of text is not a str");
+                goto done;
+            }
+            if (PyUnicode_IS_ASCII(line)) {
+                part = Py_None;
+                Py_INCREF(part);
+                size += PyUnicode_GET_LENGTH(line);
+            } else {
+                part = PyUnicode_AsEncodedString(line, "utf-8", "replace");
+                if (part == NULL)
+                    goto done;
+                size += PyBytes_GET_SIZE(part);
+            }
+            PyList_SET_ITEM(encoded, i, part);
+        }
+        result = PyBytes_FromStringAndSize(NULL, size);
+        if (result == NULL)
+            goto done;
+        out = PyBytes_AS_STRING(result);
+        for (i = 0; i < count; i++) {
+            if (i)
+                *out++ = '\\n';
+            part = PyList_GET_ITEM(encoded, i);
+            if (part == Py_None) {
+                line = PyList_GET_ITEM(lines, i);
+                n = PyUnicode_GET_LENGTH(line);
+                memcpy(out, PyUnicode_1BYTE_DATA(line), n);
+            } else {
+                n = PyBytes_GET_SIZE(part);
+                memcpy(out, PyBytes_AS_STRING(part), n);
+            }
+            out += n;
+        }
+    done:
+        Py_DECREF(encoded);
+        return result;
+    }
+    """
+    bytes _utf8_lines "dissect_utf8_lines" (list lines)
 cpdef protocol_title(key)
 cdef dict _TITLES
 

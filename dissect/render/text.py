@@ -296,13 +296,14 @@ class TreeRenderer:
         for msg in record.messages:
             self._message(msg, lines)
         lines.append("\n")
-        text = "\n".join(lines)
-        if self.write_bytes is not None:
-            # Encoded frame by frame, a frame of ASCII is copied as it is: in a batch of text, one name in
-            # another script would widen the whole batch, to be joined and encoded character by character.
-            self.write_bytes(text.encode("utf-8", "replace"))
+        if self.write_bytes is None:
+            self.out.write("\n".join(lines))
+        elif _COMPILED:
+            # Encoded frame by frame, in C (text.pxd) line by line: lines of ASCII are copied as they are. Joined
+            # first, one name in another script would widen the frame's text, to be encoded character by character.
+            self.write_bytes(_utf8_lines(lines))
         else:
-            self.out.write(text)
+            self.write_bytes("\n".join(lines).encode("utf-8", "replace"))
 
     def _message(self, msg, lines):
         where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
