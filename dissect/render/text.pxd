@@ -3,7 +3,7 @@
 
 cimport cython
 from dissect.core.model cimport Field, Finding, Message, display_of
-from dissect.capture.layers cimport Packet
+from dissect.capture.layers cimport Layer, Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport decimal, endpoint
 from dissect.render.output cimport BatchedOutput, utf8_output
@@ -132,6 +132,15 @@ cdef class SummaryRenderer:
 
 @cython.locals(msg=Message)
 cdef bint _any_message_findings(messages)
+
+cdef class TreeRenderer:
+    cdef public object out, color, write_bytes
+    @cython.locals(packet=Packet, lines=list, layers=list, keys=list, layer=Layer, msg=Message, finding=Finding)
+    cpdef frame(self, FrameRecord record)
+    @cython.locals(where=str, finding=Finding)
+    cpdef _message(self, Message msg, list lines)
+    @cython.locals(where=str, text=str)
+    cpdef str _finding(self, Finding finding)
 
 @cython.locals(rank=Py_ssize_t, msg=Message)
 cdef object _worst(FrameRecord record)

@@ -271,26 +271,30 @@ def _worst_rank(findings, rank):
 class TreeRenderer:
     """``-V``: the frame, its layers, and each message's field tree with [offset:length]."""
 
+    __slots__ = ("out", "color", "write_bytes")
+
     def __init__(self, out, color=False):
         self.out = out
         self.color = color
         self.write_bytes = getattr(out, "write_bytes", None)
 
     def frame(self, record):
-        lines = [f"Frame {record.number}: {record.wirelen} bytes on wire ({record.wirelen * 8} bits), "
-                 f"{record.caplen} bytes captured ({record.caplen * 8} bits)",
+        packet = record.packet
+        lines = [f"Frame {record.number}: {decimal(record.wirelen)} bytes on wire ({record.wirelen * 8} bits), "
+                 f"{decimal(record.caplen)} bytes captured ({record.caplen * 8} bits)",
                  f"    Arrival Time: {utc_text(record.ts)} (epoch {record.ts:.6f})"]
         if record.linktype is not None:
             lines.append(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})")
-        layers = [layer.key for layer in record.packet.layers]
-        layers += [m.protocol for m in record.messages[:1]]
-        lines.append(f"    [Protocols in frame: {':'.join(layers) or 'unknown'}]")
+        layers = packet.layers
+        keys = [layer.key for layer in layers]
+        keys += [msg.protocol for msg in record.messages[:1]]
+        lines.append(f"    [Protocols in frame: {':'.join(keys) or 'unknown'}]")
         for finding in record.findings:
             lines.append("    " + self._finding(finding))
-        for layer in record.packet.layers:
+        for layer in layers:
             lines.append(safe(layer.summary))
-        if record.packet.tcp_stream is not None:
-            lines.append(f"    [Stream index: {record.packet.tcp_stream}]")
+        if packet.tcp_stream is not None:
+            lines.append(f"    [Stream index: {packet.tcp_stream}]")
         if not record.messages and record.info:
             lines.append(f"    [{safe(record.info)}]")
         for msg in record.messages:
@@ -306,15 +310,15 @@ class TreeRenderer:
             self.write_bytes("\n".join(lines).encode("utf-8", "replace"))
 
     def _message(self, msg, lines):
-        where = f"[{msg.offset}:{msg.length}]" if msg.offset is not None else f"[reassembled from frames " \
-            f"{','.join(map(str, msg.frames))}, {msg.length} bytes]"
+        where = f"[{decimal(msg.offset)}:{decimal(msg.length)}]" if msg.offset is not None else \
+            f"[reassembled from frames {','.join(map(str, msg.frames))}, {msg.length} bytes]"
         lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
         _field_lines(msg.fields, 1, lines)
         for finding in msg.findings:
             lines.append("    " + self._finding(finding))
 
     def _finding(self, finding):
-        where = f" [{finding.offset}:{finding.length}]" if finding.offset is not None else ""
+        where = f" [{decimal(finding.offset)}:{decimal(finding.length)}]" if finding.offset is not None else ""
         text = f"[Expert Info ({finding.severity.capitalize()}/{finding.code}): {safe(finding.message)}]{where}"
         if self.color:
             text = SEVERITY_COLOR[finding.severity] + text + RESET
