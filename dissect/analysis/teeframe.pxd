@@ -24,7 +24,7 @@ cdef class TeeFrameAnalyzer(Analyzer):
     @cython.locals(response=_Response)
     cpdef _response(self, record, Packet packet, Message msg, tree)
     cpdef _match_request(self, _Response response, record, Message msg, tree)
-    @cython.locals(values=dict)
+    @cython.locals(values=dict, info=dict)
     cpdef _add_packet(self, _Response response, record, Message msg, number, out)
     cpdef _keep(self, _Response response, records, out)
     @cython.locals(findings=list, info=dict)
@@ -45,6 +45,8 @@ cdef class _Response:
     cpdef bint truncated_list(self) except -1
 
 cdef list PACKET_NUMBERS
+cdef tuple INFO_KEYS
+cdef dict INFO_TEMPLATE
 cpdef str _packet_list(dict records)
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)

@@ -32,6 +32,7 @@ LAST_PACKET_NUMBER = 63
 # The fields of packet 0 a response keeps.
 INFO_KEYS = ("version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players", "max_players",
              "num_clients", "max_clients")
+INFO_TEMPLATE = dict.fromkeys(INFO_KEYS + ("identifier",))
 SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players", "clients", "max_clients", "password",
                 "response_time")
 
@@ -179,8 +180,10 @@ class TeeFrameAnalyzer(Analyzer):
         if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
         if number == 0:
-            response.info = {key: values.get(key) for key in INFO_KEYS}
-            response.info["identifier"] = values["identifier"]
+            info = response.info = INFO_TEMPLATE.copy()  # its keys in order: filled, not grown key by key
+            for key in INFO_KEYS:
+                info[key] = values.get(key)
+            info["identifier"] = values["identifier"]
             response.clients_omitted = bool(values.get("clients_omitted"))
 
     def _keep(self, response, records, out):

@@ -6,6 +6,7 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor
+from dissect.core.fmt cimport decimal
 from dissect.core.model cimport Message
 
 cdef class Column:

@@ -20,6 +20,7 @@ unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all.
 import re
 import sys
 
+from ..core.fmt import decimal
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -626,8 +627,9 @@ def info_line(msg, count):
     if name == "list_begin":
         return f"List begin: {data.get('servercount')} servers"
     if name == "server":
-        return (f'Server {clip(str(data.get("ip")))}:{data.get("port")} "{clip(str(data.get("name")))}" '
-                f'map={clip(str(data.get("map")))} players {data.get("players")}/{data.get("maxplayers")}')
+        return (f'Server {clip(str(data.get("ip")))}:{decimal(data.get("port"))} "{clip(str(data.get("name")))}" '
+                f'map={clip(str(data.get("map")))} players {decimal(data.get("players"))}/'
+                f'{decimal(data.get("maxplayers"))}')
     if name == "list_end":
         return "List End"
     return f"{count} fields"
