@@ -93,7 +93,7 @@ def _plain_numbers(low=None, high=None, names=None):
 
 def _number_display(names):
     def fmt(value):
-        return f"{names[value]} ({value})" if names and value in names else str(value)
+        return f"{names[value]} ({value})" if names and value in names else decimal(value)
     return fmt
 
 
