@@ -155,6 +155,13 @@ def test_safe_finds_an_ascii_control_character_at_every_place(size):
             assert safe(raw) == shown, (size, place, control)
 
 
+def test_safe_of_what_is_not_text_raises_instead_of_reading_it():
+    # Compiled, the eight-byte check reads a str's characters in C: anything else must not reach it.
+    for value in (None, b"bytes", 7):
+        with pytest.raises((TypeError, AttributeError)):
+            safe(value)
+
+
 @pytest.mark.parametrize("size", range(0, 20))
 def test_safe_keeps_printable_ascii_of_every_length(size):
     text = "".join(chr(0x20 + (i * 7) % 0x5f) for i in range(size))  # spaces, tildes and what lies between

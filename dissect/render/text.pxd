@@ -21,12 +21,12 @@ cdef extern from *:
     /* Whether a str of ASCII characters is printable: no byte below 0x20 and no 0x7f (DEL). Eight bytes at a
        time: w - 0x20.. sets the high bit of the lowest byte below 0x20 (and borrows only above it), w + 0x01..
        sets it in a 0x7f byte (ASCII bytes are below 0x80: no carry leaves a byte). -1 for a str that is not
-       ASCII. */
+       ASCII, and for None (the loop after it then raises as before). */
     static inline int dissect_ascii_printable(PyObject *text) {
         const unsigned char *data;
         Py_ssize_t size, i = 0;
         unsigned long long word;
-        if (!PyUnicode_IS_ASCII(text))
+        if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text))
             return -1;
         data = PyUnicode_1BYTE_DATA(text);
         size = PyUnicode_GET_LENGTH(text);
