@@ -12,7 +12,7 @@ import odamex_peer as od
 from conftest import capture, jsonl, run_cli
 from helpers import codes, dissect, field, span
 
-from dissect.dissectors.odamex import F, W
+from dissect.dissectors.odamex import EXTENSION_BOOLS, F, W
 
 
 def u8(value):
@@ -239,6 +239,22 @@ def test_real_ctf_two_and_three_team_builds():
     assert teams_of(three)[2] == ("Green", 151, 1, [("odamex.team.in_play", 151, 1, False)])
     assert field(three, "odamex.team.in_play").display == "true"
     assert three.fields_with("odamex.team")[2].display == "not in play"
+
+
+def test_extension_flags_read_at_once_are_the_flags_read_one_by_one():
+    """Without a tree the 14 flags are read in one step: the same values, in order, as the tree's field by field,
+    and a flag that is not 0 or 1 is reported at its own byte either way (same_without_tree compares them)."""
+    flags = (1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1)
+    msg = same_without_tree(real_reply(1, 0, 0, (3, 3), od.extension_block(2, flags=flags), key=b"\x11\x22\x33\x44"))
+    assert list(msg.values["ext"]["flags"].items()) == [(name, flag == 1) for name, flag in zip(EXTENSION_BOOLS, flags)]
+    first = 141 + 2 + 21 + 6  # the extension's start, then its version, e-mail and three limits
+    assert [span(msg, f"odamex.ext.{name}") for name in EXTENSION_BOOLS] == [
+        (first + i, 1, flag == 1) for i, flag in enumerate(flags)]
+    bad = same_without_tree(real_reply(1, 0, 0, (3, 3), od.extension_block(2, flags=flags[:13] + (2,)),
+                                       key=b"\x11\x22\x33\x44"))
+    assert [(f.code, f.offset, f.length) for f in bad.findings] == [("odamex.bad_value", first + 13, 1),
+                                                                   ("odamex.bad_layout", first + 13, 0)]
+    assert bad.findings[0].message.startswith("fragexitswitch is 2, not 0 or 1")
 
 
 def test_real_reply_with_key_and_extension():

@@ -13,7 +13,7 @@ from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
 from dissect.core import U32LE
 from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor
-from dissect.core.fmt import decimal, endpoint
+from dissect.core.fmt import decimal_text, endpoint
 from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display
 from dissect.core.tables import FieldTable
 from dissect.pipeline import FrameRecord
@@ -170,17 +170,17 @@ def test_safe_keeps_printable_ascii_of_every_length(size):
 
 
 @pytest.mark.parametrize("number", [0, 1, 4095, 4096, -1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 + 5, -2 ** 63 - 1, 10 ** 30])
-def test_decimal_is_the_numbers_text_inside_and_outside_its_table(number):
-    assert decimal(number) == str(number)
+def test_decimal_text_is_the_numbers_text_inside_and_outside_its_table(number):
+    assert decimal_text(number) == str(number)
     assert default_display(number) == str(number)
 
 
-def test_decimal_of_what_is_not_an_int_is_its_text():
+def test_decimal_text_of_what_is_not_an_int_is_its_text():
     class Port(int):
         def __str__(self):
             return "port " + int.__str__(self)
 
-    assert [decimal(value) for value in (True, False, 3.5, None, "7", Port(7))] == ["True", "False", "3.5", "None",
+    assert [decimal_text(value) for value in (True, False, 3.5, None, "7", Port(7))] == ["True", "False", "3.5", "None",
                                                                                     "7", "port 7"]
     assert [default_display(value) for value in (True, "x", b"\x01\x02", None, 2.5)] == ["True", '"x"', "01 02", "",
                                                                                          "2.5"]

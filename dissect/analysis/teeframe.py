@@ -318,7 +318,7 @@ PACKET_NUMBERS = [str(number) for number in range(LAST_PACKET_NUMBER + 1)]  # th
 
 def _packet_list(records):
     """The packet numbers of a response's records, in order, as a comma-separated text."""
-    if len(records) == 1:
+    if len(records) == 1:  # most responses are one packet: no list to sort and join
         for number in records:
             return PACKET_NUMBERS[number]
     return ",".join([PACKET_NUMBERS[number] for number in sorted(records)])

@@ -1,5 +1,5 @@
 # Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
-# file is the source and runs as it is without them. endpoint and decimal are cpdef: the views call them in C.
+# file is the source and runs as it is without them. endpoint and decimal_text are cpdef: the views call them in C.
 
 cimport cython
 
@@ -25,7 +25,7 @@ cdef extern from *:
 cdef list DECIMALS
 cdef bint _COMPILED
 @cython.locals(text=str)
-cpdef str decimal(number)
+cpdef str decimal_text(number)
 
 @cython.locals(ports=dict)
 cpdef endpoint(ip, port)

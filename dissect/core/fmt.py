@@ -17,7 +17,7 @@ def named(names, unknown="unknown"):
     return fmt
 
 
-def decimal(number):
+def decimal_text(number):
     """``str(number)``, from a table for the numbers most fields' offsets, lengths and values are."""
     if _COMPILED:
         text = _table_text(number, DECIMALS)  # C (fmt.pxd): an int's entry, without a Python-level comparison

@@ -3,7 +3,7 @@
 # class's __slots__ (tests/test_build.py checks), are read and written as C struct members.
 
 cimport cython
-from dissect.core.fmt cimport decimal
+from dissect.core.fmt cimport decimal_text
 
 cdef class Field:
     cdef public object key, name, offset, length, value, fmt, _display, children, generated
@@ -12,7 +12,6 @@ cdef class Field:
 cpdef Field new_field(key, name, offset, length, value, fmt, display=*, generated=*)
 cdef _fill(Field field, key, name, offset, length, value, fmt, display, generated)
 cpdef display_of(Field field)
-@cython.locals(kind=type)
 cpdef default_display(value)
 
 cdef class Finding:

@@ -4,7 +4,7 @@ A Message holds a tree of Fields (each with an offset and length relative to the
 first byte of the message) and a list of Findings (Wireshark's expert items).
 """
 
-from .fmt import decimal
+from .fmt import decimal_text
 
 SEVERITIES = ("chat", "note", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -65,15 +65,12 @@ def display_of(field):
 
 
 def default_display(value):
-    kind = type(value)
-    if kind is int:
-        return decimal(value)
-    if kind is str:
-        return f'"{value}"'
-    if isinstance(value, bool):
-        return "True" if value else "False"
+    if type(value) is int:
+        return decimal_text(value)
     if isinstance(value, str):
         return '"' + value + '"'
+    if isinstance(value, bool):
+        return "True" if value else "False"
     if isinstance(value, (bytes, bytearray)):
         return value.hex(" ") if value else "(empty)"
     if value is None:

@@ -41,7 +41,7 @@ cdef class _ServerInfo:
 @cython.locals(candidate=_Candidate, heads=dict, bodies=dict)
 cpdef tuple _choose_layout(bytes data, keyed)
 @cython.locals(index=Py_ssize_t)
-cpdef bint _control_bytes(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
+cpdef bint _has_control_byte(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 @cython.locals(count=Py_ssize_t)
 cpdef Py_ssize_t _severe_count(list findings) except -1
 cpdef tuple _partial_rank(reach, Message trial)
@@ -54,7 +54,7 @@ cpdef tuple _body_trial(bytes data, _Candidate candidate, tuple head)
 @cython.locals(msg=Message)
 cpdef Message _fork(bytes data, Message shared)
 @cython.locals(index=Py_ssize_t)
-cpdef bint _bools(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
+cpdef bint _zeros_and_ones(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 
 @cython.locals(reader=_ServerInfo)
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)

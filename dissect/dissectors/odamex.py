@@ -485,7 +485,7 @@ def _choose_layout(data, keyed):
     a terminated e-mail string: with less, leftover bytes are more likely trailing bytes than a damaged
     extension."""
     # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
-    echo_first = keyed or _control_bytes(data, 8, 12)
+    echo_first = keyed or _has_control_byte(data, 8, 12)
     fit, fit_warnings, best, best_rank = None, None, None, None
     heads, bodies = {}, {}
     for candidate in CANDIDATES[echo_first]:
@@ -509,7 +509,7 @@ def _choose_layout(data, keyed):
     return best, best_rank[1], None
 
 
-def _control_bytes(data, start, stop):
+def _has_control_byte(data, start, stop):
     """Whether a byte below 0x20 is among ``data[start:stop]``."""
     for index in range(start, min(stop, len(data))):
         if data[index] < 0x20:
@@ -780,7 +780,7 @@ class _ServerInfo:
         copy of EXT_FLAG_VALUES (in C in the compiled build); else one by one, as _bool reports a bad one."""
         cur = self.cur
         start, stop = cur.pos, cur.pos + len(EXTENSION_BOOLS)
-        if cur.tree or stop > cur.end or not _bools(cur.data, start, stop):
+        if cur.tree or stop > cur.end or not _zeros_and_ones(cur.data, start, stop):
             return {flag: self._bool(spec) for flag, spec in EXT_FLAGS}
         flags = EXT_FLAG_VALUES.copy()
         data = cur.data
@@ -806,7 +806,7 @@ class _ServerInfo:
             self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
 
 
-def _bools(data, start, stop):
+def _zeros_and_ones(data, start, stop):
     """Whether every byte of ``data[start:stop]`` is 0 or 1."""
     for index in range(start, stop):
         if data[index] > 1:

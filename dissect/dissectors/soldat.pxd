@@ -6,7 +6,7 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor
-from dissect.core.fmt cimport decimal
+from dissect.core.fmt cimport decimal_text
 from dissect.core.model cimport Message
 
 cdef class Column:

@@ -20,7 +20,7 @@ unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all.
 import re
 import sys
 
-from ..core.fmt import decimal
+from ..core.fmt import decimal_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -93,7 +93,7 @@ def _plain_numbers(low=None, high=None, names=None):
 
 def _number_display(names):
     def fmt(value):
-        return f"{names[value]} ({value})" if names and value in names else decimal(value)
+        return f"{names[value]} ({value})" if names and value in names else decimal_text(value)
     return fmt
 
 
@@ -590,11 +590,10 @@ def _fields(cur, msg, separator, encoding, type_byte):
 
 
 def _whole_line_values(msg, type_byte):
-    """``msg.values`` as a copy of its line type's WHOLE_LINE_VALUES, holding what _decode has put in: a line
-    with every column of its type sets each of its keys below."""
+    """``msg.values`` as a copy of its line type's WHOLE_LINE_VALUES holding what _decode has put in (a key it
+    did not list would come after the columns): a line with every column of its type sets each key below."""
     values = WHOLE_LINE_VALUES[type_byte].copy()
-    values["type"] = msg.values["type"]
-    values["encoding"] = msg.values["encoding"]
+    values.update(msg.values)
     msg.values = values
 
 
@@ -627,9 +626,9 @@ def info_line(msg, count):
     if name == "list_begin":
         return f"List begin: {data.get('servercount')} servers"
     if name == "server":
-        return (f'Server {clip(str(data.get("ip")))}:{decimal(data.get("port"))} "{clip(str(data.get("name")))}" '
-                f'map={clip(str(data.get("map")))} players {decimal(data.get("players"))}/'
-                f'{decimal(data.get("maxplayers"))}')
+        return (f'Server {clip(str(data.get("ip")))}:{decimal_text(data.get("port"))} "{clip(str(data.get("name")))}" '
+                f'map={clip(str(data.get("map")))} players {decimal_text(data.get("players"))}/'
+                f'{decimal_text(data.get("maxplayers"))}')
     if name == "list_end":
         return "List End"
     return f"{count} fields"
@@ -639,7 +638,7 @@ def _find_newline(data, start, stop):
     """``data.find(EOL, start, stop)`` for ``start <= stop <= len(data)``. Compiled, memchr (soldat.pxd): a
     method call costs more than most lines' scan."""
     if _COMPILED:
-        return _memchr_index(data, 10, start, stop)
+        return _memchr_index(data, ord("\n"), start, stop)
     return data.find(EOL, start, stop)
 
 

@@ -5,7 +5,7 @@ cimport cython
 from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.capture.layers cimport Layer, Packet
 from dissect.pipeline cimport FrameRecord
-from dissect.core.fmt cimport decimal, endpoint
+from dissect.core.fmt cimport decimal_text, endpoint
 from dissect.render.output cimport BatchedOutput, utf8_output
 
 @cython.locals(field=Field, indent=str, line=str)
@@ -13,15 +13,15 @@ cdef _field_lines(fields, Py_ssize_t depth, list lines)
 
 cpdef safe(text)
 cdef bint _COMPILED
-@cython.locals(char=Py_UCS4, ascii=int)
-cdef bint _printable_by_loop(str text) except -1
+@cython.locals(found=int)
+cdef bint _printable(str text) except -1
 
 cdef extern from *:
     """
     /* Whether a str of ASCII characters is printable: no byte below 0x20 and no 0x7f (DEL). Eight bytes at a
        time: w - 0x20.. sets the high bit of the lowest byte below 0x20 (and borrows only above it), w + 0x01..
        sets it in a 0x7f byte (ASCII bytes are below 0x80: no carry leaves a byte). -1 for a str that is not
-       ASCII, and for None (the loop after it then raises as before). */
+       ASCII, and for None (str.isprintable after it then raises). */
     static inline int dissect_ascii_printable(PyObject *text) {
         const unsigned char *data;
         Py_ssize_t size, i = 0;

@@ -7,7 +7,7 @@ import time
 from ..capture.layers import LINKTYPE_NAMES
 from ..core import SEVERITIES, SEVERITY_RANK
 from ..core.model import display_of
-from ..core.fmt import decimal, endpoint
+from ..core.fmt import decimal_text, endpoint
 from .output import utf8_output
 from ..registry import load_protocols
 
@@ -18,26 +18,19 @@ _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def safe(text):
-    if _printable_by_loop(text) if _COMPILED else text.isprintable():
+    if _printable(text) if _COMPILED else text.isprintable():
         return text
     return _escaped(text)
 
 
-# Compiled, a loop that looks for anything outside printable ASCII costs less than half of what
-# str.isprintable's Unicode table lookups cost (-V on query traffic: 517 M -> 230 M instructions in safe),
-# and a text of ASCII characters is checked eight bytes a step (-> 61 M); run as Python, the loop would cost
-# far more than them.
+# Compiled, a text of ASCII characters is checked eight bytes a step in C (-V on query traffic: safe took 230 M
+# instructions with a loop over the characters, 517 M with str.isprintable's Unicode table lookups alone, 61 M now).
 _COMPILED = not __file__.endswith(".py")
 
 
-def _printable_by_loop(text):
-    ascii = _ascii_printable(text)  # C (text.pxd): eight characters a step where every one is ASCII; else -1
-    if ascii >= 0:
-        return ascii == 1
-    for char in text:
-        if char < " " or char > "~":
-            return text.isprintable()
-    return True
+def _printable(text):
+    found = _ascii_printable(text)  # C (text.pxd): whether an ASCII text is printable; -1 for any other object
+    return found == 1 if found >= 0 else text.isprintable()
 
 
 def _escaped(text):
@@ -280,8 +273,8 @@ class TreeRenderer:
 
     def frame(self, record):
         packet = record.packet
-        lines = [f"Frame {record.number}: {decimal(record.wirelen)} bytes on wire ({record.wirelen * 8} bits), "
-                 f"{decimal(record.caplen)} bytes captured ({record.caplen * 8} bits)",
+        lines = [f"Frame {record.number}: {decimal_text(record.wirelen)} bytes on wire ({record.wirelen * 8} bits), "
+                 f"{decimal_text(record.caplen)} bytes captured ({record.caplen * 8} bits)",
                  f"    Arrival Time: {utc_text(record.ts)} (epoch {record.ts:.6f})"]
         if record.linktype is not None:
             lines.append(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})")
@@ -310,7 +303,7 @@ class TreeRenderer:
             self.write_bytes("\n".join(lines).encode("utf-8", "replace"))
 
     def _message(self, msg, lines):
-        where = f"[{decimal(msg.offset)}:{decimal(msg.length)}]" if msg.offset is not None else \
+        where = f"[{decimal_text(msg.offset)}:{decimal_text(msg.length)}]" if msg.offset is not None else \
             f"[reassembled from frames {','.join(map(str, msg.frames))}, {msg.length} bytes]"
         lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
         _field_lines(msg.fields, 1, lines)
@@ -318,7 +311,7 @@ class TreeRenderer:
             lines.append("    " + self._finding(finding))
 
     def _finding(self, finding):
-        where = f" [{decimal(finding.offset)}:{decimal(finding.length)}]" if finding.offset is not None else ""
+        where = "" if finding.offset is None else f" [{decimal_text(finding.offset)}:{decimal_text(finding.length)}]"
         text = f"[Expert Info ({finding.severity.capitalize()}/{finding.code}): {safe(finding.message)}]{where}"
         if self.color:
             text = SEVERITY_COLOR[finding.severity] + text + RESET
@@ -340,9 +333,10 @@ def _field_lines(fields, depth, lines):
         if field.generated:  # as Wireshark: a generated field covering no bytes shows no range
             line = f"{indent}[{field.name}: {display_of(field)}]"
             if field.length:
-                line += f" [{decimal(field.offset)}:{decimal(field.length)}]"
+                line += f" [{decimal_text(field.offset)}:{decimal_text(field.length)}]"
         else:
-            line = f"{indent}{field.name}: {display_of(field)} [{decimal(field.offset)}:{decimal(field.length)}]"
+            line = (f"{indent}{field.name}: {display_of(field)} "
+                    f"[{decimal_text(field.offset)}:{decimal_text(field.length)}]")
         lines.append(safe(line))
         if field.children:
             _field_lines(field.children, depth + 1, lines)
