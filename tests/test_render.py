@@ -12,7 +12,7 @@ from conftest import jsonl, run_cli
 from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
 from dissect.core import U32LE
-from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor
+from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor, cut
 from dissect.core.fmt import decimal_text, endpoint
 from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display
 from dissect.core.tables import FieldTable
@@ -372,6 +372,13 @@ def test_stats_duration_leaves_out_corrupt_records_without_bytes():
 # -- the cursor: decimal text too long for a number ---------------------------------------------------
 
 F = FieldTable("test", [("num", "Number", "int", "a decimal string"), ("text", "Text", "string", "text")])
+
+
+@pytest.mark.parametrize("start, stop", [(0, 0), (0, 5), (2, 4), (3, 9), (5, 5), (7, 9), (4, 2), (0, 10 ** 6)])
+def test_cut_is_the_slice_of_the_bytes_even_past_their_end(start, stop):
+    # Compiled, cut reads through a char pointer: a stop past the end, or a start past the stop, must be brought in.
+    data = b"\x00abc\xff"
+    assert cut(data, start, stop) == data[start:stop]
 
 
 def _decimal_cursor(data):

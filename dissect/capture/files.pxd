@@ -3,6 +3,7 @@
 
 cimport cython
 from libc.stdint cimport int64_t
+from dissect.core.cursor cimport cut
 
 cdef class Frame:
     cdef public object number, ts, caplen, wirelen, linktype, data, iface, error
@@ -19,7 +20,7 @@ cdef class _PcapRecords:
     cdef bytes data
     cdef int64_t position, number
     @cython.locals(data=bytes, pos=Py_ssize_t, number=cython.longlong, position=cython.longlong, little=bint,
-                   sec=cython.uint, frac=cython.uint, caplen=Py_ssize_t, wirelen=cython.uint, raw=cython.p_char)
+                   sec=cython.uint, frac=cython.uint, caplen=Py_ssize_t, wirelen=cython.uint)
     cdef Frame _next(self)
     @cython.locals(rest=bytes)
     cdef _refill(self, Py_ssize_t need)

@@ -14,6 +14,8 @@ and reading resumes after it: its length at both ends shows where the next block
 
 import struct
 
+from ..core.cursor import cut
+
 # No real link layer produces a record larger than this (Wireshark uses the same bound).
 MAX_RECORD = 262144
 # Room in a pcapng packet block for options (comments, flags, hashes) besides the packet's bytes.
@@ -140,11 +142,8 @@ class _PcapRecords:
         error = None
         if self.snaplen and caplen > self.snaplen:
             error = f"captured length {caplen} exceeds the file's snap length {self.snaplen}"
-        # Compiled, raw is a char pointer into data (files.pxd): its slice is one C call, where slicing the bytes
-        # object goes through a slice object.
-        raw = data
         return new_frame(number, sec + frac * self.scale, caplen, wirelen, self.linktype,
-                         raw[pos + 16:pos + 16 + caplen], 0, error)
+                         cut(data, pos + 16, pos + 16 + caplen), 0, error)
 
     def _refill(self, need):
         """The bytes not yet taken and what the stream has next, until they hold ``need`` bytes or the stream

@@ -3,6 +3,7 @@
 
 cimport cython
 from libc.stdint cimport int64_t
+from dissect.core.cursor cimport cut
 
 # The constants that the per-frame path compares with C integers, as C integers themselves: C globals,
 # so not attributes of the compiled module (nothing imports them).
@@ -45,8 +46,7 @@ cdef _ipv4_text(bytes data, Py_ssize_t offset)
 @cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
 cdef _ipv6(Packet packet, bytes data, Py_ssize_t offset)
 cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, int proto)
-@cython.locals(sport=object, dport=object, ulen=Py_ssize_t, stop=Py_ssize_t,  # the ports boxed once, for two uses
-               raw=cython.p_char)
+@cython.locals(sport=object, dport=object, ulen=Py_ssize_t, stop=Py_ssize_t)  # the ports boxed once, for two uses
 cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
-@cython.locals(sport=object, dport=object, hlen=Py_ssize_t, start=Py_ssize_t, raw=cython.p_char)
+@cython.locals(sport=object, dport=object, hlen=Py_ssize_t, start=Py_ssize_t)
 cdef _tcp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)

@@ -8,6 +8,8 @@ import struct
 from array import array
 from socket import AF_INET6, inet_ntop
 
+from ..core.cursor import cut
+
 _U16 = struct.Struct("!H")
 _U32BE = struct.Struct("!I")
 _U32LE = struct.Struct("<I")
@@ -359,8 +361,7 @@ def _udp(packet, data, offset, end):
     _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
     packet.top = "udp"
     stop = min(end, offset + ulen) if ulen >= 8 else end
-    raw = data  # compiled, a char pointer (layers.pxd): sliced in one C call; end is within data (_ipv4, _ipv6)
-    packet.payload = raw[offset + 8:stop]
+    packet.payload = cut(data, offset + 8, stop)
     packet.payload_offset = offset + 8
 
 
@@ -379,8 +380,7 @@ def _tcp(packet, data, offset, end):
     _add_layer(packet, "tcp", offset, max(hlen, 20), _tcp_summary, (sport, dport, seq, flags))
     packet.top = "tcp"
     start = offset + max(hlen, 20)
-    raw = data  # as in _udp
-    packet.payload = raw[start:end] if start < end else b""
+    packet.payload = cut(data, start, end)
     packet.payload_offset = start
 
 

@@ -409,6 +409,19 @@ def _width(st):
     return st.size
 
 
+def cut(data, start, stop):
+    """``data[start:stop]`` for ``start`` not negative. Compiled, the bytes are cut through a char pointer
+    (cursor.pxd): one C call, where slicing a bytes object goes through a slice object; ``stop`` past the end
+    and ``start`` past ``stop`` are brought in first, as slicing does."""
+    size = len(data)
+    if stop > size:
+        stop = size
+    if start > stop:
+        start = stop
+    raw = data
+    return raw[start:stop]
+
+
 def unpack(st, data, pos):
     """The number the struct ``st`` reads at ``pos`` (its bytes are all there). The formats the dissectors read
     most are put together from their bytes: compiled, that is C arithmetic instead of a call into struct."""

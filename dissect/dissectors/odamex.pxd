@@ -3,7 +3,7 @@
 # each other and to the Cursor; without a tree, its integers are read from the bytes in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, new_cursor
+from dissect.core.cursor cimport Cursor, cut, new_cursor
 from dissect.core.model cimport Message, new_message
 
 cdef class _Candidate:
@@ -60,7 +60,7 @@ cpdef bint _zeros_and_ones(bytes data, Py_ssize_t start, Py_ssize_t stop) except
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
-@cython.locals(size=Py_ssize_t, raw=cython.p_char)
+@cython.locals(size=Py_ssize_t)
 cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(raw=bytes, address=str, entry=str)
 cpdef str _master_entry(Cursor cur)

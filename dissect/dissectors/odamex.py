@@ -32,7 +32,7 @@ import struct
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
-from ..core.cursor import new_cursor
+from ..core.cursor import cut, new_cursor
 from ..core.fmt import named
 from ..core.model import new_message
 from ..core.tables import FieldTable, FindingTable
@@ -418,13 +418,11 @@ class Odamex(Dissector):
 
 
 def _claims(payload, on_port):
-    """``claims`` of a payload's bytes. Compiled, raw is a char pointer into them (odamex.pxd): the tag's slice is
-    a C call."""
+    """``claims`` of a payload's bytes."""
     size = len(payload)
     if size < 4:
         return False
-    raw = payload
-    tag = TAG_BYTES.get(raw[:4])
+    tag = TAG_BYTES.get(cut(payload, 0, 4))
     if tag is None:
         return False
     if on_port:

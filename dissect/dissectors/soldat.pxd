@@ -5,7 +5,7 @@
 # (not attributes of the compiled module): only this module reads them.
 
 cimport cython
-from dissect.core.cursor cimport Cursor
+from dissect.core.cursor cimport Cursor, cut
 from dissect.core.fmt cimport decimal_text
 from dissect.core.model cimport Message
 
@@ -71,7 +71,7 @@ cdef extern from *:
 cdef class LineParser:
     cdef public object dissector, buffer, spans, counted, skipping, after_gap, lost, encoding
     @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, stop=Py_ssize_t, newline=Py_ssize_t,
-                   room=Py_ssize_t, messages=list, raw=cython.p_char)
+                   room=Py_ssize_t, messages=list)
     cpdef feed(self, chunk, tree, packet)
     cpdef Py_ssize_t _resume(self, data, Py_ssize_t pos) except -1
     cpdef _append(self, data, Py_ssize_t start, Py_ssize_t stop, frame, offset)

@@ -20,6 +20,7 @@ unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all.
 import re
 import sys
 
+from ..core.cursor import cut
 from ..core.fmt import decimal_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -673,14 +674,13 @@ class LineParser:
     def feed(self, chunk, tree, packet):
         messages = []
         data, frame, offset = bytes(chunk.data), chunk.frame, chunk.frame_offset  # its lines are sliced as bytes
-        raw = data  # compiled, a char pointer (soldat.pxd): a line is cut in one C call (start < stop <= end)
         start, end = self._resume(data, 0), len(data)
         while start < end:
             room = MAX_LINE - len(self.buffer)
             newline = _find_newline(data, start, min(end, start + room))
             stop = newline + 1 if newline >= 0 else min(end, start + room)
             if newline >= 0 and not self.buffer:  # a whole line in this chunk: not copied through the buffer
-                messages.append(self._dissect(raw[start:stop], [frame], offset + start, tree, packet))
+                messages.append(self._dissect(cut(data, start, stop), [frame], offset + start, tree, packet))
             else:
                 self._append(data, start, stop, frame, offset)
                 if newline >= 0:

@@ -3,12 +3,12 @@
 # the Cursor and the Message as C structs and call each other and the Cursor's methods in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor
+from dissect.core.cursor cimport Cursor, cut
 from dissect.core.model cimport Message
 
 cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT
 
-@cython.locals(raw=cython.p_char, ident=bytes)
+@cython.locals(ident=bytes)
 cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(data=bytes, ident=bytes)
 cpdef _decode(Cursor cur, Message msg)

@@ -22,6 +22,7 @@ integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
 """
 
 from ..core import U16BE, Truncated
+from ..core.cursor import cut
 from ..core.fmt import dec_hex
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -278,16 +279,14 @@ class TeeFrame(Dissector):
 
 
 def _claims(payload, on_port):
-    """``claims`` of a payload's bytes. Compiled, raw is a char pointer into them (teeframe.pxd), whose slices
-    are C calls; each slice lies within the 14 bytes the first test requires."""
-    raw = payload
-    if len(payload) < 14 or raw[6:10] != FF4:
+    """``claims`` of a payload's bytes."""
+    if len(payload) < 14 or cut(payload, 6, 10) != FF4:
         return payload == QSTAT_PROBE
-    ident = raw[10:14]
+    ident = cut(payload, 10, 14)
     if ident in REQUESTS:
-        return raw[0:2] == XE or raw[0:6] == FF6 or on_port
+        return cut(payload, 0, 2) == XE or cut(payload, 0, 6) == FF6 or on_port
     if ident in RESPONSES:
-        return raw[0:6] == FF6 or on_port
+        return cut(payload, 0, 6) == FF6 or on_port
     return False
 
 
