@@ -5,6 +5,7 @@ import io
 import json
 
 import capkit
+import dissect
 import netquake_peer as nq
 import pytest
 from conftest import jsonl, run_cli
@@ -121,6 +122,61 @@ def test_lone_surrogates_are_written_escaped():
     assert values_of(records[0]) == ["a\\udc80b"]
 
 
+class _BytesOut:
+    """An output that takes UTF-8 as it is, as the command's does."""
+
+    def __init__(self):
+        self.data = bytearray()
+
+    def write_bytes(self, data):
+        self.data += data
+
+
+def as_json_bytes(record):
+    """The record as the JSON view writes it to an output of UTF-8 (compiled: the fields by the C writer)."""
+    out = _BytesOut()
+    renderer = JsonRenderer(out, lines=True)
+    assert renderer.fragments == dissect.compiled()
+    renderer.frame(record)
+    return bytes(out.data)
+
+
+ASCII_TEXTS = ["".join(chr((start + i) % 128) for i in range(size)) for size in range(20) for start in (0, 27, 90)]
+WRITTEN_VALUES = [
+    *ASCII_TEXTS, 'a"b\\c', "\x7f", "Grünt ☃ 名前 😀 and more than eight", "é\n" * 9,
+    0, 7, -1, 4096, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, -(2 ** 63), None, True, False, b"", b"\x00\xff\x10",
+    0.0, -0.0, 0.021944, 1e-4, 123.456, 1e16 - 2, -2.5]
+LEFT_TO_ORJSON = [9.9e-5, 1e16, float("inf"), float("nan"), 2 ** 64, -(2 ** 63) - 1, "a\udc80b", bytearray(b"\x01"),
+                  [1, b"\x02"], (3,), {"a": 1}, 1.5e-300]
+
+
+def _with_children(record):
+    parent = record.messages[0].fields[0]
+    parent.children = [Field("netquake.test.child", 'child "1"', 0, 2, b"\x01\x02", fmt=lambda v: v.hex(":")),
+                       Field("netquake.test.child", "child 2", 2, 2, -7)]
+    return record
+
+
+@pytest.mark.parametrize("value", WRITTEN_VALUES + LEFT_TO_ORJSON, ids=repr)
+def test_fields_written_as_utf8_are_the_json_of_their_dicts(value):
+    """A message's fields written for an output of bytes (compiled: by the C writer, or field_dict's dicts
+    where it leaves a value to orjson) are the JSON the text output writes of the record's dicts."""
+    def record():
+        return _with_children(record_with(["first", value, 3], 5))
+    assert as_json_bytes(record()) == as_json_array(record(), lines=True).encode()
+
+
+@pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build builds every field's dict")
+def test_the_compiled_writer_leaves_to_orjson_only_what_it_cannot_write():
+    import orjson
+    for value in WRITTEN_VALUES:
+        fields = jsonout._frame_fragments(record_with([value]))["messages"][0]["fields"]
+        assert isinstance(fields, orjson.Fragment), value
+    for value in LEFT_TO_ORJSON:
+        fields = jsonout._frame_fragments(record_with([value]))["messages"][0]["fields"]
+        assert fields == [jsonout.field_dict(f) for f in record_with([value]).messages[0].fields], value
+
+
 # -- text: every character that is not printable is escaped -------------------------------------------
 
 @pytest.mark.parametrize("raw, shown", [
@@ -207,16 +263,6 @@ def test_summary_tree_and_hex_escape_format_characters():
     out = io.StringIO()
     HexRenderer(out).frame(record)
     assert '    a  netquake.test.0 [42:4] value 0: "\\u202eregnaR\\u2069"' in out.getvalue().splitlines()
-
-
-class _BytesOut:
-    """An output that takes UTF-8 as it is, as the command's does."""
-
-    def __init__(self):
-        self.data = bytearray()
-
-    def write_bytes(self, data):
-        self.data += data
 
 
 def test_summary_writes_the_same_lines_as_utf8_as_it_writes_as_text():

@@ -10,3 +10,226 @@ cpdef dict field_dict(Field field)
 cdef dict _FIELD_DICT
 cpdef dict message_dict(Message msg)
 cpdef dict frame_dict(FrameRecord record)
+cdef dict _message(Message msg, fields)
+cdef dict _frame(FrameRecord record, list messages)
+cdef bint _COMPILED
+cdef object _FRAGMENT
+cpdef dict _frame_fragments(FrameRecord record)
+cdef _fields_json(list fields)
+@cython.locals(index=Py_ssize_t)
+cdef bint _write_fields(list fields) except -1
+cdef bint _write_field(Field field) except -1
+
+cdef extern from *:
+    """
+    /* The JSON writer of a message's fields (jsonout.py: _write_fields): one buffer, reused from message to
+       message; past 1 MiB it is given back when taken. Values are written as orjson writes them: a str quoted,
+       with \\" \\\\ \\b \\t \\n \\f \\r and \\u00XX for the other bytes below 0x20, the rest as UTF-8; an int
+       of -2**63 to 2**64-1 in decimal; a float of 1e-4 to 1e16 (or 0) as repr writes it; None, True, False; bytes
+       as their hex text. */
+    static char *dissect_json_data = NULL;
+    static Py_ssize_t dissect_json_size = 0, dissect_json_capacity = 0;
+
+    static int dissect_json_grow(Py_ssize_t more) {
+        Py_ssize_t capacity = dissect_json_capacity ? dissect_json_capacity : 65536;
+        char *grown;
+        while (capacity < dissect_json_size + more)
+            capacity *= 2;
+        grown = (char *)PyMem_Realloc(dissect_json_data, capacity);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        dissect_json_data = grown;
+        dissect_json_capacity = capacity;
+        return 0;
+    }
+
+    static inline int dissect_json_reserve(Py_ssize_t more) {
+        return dissect_json_size + more <= dissect_json_capacity ? 0 : dissect_json_grow(more);
+    }
+
+    static inline void dissect_json_start(void) {
+        dissect_json_size = 0;
+    }
+
+    static inline int dissect_json_raw(const char *text, Py_ssize_t size) {
+        if (dissect_json_reserve(size) < 0)
+            return -1;
+        memcpy(dissect_json_data + dissect_json_size, text, size);
+        dissect_json_size += size;
+        return 0;
+    }
+
+    static PyObject *dissect_json_take(void) {
+        PyObject *result = PyBytes_FromStringAndSize(dissect_json_data, dissect_json_size);
+        dissect_json_size = 0;
+        if (dissect_json_capacity > (1 << 20)) {
+            PyMem_Free(dissect_json_data);
+            dissect_json_data = NULL;
+            dissect_json_capacity = 0;
+        }
+        return result;
+    }
+
+    /* Whether none of eight bytes needs an escape: (w - 0x20..) & ~w sets the high bit of a byte below 0x20, the
+       same of w ^ 0x22.. and of w ^ 0x5c.. less 0x01.. that of a '"' and of a '\\' (UTF-8's bytes above 0x7f are
+       masked by ~w). */
+    static inline int dissect_json_plain8(const unsigned char *text) {
+        const unsigned long long ones = 0x0101010101010101ULL;
+        unsigned long long word, quote, backslash;
+        memcpy(&word, text, 8);
+        quote = word ^ (0x22 * ones);
+        backslash = word ^ (0x5c * ones);
+        return !((((word - 0x20 * ones) & ~word) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash))
+                 & (0x80 * ones));
+    }
+
+    static inline char *dissect_json_escape(char *out, unsigned char c) {
+        static const char hex[] = "0123456789abcdef";
+        if (c >= 0x20 && c != '"' && c != '\\\\') {
+            *out++ = (char)c;
+            return out;
+        }
+        *out++ = '\\\\';
+        switch (c) {
+        case '"': *out++ = '"'; break;
+        case '\\\\': *out++ = '\\\\'; break;
+        case '\\b': *out++ = 'b'; break;
+        case '\\t': *out++ = 't'; break;
+        case '\\n': *out++ = 'n'; break;
+        case '\\f': *out++ = 'f'; break;
+        case '\\r': *out++ = 'r'; break;
+        default:
+            *out++ = 'u'; *out++ = '0'; *out++ = '0';
+            *out++ = hex[c >> 4]; *out++ = hex[c & 15];
+        }
+        return out;
+    }
+
+    /* A text quoted and escaped: eight bytes at a time where none needs an escape, the last ones of a text of
+       eight or more as the eight that end it. */
+    static int dissect_json_text(const unsigned char *text, Py_ssize_t size) {
+        Py_ssize_t i = 0;
+        char *out;
+        if (dissect_json_reserve(6 * size + 2) < 0)  /* \\u00XX: six bytes at most for each */
+            return -1;
+        out = dissect_json_data + dissect_json_size;
+        *out++ = '"';
+        while (i + 8 <= size) {
+            if (dissect_json_plain8(text + i)) {
+                memcpy(out, text + i, 8);
+                out += 8;
+                i += 8;
+            } else {
+                out = dissect_json_escape(out, text[i++]);
+            }
+        }
+        if (i < size && size >= 8 && dissect_json_plain8(text + size - 8)) {
+            memcpy(out, text + i, size - i);
+            out += size - i;
+            i = size;
+        }
+        while (i < size)
+            out = dissect_json_escape(out, text[i++]);
+        *out++ = '"';
+        dissect_json_size = out - dissect_json_data;
+        return 0;
+    }
+
+    static int dissect_json_digits(unsigned long long magnitude, int negative) {
+        char digits[24];
+        int n = 24;
+        do {
+            digits[--n] = (char)('0' + magnitude % 10);
+            magnitude /= 10;
+        } while (magnitude);
+        if (negative)
+            digits[--n] = '-';
+        return dissect_json_raw(digits + n, 24 - n);
+    }
+
+    /* 1: written; 0: a value left to orjson (nothing written); -1: an exception is set. */
+    static int dissect_json_value(PyObject *value) {
+        if (PyUnicode_CheckExact(value)) {
+            Py_ssize_t size;
+            const char *text;
+            if (PyUnicode_IS_ASCII(value))
+                return dissect_json_text(PyUnicode_1BYTE_DATA(value), PyUnicode_GET_LENGTH(value)) < 0 ? -1 : 1;
+            text = PyUnicode_AsUTF8AndSize(value, &size);
+            if (text == NULL) {  /* a lone surrogate: orjson refuses it */
+                PyErr_Clear();
+                return 0;
+            }
+            return dissect_json_text((const unsigned char *)text, size) < 0 ? -1 : 1;
+        }
+        if (PyLong_CheckExact(value)) {
+            int overflow;
+            long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (overflow == 0) {
+                if (number == -1 && PyErr_Occurred())
+                    return -1;
+                if (number < 0)
+                    return dissect_json_digits(0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
+                return dissect_json_digits((unsigned long long)number, 0) < 0 ? -1 : 1;
+            }
+            if (overflow > 0) {
+                unsigned long long big = PyLong_AsUnsignedLongLong(value);
+                if (big == (unsigned long long)-1 && PyErr_Occurred()) {  /* past 2**64 - 1 */
+                    PyErr_Clear();
+                    return 0;
+                }
+                return dissect_json_digits(big, 0) < 0 ? -1 : 1;
+            }
+            return 0;
+        }
+        if (PyFloat_CheckExact(value)) {  /* where orjson's shortest digits are written as repr writes them */
+            double number = PyFloat_AS_DOUBLE(value), magnitude = number < 0 ? -number : number;
+            char *text;
+            int written;
+            if (number != 0.0 && !(magnitude >= 1e-4 && magnitude < 1e16))
+                return 0;
+            text = PyOS_double_to_string(number, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+            if (text == NULL)
+                return -1;
+            written = dissect_json_raw(text, (Py_ssize_t)strlen(text));
+            PyMem_Free(text);
+            return written < 0 ? -1 : 1;
+        }
+        if (value == Py_None)
+            return dissect_json_raw("null", 4) < 0 ? -1 : 1;
+        if (value == Py_True)
+            return dissect_json_raw("true", 4) < 0 ? -1 : 1;
+        if (value == Py_False)
+            return dissect_json_raw("false", 5) < 0 ? -1 : 1;
+        if (PyBytes_CheckExact(value)) {
+            static const char hex[] = "0123456789abcdef";
+            const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(value);
+            Py_ssize_t i, size = PyBytes_GET_SIZE(value);
+            char *out;
+            if (dissect_json_reserve(2 * size + 2) < 0)
+                return -1;
+            out = dissect_json_data + dissect_json_size;
+            *out++ = '"';
+            for (i = 0; i < size; i++) {
+                *out++ = hex[data[i] >> 4];
+                *out++ = hex[data[i] & 15];
+            }
+            *out++ = '"';
+            dissect_json_size = out - dissect_json_data;
+            return 1;
+        }
+        return 0;
+    }
+
+    /* A member of an object: its name (the text from the comma or brace before it to the colon), then its value. */
+    static inline int dissect_json_member(const char *name, Py_ssize_t size, PyObject *value) {
+        if (dissect_json_raw(name, size) < 0)
+            return -1;
+        return dissect_json_value(value);
+    }
+    """
+    void _json_start "dissect_json_start" ()
+    int _json_raw "dissect_json_raw" (const char *text, Py_ssize_t size) except -1
+    bytes _json_take "dissect_json_take" ()
+    int _json_member "dissect_json_member" (const char *name, Py_ssize_t size, object value) except -1
