@@ -302,6 +302,36 @@ def test_tree_writes_the_same_text_as_utf8_as_it_writes_as_text():
     assert {'    value 0: "Zoë 忍者" [0:4]', '    value 3: "😀 ü" [12:4]', '    value 0: "ü" [0:4]'} <= set(lines)
 
 
+def test_tree_field_lines_written_as_utf8_are_the_text_of_every_kind_of_field():
+    """Compiled, a message's field lines go out as one block written in C: the same characters as the text output
+    for generated fields with and without a length, children past the deepest indent, names and displays that
+    need escaping or are not text, offsets and lengths that are not small ints."""
+    record = record_with(WRITTEN_VALUES + LEFT_TO_ORJSON + ["tab\there", "\u202eRLO", "a\udc80b"])
+    fields = record.messages[0].fields
+    fields[0].generated = True
+    fields[1].generated, fields[1].length = True, 0
+    fields[2].name, fields[3].name, fields[4].name = None, 12, "name\x1b[2J"
+    fields[5].offset, fields[6].length, fields[7].offset, fields[8].length = 2 ** 70, -(2 ** 63) - 1, True, None
+    fields[9].offset, fields[9].length = -5, 2 ** 64
+    parent = fields[10]
+    for depth in range(17):  # INDENT has 16
+        child = Field("netquake.test.deep", f"depth {depth}", depth, 1, depth, fmt=lambda v: f"level\n{v}")
+        parent.children = [child, Field("netquake.test.leaf", "leaf", 0, 0, "ü", generated=True)]
+        parent = child
+    text, utf8 = io.StringIO(), _BytesOut()
+    for out in (text, utf8):
+        TreeRenderer(out).frame(record)
+    assert bytes(utf8.data) == text.getvalue().encode("utf-8", "replace")
+    lines = text.getvalue().splitlines()
+    assert lines[5:16] == [
+        '    [value 0: ""] [0:4]', '    [value 1: ""]', '    None: "" [8:4]', '    12: "\\x00" [12:4]',
+        '    name\\x1b[2J: "\\x1b" [16:4]', '    value 5: "Z" [1180591620717411303424:4]',
+        '    value 6: "\\x00\\x01" [24:-9223372036854775809]', '    value 7: "\\x1b\\x1c" [True:4]',
+        '    value 8: "Z[" [32:None]', '    value 9: "\\x00\\x01\\x02" [-5:18446744073709551616]',
+        '    value 10: "\\x1b\\x1c\\x1d" [40:4]']
+    assert "    " * 15 + "depth 16: level\\n16 [16:1]" in lines and "    " * 15 + "[leaf: \"ü\"]" in lines
+
+
 @pytest.mark.parametrize("number, elapsed, wirelen", [
     (1, 0.0, 60),                    # the first frame: no time since the first
     (7, -2.5, 1514),                 # a frame stamped before the first

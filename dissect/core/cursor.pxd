@@ -47,7 +47,7 @@ cdef class Cursor:
     @cython.locals(start=Py_ssize_t, stop=Py_ssize_t)
     cpdef tuple span(self, Py_ssize_t index)
 
-@cython.locals(child=Field)
+@cython.locals(child=Field, end=Py_ssize_t, offset=Py_ssize_t, length=Py_ssize_t)
 cdef _close_subtree(Cursor cursor, Field node)
 cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
 cdef _start(Cursor cur, msg, data, tree, Py_ssize_t pos)

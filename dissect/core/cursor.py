@@ -91,9 +91,9 @@ def _close_subtree(cursor, node):
     pos), and the fields read next go to its parent."""
     end = cursor.pos
     for child in node.children:
-        reach = child.offset + child.length
-        if reach > end:
-            end = reach
+        offset, length = child.offset, child.length  # compiled: C integers (cursor.pxd), no int object a child
+        if offset + length > end:
+            end = offset + length
     node.length = end - node.offset
     cursor._stack.pop()
 

@@ -4,6 +4,7 @@
 cimport cython
 from dissect.core.model cimport Field, Message, display_of
 from dissect.pipeline cimport FrameRecord
+from dissect.render.output cimport dissect_buffer
 
 @cython.locals(data=dict)
 cpdef dict field_dict(Field field)
@@ -22,54 +23,22 @@ cdef bint _write_field(Field field) except -1
 
 cdef extern from *:
     """
-    /* The JSON writer of a message's fields (jsonout.py: _write_fields): one buffer, reused from message to
-       message; past 1 MiB it is given back when taken. Values are written as orjson writes them: a str quoted,
-       with \\" \\\\ \\b \\t \\n \\f \\r and \\u00XX for the other bytes below 0x20, the rest as UTF-8; an int
-       of -2**63 to 2**64-1 in decimal; a float of 1e-4 to 1e16 (or 0) as repr writes it; None, True, False; bytes
-       as their hex text. */
-    static char *dissect_json_data = NULL;
-    static Py_ssize_t dissect_json_size = 0, dissect_json_capacity = 0;
-
-    static int dissect_json_grow(Py_ssize_t more) {
-        Py_ssize_t capacity = dissect_json_capacity ? dissect_json_capacity : 65536;
-        char *grown;
-        while (capacity < dissect_json_size + more)
-            capacity *= 2;
-        grown = (char *)PyMem_Realloc(dissect_json_data, capacity);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        dissect_json_data = grown;
-        dissect_json_capacity = capacity;
-        return 0;
-    }
-
-    static inline int dissect_json_reserve(Py_ssize_t more) {
-        return dissect_json_size + more <= dissect_json_capacity ? 0 : dissect_json_grow(more);
-    }
+    /* The JSON writer of a message's fields (jsonout.py: _write_fields), into a buffer of output.pxd. Values are
+       written as orjson writes them: a str quoted, with \\" \\\\ \\b \\t \\n \\f \\r and \\u00XX for the other
+       bytes below 0x20, the rest as UTF-8; an int of -2**63 to 2**64-1 in decimal; a float of 1e-4 to 1e16 (or 0)
+       as repr writes it; None, True, False; bytes as their hex text. */
+    static dissect_buffer dissect_json_out = {NULL, 0, 0};
 
     static inline void dissect_json_start(void) {
-        dissect_json_size = 0;
+        dissect_json_out.size = 0;
     }
 
     static inline int dissect_json_raw(const char *text, Py_ssize_t size) {
-        if (dissect_json_reserve(size) < 0)
-            return -1;
-        memcpy(dissect_json_data + dissect_json_size, text, size);
-        dissect_json_size += size;
-        return 0;
+        return dissect_buffer_raw(&dissect_json_out, text, size);
     }
 
     static PyObject *dissect_json_take(void) {
-        PyObject *result = PyBytes_FromStringAndSize(dissect_json_data, dissect_json_size);
-        dissect_json_size = 0;
-        if (dissect_json_capacity > (1 << 20)) {
-            PyMem_Free(dissect_json_data);
-            dissect_json_data = NULL;
-            dissect_json_capacity = 0;
-        }
-        return result;
+        return dissect_buffer_take(&dissect_json_out);
     }
 
     /* Whether none of eight bytes needs an escape: (w - 0x20..) & ~w sets the high bit of a byte below 0x20, the
@@ -112,9 +81,9 @@ cdef extern from *:
     static int dissect_json_text(const unsigned char *text, Py_ssize_t size) {
         Py_ssize_t i = 0;
         char *out;
-        if (dissect_json_reserve(6 * size + 2) < 0)  /* \\u00XX: six bytes at most for each */
+        if (dissect_buffer_reserve(&dissect_json_out, 6 * size + 2) < 0)  /* \\u00XX: six bytes at most for each */
             return -1;
-        out = dissect_json_data + dissect_json_size;
+        out = dissect_json_out.data + dissect_json_out.size;
         *out++ = '"';
         while (i + 8 <= size) {
             if (dissect_json_plain8(text + i)) {
@@ -133,20 +102,8 @@ cdef extern from *:
         while (i < size)
             out = dissect_json_escape(out, text[i++]);
         *out++ = '"';
-        dissect_json_size = out - dissect_json_data;
+        dissect_json_out.size = out - dissect_json_out.data;
         return 0;
-    }
-
-    static int dissect_json_digits(unsigned long long magnitude, int negative) {
-        char digits[24];
-        int n = 24;
-        do {
-            digits[--n] = (char)('0' + magnitude % 10);
-            magnitude /= 10;
-        } while (magnitude);
-        if (negative)
-            digits[--n] = '-';
-        return dissect_json_raw(digits + n, 24 - n);
     }
 
     /* 1: written; 0: a value left to orjson (nothing written); -1: an exception is set. */
@@ -170,8 +127,8 @@ cdef extern from *:
                 if (number == -1 && PyErr_Occurred())
                     return -1;
                 if (number < 0)
-                    return dissect_json_digits(0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
-                return dissect_json_digits((unsigned long long)number, 0) < 0 ? -1 : 1;
+                    return dissect_buffer_digits(&dissect_json_out, 0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
+                return dissect_buffer_digits(&dissect_json_out, (unsigned long long)number, 0) < 0 ? -1 : 1;
             }
             if (overflow > 0) {
                 unsigned long long big = PyLong_AsUnsignedLongLong(value);
@@ -179,7 +136,7 @@ cdef extern from *:
                     PyErr_Clear();
                     return 0;
                 }
-                return dissect_json_digits(big, 0) < 0 ? -1 : 1;
+                return dissect_buffer_digits(&dissect_json_out, big, 0) < 0 ? -1 : 1;
             }
             return 0;
         }
@@ -207,16 +164,16 @@ cdef extern from *:
             const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(value);
             Py_ssize_t i, size = PyBytes_GET_SIZE(value);
             char *out;
-            if (dissect_json_reserve(2 * size + 2) < 0)
+            if (dissect_buffer_reserve(&dissect_json_out, 2 * size + 2) < 0)
                 return -1;
-            out = dissect_json_data + dissect_json_size;
+            out = dissect_json_out.data + dissect_json_out.size;
             *out++ = '"';
             for (i = 0; i < size; i++) {
                 *out++ = hex[data[i] >> 4];
                 *out++ = hex[data[i] & 15];
             }
             *out++ = '"';
-            dissect_json_size = out - dissect_json_data;
+            dissect_json_out.size = out - dissect_json_out.data;
             return 1;
         }
         return 0;

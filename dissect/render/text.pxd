@@ -6,7 +6,7 @@ from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.capture.layers cimport Layer, Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport decimal_text, endpoint
-from dissect.render.output cimport BatchedOutput, utf8_output
+from dissect.render.output cimport BatchedOutput, utf8_output, dissect_buffer
 
 @cython.locals(field=Field, indent=str, line=str)
 cdef _field_lines(fields, Py_ssize_t depth, list lines)
@@ -46,7 +46,8 @@ cdef extern from *:
 cdef extern from *:
     """
     /* The lines joined by newlines, as UTF-8: "\\n".join(lines).encode("utf-8", "replace"). A line of ASCII is
-       copied as it is, the others are encoded one by one. NULL with an exception set where it fails. */
+       copied as it is, the others are encoded one by one; a bytes "line" is UTF-8 already (lines of their own).
+       NULL with an exception set where it fails. */
     static inline PyObject *dissect_utf8_lines(PyObject *lines) {
         Py_ssize_t count = PyList_GET_SIZE(lines), size = count > 1 ? count - 1 : 0, i, n;
         PyObject *encoded, *result = NULL, *line, *part;
@@ -56,11 +57,14 @@ cdef extern from *:
             return NULL;
         for (i = 0; i < count; i++) {
             line = PyList_GET_ITEM(lines, i);
-            if (!PyUnicode_Check(line)) {
-                PyErr_SetString(PyExc_TypeError, "a line of text is not a str");
+            if (PyBytes_Check(line)) {  /* UTF-8 already (_field_block) */
+                part = line;
+                Py_INCREF(part);
+                size += PyBytes_GET_SIZE(line);
+            } else if (!PyUnicode_Check(line)) {
+                PyErr_SetString(PyExc_TypeError, "a line of text is neither a str nor UTF-8");
                 goto done;
-            }
-            if (PyUnicode_IS_ASCII(line)) {
+            } else if (PyUnicode_IS_ASCII(line)) {
                 part = Py_None;
                 Py_INCREF(part);
                 size += PyUnicode_GET_LENGTH(line);
@@ -146,3 +150,65 @@ cdef class TreeRenderer:
 cdef object _worst(FrameRecord record)
 @cython.locals(found=Py_ssize_t, finding=Finding)
 cdef Py_ssize_t _worst_rank(list findings, Py_ssize_t rank) except -2
+
+@cython.locals(field=Field, indent=str)
+cdef _field_bytes(fields, Py_ssize_t depth)
+cdef bytes _field_block(list fields)
+cdef _tree_text(text)
+cdef _tree_span(offset, length)
+
+cdef extern from *:
+    """
+    /* The field lines of -V as UTF-8 (text.py: _field_block), into a buffer of output.pxd. */
+    static dissect_buffer dissect_tree_out = {NULL, 0, 0};
+
+    static inline void dissect_tree_start(void) {
+        dissect_tree_out.size = 0;
+    }
+
+    static inline int dissect_tree_raw(const char *text, Py_ssize_t size) {
+        return dissect_buffer_raw(&dissect_tree_out, text, size);
+    }
+
+    /* The newline before a line but the first. */
+    static inline int dissect_tree_newline(void) {
+        return dissect_tree_out.size ? dissect_buffer_raw(&dissect_tree_out, "\\n", 1) : 0;
+    }
+
+    static PyObject *dissect_tree_take(void) {
+        return dissect_buffer_take(&dissect_tree_out);
+    }
+
+    /* A str as UTF-8: ASCII copied, other text encoded as _utf8_lines encodes a line. */
+    static int dissect_tree_str(PyObject *text) {
+        PyObject *encoded;
+        int written;
+        if (PyUnicode_IS_ASCII(text))
+            return dissect_tree_raw((const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
+        encoded = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+        if (encoded == NULL)
+            return -1;
+        written = dissect_tree_raw(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
+        Py_DECREF(encoded);
+        return written;
+    }
+
+    /* An int's digits: 1; 0, with nothing written, where it does not fit 64 bits. */
+    static int dissect_tree_int(PyObject *value) {
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow)
+            return 0;
+        if (number == -1 && PyErr_Occurred())
+            return -1;
+        if (number < 0)
+            return dissect_buffer_digits(&dissect_tree_out, 0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
+        return dissect_buffer_digits(&dissect_tree_out, (unsigned long long)number, 0) < 0 ? -1 : 1;
+    }
+    """
+    void _tree_start "dissect_tree_start" ()
+    int _tree_raw "dissect_tree_raw" (const char *text, Py_ssize_t size) except -1
+    int _tree_newline "dissect_tree_newline" () except -1
+    bytes _tree_take "dissect_tree_take" ()
+    int _tree_str "dissect_tree_str" (str text) except -1
+    int _tree_int "dissect_tree_int" (object value) except -1

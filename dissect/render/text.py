@@ -306,7 +306,10 @@ class TreeRenderer:
         where = f"[{decimal_text(msg.offset)}:{decimal_text(msg.length)}]" if msg.offset is not None else \
             f"[reassembled from frames {','.join(map(str, msg.frames))}, {msg.length} bytes]"
         lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
-        _field_lines(msg.fields, 1, lines)
+        if self.write_bytes is None or not _COMPILED:
+            _field_lines(msg.fields, 1, lines)
+        elif msg.fields:  # the field lines as one block of UTF-8, which frame's C join copies as it is
+            lines.append(_field_block(msg.fields))
         for finding in msg.findings:
             lines.append("    " + self._finding(finding))
 
@@ -340,6 +343,55 @@ def _field_lines(fields, depth, lines):
         lines.append(safe(line))
         if field.children:
             _field_lines(field.children, depth + 1, lines)
+
+
+# Compiled, where the output takes UTF-8, the field lines are written as UTF-8 into a buffer in C (text.pxd): the
+# same text as _field_lines's, without a str made and joined for each part of a line and each line.
+def _field_block(fields):
+    """The lines of _field_lines(fields, 1, ...) joined by newlines, as UTF-8."""
+    _tree_start()
+    _field_bytes(fields, 1)
+    return _tree_take()
+
+
+def _field_bytes(fields, depth):
+    indent = INDENT[min(depth, len(INDENT) - 1)]
+    for field in fields:
+        _tree_newline()
+        _tree_text(indent)
+        if field.generated:
+            _tree_raw(b"[", 1)
+            _tree_text(field.name)
+            _tree_raw(b": ", 2)
+            _tree_text(display_of(field))
+            _tree_raw(b"]", 1)
+            if field.length:
+                _tree_span(field.offset, field.length)
+        else:
+            _tree_text(field.name)
+            _tree_raw(b": ", 2)
+            _tree_text(display_of(field))
+            _tree_span(field.offset, field.length)
+        if field.children:
+            _field_bytes(field.children, depth + 1)
+
+
+def _tree_text(text):
+    """What an f-string makes of ``text``, as safe() shows it."""
+    if type(text) is not str:
+        text = f"{text}"
+    _tree_str(text if _ascii_printable(text) == 1 else safe(text))
+
+
+def _tree_span(offset, length):
+    """ [offset:length]"""
+    _tree_raw(b" [", 2)
+    if type(offset) is not int or not _tree_int(offset):
+        _tree_text(decimal_text(offset))
+    _tree_raw(b":", 1)
+    if type(length) is not int or not _tree_int(length):
+        _tree_text(decimal_text(length))
+    _tree_raw(b"]", 1)
 
 
 def utc_text(ts):
