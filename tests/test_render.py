@@ -3,6 +3,7 @@ the terminal, --stats durations; and the cursor's limit on decimal text."""
 
 import io
 import json
+import random
 
 import capkit
 import dissect
@@ -22,7 +23,7 @@ from dissect.render import jsonout
 from dissect.render.hexdump import HexRenderer
 from dissect.render.jsonout import JsonRenderer
 from dissect.render.stats import StatsCollector
-from dissect.render.text import SummaryRenderer, TreeRenderer, safe
+from dissect.render.text import SummaryRenderer, TreeRenderer, safe, utc_text
 
 TS = capkit.DEFAULT_TS
 SERVER, CLIENT = ("10.0.0.1", 26000), ("10.0.0.7", 40000)
@@ -330,6 +331,23 @@ def test_tree_field_lines_written_as_utf8_are_the_text_of_every_kind_of_field():
         '    value 8: "Z[" [32:None]', '    value 9: "\\x00\\x01\\x02" [-5:18446744073709551616]',
         '    value 10: "\\x1b\\x1c\\x1d" [40:4]']
     assert "    " * 15 + "depth 16: level\\n16 [16:1]" in lines and "    " * 15 + "[leaf: \"ü\"]" in lines
+
+
+ARRIVALS = [1.0, 1.5, 1700000000.0, 1700000000.0078125, 1700000000.0234375, 1700000000.9999995,
+            1700000000.9999996, 1699999999.9999999, 9999999999.999998, 12345.678901, 86399.9999994, 0.5, 0.0, -1.25,
+            1e10, float("inf"), float("nan"), 1e300]
+
+
+@pytest.mark.parametrize("ts", ARRIVALS + [random.Random(seed).uniform(1, 1e10) for seed in range(200)]
+                         + [random.Random(seed).uniform(1e9, 2e9) // 1e-7 * 1e-7 for seed in range(200)])
+def test_arrival_time_line_is_utc_text_and_the_epoch_to_six_places(ts):
+    """Compiled, the Arrival Time line is made in C from the float's exact value: the same text as utc_text and
+    %.6f, ties (1/128 of a second ends in 5 at the seventh place) rounded half to even as %.6f rounds them."""
+    record = record_with([1])
+    record.ts = ts
+    out = io.StringIO()
+    TreeRenderer(out).frame(record)
+    assert out.getvalue().splitlines()[1] == f"    Arrival Time: {utc_text(ts)} (epoch {ts:.6f})"
 
 
 @pytest.mark.parametrize("number, elapsed, wirelen", [

@@ -37,7 +37,7 @@ cdef extern from *:
         return dissect_buffer_raw(&dissect_json_out, text, size);
     }
 
-    static PyObject *dissect_json_take(void) {
+    static inline PyObject *dissect_json_take(void) {
         return dissect_buffer_take(&dissect_json_out);
     }
 
@@ -78,7 +78,7 @@ cdef extern from *:
 
     /* A text quoted and escaped: eight bytes at a time where none needs an escape, the last ones of a text of
        eight or more as the eight that end it. */
-    static int dissect_json_text(const unsigned char *text, Py_ssize_t size) {
+    static inline int dissect_json_text(const unsigned char *text, Py_ssize_t size) {
         Py_ssize_t i = 0;
         char *out;
         if (dissect_buffer_reserve(&dissect_json_out, 6 * size + 2) < 0)  /* \\u00XX: six bytes at most for each */
@@ -107,7 +107,7 @@ cdef extern from *:
     }
 
     /* 1: written; 0: a value left to orjson (nothing written); -1: an exception is set. */
-    static int dissect_json_value(PyObject *value) {
+    static inline int dissect_json_value(PyObject *value) {
         if (PyUnicode_CheckExact(value)) {
             Py_ssize_t size;
             const char *text;

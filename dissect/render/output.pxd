@@ -19,7 +19,7 @@ cdef extern from *:
        grow. */
     typedef struct { char *data; Py_ssize_t size, capacity; } dissect_buffer;
 
-    static int dissect_buffer_grow(dissect_buffer *buffer, Py_ssize_t more) {
+    static inline int dissect_buffer_grow(dissect_buffer *buffer, Py_ssize_t more) {
         Py_ssize_t capacity = buffer->capacity ? buffer->capacity : 65536;
         char *grown;
         while (capacity < buffer->size + more)
@@ -47,7 +47,7 @@ cdef extern from *:
     }
 
     /* The buffer's bytes, the buffer emptied. */
-    static PyObject *dissect_buffer_take(dissect_buffer *buffer) {
+    static inline PyObject *dissect_buffer_take(dissect_buffer *buffer) {
         PyObject *result = PyBytes_FromStringAndSize(buffer->data, buffer->size);
         buffer->size = 0;
         if (buffer->capacity > (1 << 20)) {
@@ -59,7 +59,7 @@ cdef extern from *:
     }
 
     /* A number's decimal digits, after a minus sign where ``negative``. */
-    static int dissect_buffer_digits(dissect_buffer *buffer, unsigned long long magnitude, int negative) {
+    static inline int dissect_buffer_digits(dissect_buffer *buffer, unsigned long long magnitude, int negative) {
         char digits[24];
         int n = 24;
         do {

@@ -175,12 +175,12 @@ cdef extern from *:
         return dissect_tree_out.size ? dissect_buffer_raw(&dissect_tree_out, "\\n", 1) : 0;
     }
 
-    static PyObject *dissect_tree_take(void) {
+    static inline PyObject *dissect_tree_take(void) {
         return dissect_buffer_take(&dissect_tree_out);
     }
 
     /* A str as UTF-8: ASCII copied, other text encoded as _utf8_lines encodes a line. */
-    static int dissect_tree_str(PyObject *text) {
+    static inline int dissect_tree_str(PyObject *text) {
         PyObject *encoded;
         int written;
         if (PyUnicode_IS_ASCII(text))
@@ -194,7 +194,7 @@ cdef extern from *:
     }
 
     /* An int's digits: 1; 0, with nothing written, where it does not fit 64 bits. */
-    static int dissect_tree_int(PyObject *value) {
+    static inline int dissect_tree_int(PyObject *value) {
         int overflow;
         long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
         if (overflow)
@@ -212,3 +212,71 @@ cdef extern from *:
     bytes _tree_take "dissect_tree_take" ()
     int _tree_str "dissect_tree_str" (str text) except -1
     int _tree_int "dissect_tree_int" (object value) except -1
+
+cdef _arrival_line(ts)
+
+cdef extern from "math.h":
+    double _floor "floor" (double x)
+
+cdef extern from *:
+    """
+    /* The six digits of a number below 1,000,000, zero-padded. */
+    static inline char *dissect_six_digits(char *out, unsigned long long number) {
+        int i;
+        for (i = 5; i >= 0; i--) {
+            out[i] = (char)('0' + number % 10);
+            number /= 10;
+        }
+        return out + 6;
+    }
+
+    /* "    Arrival Time: <second>.<micros> UTC (epoch <seconds>.<micros>)" for 1 <= ts < 1e10, ``second`` the
+       text of its whole second (ASCII): the microseconds of utc_text (Python's round() of the fraction's
+       millionths, half to even as rint, at most 999999), and those of "%.6f", ts's exact binary value
+       (mantissa / 2**shift) times 10**6 rounded half to even, as Python's float formatting rounds. None where
+       there is no 128-bit integer type. */
+    static inline PyObject *dissect_arrival_text(double ts, PyObject *second) {
+    #ifdef __SIZEOF_INT128__
+        static const char head[] = "    Arrival Time: ", middle[] = " UTC (epoch ";
+        char text[128], *out = text;
+        double whole = floor(ts), fraction = rint((ts - whole) * 1e6);
+        unsigned long long utc = fraction > 999999.0 ? 999999 : (unsigned long long)fraction;
+        unsigned long long mantissa, epoch, seconds;
+        unsigned __int128 scaled, rest, half;
+        int exponent, shift, n = 24;
+        char digits[24];
+        mantissa = (unsigned long long)ldexp(frexp(ts, &exponent), 53);  /* ts = mantissa / 2**(53 - exponent) */
+        shift = 53 - exponent;  /* 19 to 52 for 1 <= ts < 1e10 */
+        scaled = (unsigned __int128)mantissa * 1000000u;
+        epoch = (unsigned long long)(scaled >> shift);
+        rest = scaled - ((unsigned __int128)epoch << shift);
+        half = (unsigned __int128)1 << (shift - 1);
+        if (rest > half || (rest == half && (epoch & 1)))
+            epoch++;
+        if (!PyUnicode_Check(second) || !PyUnicode_IS_ASCII(second) || PyUnicode_GET_LENGTH(second) > 48)
+            Py_RETURN_NONE;
+        memcpy(out, head, sizeof(head) - 1);
+        out += sizeof(head) - 1;
+        memcpy(out, PyUnicode_1BYTE_DATA(second), PyUnicode_GET_LENGTH(second));
+        out += PyUnicode_GET_LENGTH(second);
+        *out++ = '.';
+        out = dissect_six_digits(out, utc);
+        memcpy(out, middle, sizeof(middle) - 1);
+        out += sizeof(middle) - 1;
+        seconds = epoch / 1000000;
+        do {
+            digits[--n] = (char)('0' + seconds % 10);
+            seconds /= 10;
+        } while (seconds);
+        memcpy(out, digits + n, 24 - n);
+        out += 24 - n;
+        *out++ = '.';
+        out = dissect_six_digits(out, epoch % 1000000);
+        *out++ = ')';
+        return PyUnicode_FromStringAndSize(text, out - text);
+    #else
+        Py_RETURN_NONE;
+    #endif
+    }
+    """
+    object _arrival_text "dissect_arrival_text" (double ts, object second)
