@@ -13,6 +13,10 @@ cdef int IPV6_EXTENSIONS[4]
 cdef Py_ssize_t ADDRESS_SLOTS
 cdef int64_t[::1] _numbers
 cdef list _texts
+cdef Py_ssize_t ETHERNET_TEXTS
+cdef dict _ethernet_texts
+@cython.locals(text=str)
+cpdef str _ethernet_summary(bytes data)
 cdef Py_ssize_t PORT_SLOTS
 cdef int[::1] _port_numbers
 cdef list _ports

@@ -180,9 +180,19 @@ def _mac(raw):
     return raw.hex(":")
 
 
+ETHERNET_TEXTS = 4096  # Ethernet summaries kept, by their 12 bytes of addresses: a capture has few address pairs
+_ethernet_texts = {}
+
+
 def _ethernet_summary(data):
     """The addresses are read from the frame's bytes only when a view shows the summary."""
-    return f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}"
+    addresses = data[:12]
+    text = _ethernet_texts.get(addresses)
+    if text is None:
+        text = f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}"
+        if len(_ethernet_texts) < ETHERNET_TEXTS:
+            _ethernet_texts[addresses] = text
+    return text
 
 
 def _ip_summary(version, src, dst):
