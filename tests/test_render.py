@@ -133,12 +133,15 @@ class _BytesOut:
         self.data += data
 
 
-def as_json_bytes(record):
-    """The record as the JSON view writes it to an output of UTF-8 (compiled: the fields by the C writer)."""
+def as_json_bytes(*records, lines=True):
+    """The records as the JSON view writes them to an output of UTF-8 (compiled: by the C writer)."""
     out = _BytesOut()
-    renderer = JsonRenderer(out, lines=True)
-    assert renderer.fragments == dissect.compiled()
-    renderer.frame(record)
+    out.write = lambda text: out.write_bytes(text.encode())  # close writes the end of an array as text
+    renderer = JsonRenderer(out, lines=lines)
+    assert renderer.compiled == dissect.compiled()
+    for record in records:
+        renderer.frame(record)
+    renderer.close()
     return bytes(out.data)
 
 
@@ -159,23 +162,31 @@ def _with_children(record):
 
 
 @pytest.mark.parametrize("value", WRITTEN_VALUES + LEFT_TO_ORJSON, ids=repr)
-def test_fields_written_as_utf8_are_the_json_of_their_dicts(value):
-    """A message's fields written for an output of bytes (compiled: by the C writer, or field_dict's dicts
-    where it leaves a value to orjson) are the JSON the text output writes of the record's dicts."""
-    def record():
-        return _with_children(record_with(["first", value, 3], 5))
-    assert as_json_bytes(record()) == as_json_array(record(), lines=True).encode()
+def test_records_written_as_utf8_are_the_json_of_their_dicts(value):
+    """Frame records written for an output of bytes (compiled: by the C writer, or as dicts where it leaves a
+    value to orjson) are the JSON the text output writes of frame_dict's, one per line and as an array."""
+    def records():
+        first = _with_children(record_with(["first", value, 3], 5))
+        first.messages[0].findings.append(Finding("netquake.test", "warning", value, 4, None))
+        second = Message("netquake", value, b"\0" * 8, offset=None, frames=[5, 6])
+        second.fields = [Field("netquake.test.second", "second", 0, 8, b"\x01" * 8)]
+        first.messages.append(second)
+        first.findings.append(Finding("dissect.test", "error", "frame", None, None))
+        first.info = value
+        return first, record_with([value], 6)
+    for lines in (True, False):
+        assert as_json_bytes(*records(), lines=lines) == as_json_array(*records(), lines=lines).encode()
 
 
-@pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build builds every field's dict")
+@pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build builds every record's dicts")
 def test_the_compiled_writer_leaves_to_orjson_only_what_it_cannot_write():
     import orjson
     for value in WRITTEN_VALUES:
-        fields = jsonout._frame_fragments(record_with([value]))["messages"][0]["fields"]
-        assert isinstance(fields, orjson.Fragment), value
+        record = record_with([value])
+        record.messages[0].findings.append(Finding("netquake.test", "warning", f"odd {value!r}", 4, None))
+        assert jsonout._frame_json(record, True) == orjson.dumps(jsonout.frame_dict(record)) + b"\n", value
     for value in LEFT_TO_ORJSON:
-        fields = jsonout._frame_fragments(record_with([value]))["messages"][0]["fields"]
-        assert fields == [jsonout.field_dict(f) for f in record_with([value]).messages[0].fields], value
+        assert jsonout._frame_json(record_with([value]), False) is None, value
 
 
 # -- text: every character that is not printable is escaped -------------------------------------------

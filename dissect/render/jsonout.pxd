@@ -2,8 +2,9 @@
 # file is the source and runs as it is without them.
 
 cimport cython
-from dissect.core.model cimport Field, Message, display_of
+from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.pipeline cimport FrameRecord
+from dissect.capture.layers cimport Packet
 from dissect.render.output cimport dissect_buffer
 
 @cython.locals(data=dict)
@@ -11,19 +12,20 @@ cpdef dict field_dict(Field field)
 cdef dict _FIELD_DICT
 cpdef dict message_dict(Message msg)
 cpdef dict frame_dict(FrameRecord record)
-cdef dict _message(Message msg, fields)
-cdef dict _frame(FrameRecord record, list messages)
 cdef bint _COMPILED
-cdef object _FRAGMENT
-cpdef dict _frame_fragments(FrameRecord record)
-cdef _fields_json(list fields)
+@cython.locals(packet=Packet)
+cpdef bytes _frame_json(FrameRecord record, bint newline)
+cdef Py_ssize_t FIELDS, MESSAGES, FINDINGS
 @cython.locals(index=Py_ssize_t)
-cdef bint _write_fields(list fields) except -1
+cdef bint _write_list(list items, Py_ssize_t kind) except -1
+@cython.locals(frames=list, index=Py_ssize_t)
+cdef bint _write_message(Message msg) except -1
+cdef bint _write_finding(Finding finding) except -1
 cdef bint _write_field(Field field) except -1
 
 cdef extern from *:
     """
-    /* The JSON writer of a message's fields (jsonout.py: _write_fields), into a buffer of output.pxd. Values are
+    /* The JSON writer of frame records (jsonout.py: _frame_json), into a buffer of output.pxd. Values are
        written as orjson writes them: a str quoted, with \\" \\\\ \\b \\t \\n \\f \\r and \\u00XX for the other
        bytes below 0x20, the rest as UTF-8; an int of -2**63 to 2**64-1 in decimal; a float of 1e-4 to 1e16 (or 0)
        as repr writes it; None, True, False; bytes as their hex text. */

@@ -58,61 +58,97 @@ _FIELD_DICT = dict.fromkeys(("key", "name", "offset", "length", "value", "displa
 
 
 def message_dict(msg):
-    return _message(msg, [field_dict(f) for f in msg.fields])
-
-
-def _message(msg, fields):
     return {"protocol": msg.protocol, "message": msg.name, "frames": list(msg.frames), "offset": msg.offset,
-            "length": msg.length, "fields": fields, "findings": [f.as_dict() for f in msg.findings]}
+            "length": msg.length, "fields": [field_dict(f) for f in msg.fields],
+            "findings": [f.as_dict() for f in msg.findings]}
 
 
 def frame_dict(record):
-    return _frame(record, [message_dict(m) for m in record.messages])
-
-
-def _frame(record, messages):
     return {"kind": "frame", "frame": record.number, "time": record.ts, "caplen": record.caplen,
             "length": record.wirelen, "src": record.src, "sport": record.sport, "dst": record.dst,
             "dport": record.dport, "transport": record.transport, "protocol": record.protocol,
-            "info": record.info, "messages": messages, "findings": [f.as_dict() for f in record.findings]}
+            "info": record.info, "messages": [message_dict(m) for m in record.messages],
+            "findings": [f.as_dict() for f in record.findings]}
 
 
-# Compiled, with orjson, the commonest part of a record, a message's fields, is written as JSON by a writer in C
-# (jsonout.pxd) and handed to orjson as a Fragment, which it copies as it is: building a dict per field and
-# orjson's walk over them took 41% of a JSON run on query traffic. The writer knows the values it can write as
-# orjson does (a str, an int of 64 bits, a float from 1e-4 to 1e16, None, a bool, bytes as hex); a message with
-# another value (a list, a str with a lone surrogate, a float below 1e-4) gets field_dict's dicts.
+# Compiled, where the output takes UTF-8 (the command's, -j's workers), a frame record is written as JSON by a
+# writer in C (jsonout.pxd): building a dict for each field, message and finding and orjson's walk over them
+# took half of a JSON run on query traffic. The writer writes the values it can write as orjson does (a str, an
+# int of 64 bits, a float from 1e-4 to 1e16, None, a bool, bytes as hex); a record with another value (a list,
+# a str with a lone surrogate, a float below 1e-4) is built as dicts for orjson.
 _COMPILED = not __file__.endswith(".py")
-_FRAGMENT = None  # orjson.Fragment, set by the first JsonRenderer (the compiled build's writer needs it)
 
 
-def _frame_fragments(record):
-    """frame_dict's record, the fields of each message as a Fragment of their JSON where the writer can."""
-    return _frame(record, [_message(m, _fields_json(m.fields)) for m in record.messages])
-
-
-def _fields_json(fields):
+def _frame_json(record, newline):
+    """``frame_dict(record)`` as orjson writes it (with a newline after it where ``newline``); None where a value
+    is one the writer leaves to orjson."""
+    packet = record.packet
     _json_start()
-    if _write_fields(fields):
-        return _FRAGMENT(_json_take())
-    return [field_dict(f) for f in fields]
+    if not (_json_member(b'{"kind":"frame","frame":', 24, record.number) and _json_member(b',"time":', 8, record.ts)
+            and _json_member(b',"caplen":', 10, record.caplen) and _json_member(b',"length":', 10, record.wirelen)
+            and _json_member(b',"src":', 7, packet.src) and _json_member(b',"sport":', 9, packet.sport)
+            and _json_member(b',"dst":', 7, packet.dst) and _json_member(b',"dport":', 9, packet.dport)
+            and _json_member(b',"transport":', 13, packet.transport)
+            and _json_member(b',"protocol":', 12, record.protocol) and _json_member(b',"info":', 8, record.info)):
+        return None
+    _json_raw(b',"messages":', 12)
+    if not _write_list(record.messages, MESSAGES):
+        return None
+    _json_raw(b',"findings":', 12)
+    if not _write_list(record.findings, FINDINGS):
+        return None
+    _json_raw(b"}\n", 2 if newline else 1)
+    return _json_take()
 
 
-def _write_fields(fields):
-    """``[field_dict(f) for f in fields]`` as orjson writes it, into the writer's buffer; False where a value is
-    one the writer leaves to orjson."""
+FIELDS, MESSAGES, FINDINGS = 0, 1, 2  # what _write_list writes
+
+
+def _write_list(items, kind):
+    """A list of fields, messages or findings (``kind``) as orjson writes their dicts; False where a value is one
+    the writer leaves to orjson."""
     _json_raw(b"[", 1)
-    for index in range(len(fields)):
+    for index in range(len(items)):
         if index:
             _json_raw(b",", 1)
-        if not _write_field(fields[index]):
+        item = items[index]
+        if not (_write_field(item) if kind == FIELDS else _write_message(item) if kind == MESSAGES else
+                _write_finding(item)):
             return False
     _json_raw(b"]", 1)
     return True
 
 
+def _write_message(msg):
+    if not (_json_member(b'{"protocol":', 12, msg.protocol) and _json_member(b',"message":', 11, msg.name)):
+        return False
+    _json_raw(b',"frames":[', 11)
+    frames = msg.frames
+    for index in range(len(frames)):
+        if not _json_member(b",", 1 if index else 0, frames[index]):
+            return False
+    if not (_json_member(b'],"offset":', 11, msg.offset) and _json_member(b',"length":', 10, msg.length)):
+        return False
+    _json_raw(b',"fields":', 10)
+    if not _write_list(msg.fields, FIELDS):
+        return False
+    _json_raw(b',"findings":', 12)
+    if not _write_list(msg.findings, FINDINGS):
+        return False
+    _json_raw(b"}", 1)
+    return True
+
+
+def _write_finding(finding):
+    if not (_json_member(b'{"code":', 8, finding.code) and _json_member(b',"severity":', 12, finding.severity)
+            and _json_member(b',"message":', 11, finding.message) and _json_member(b',"offset":', 10, finding.offset)
+            and _json_member(b',"length":', 10, finding.length)):
+        return False
+    _json_raw(b"}", 1)
+    return True
+
+
 def _write_field(field):
-    """``field_dict(field)`` as orjson writes it; False where a value is left to orjson."""
     if not (_json_member(b'{"key":', 7, field.key) and _json_member(b',"name":', 8, field.name)
             and _json_member(b',"offset":', 10, field.offset) and _json_member(b',"length":', 10, field.length)
             and _json_member(b',"value":', 9, field.value)
@@ -121,7 +157,7 @@ def _write_field(field):
     _json_raw(b',"children":', 12)
     if not field.children:
         _json_raw(b"[]", 2)
-    elif not _write_fields(field.children):
+    elif not _write_list(field.children, FIELDS):
         return False
     _json_raw(b"}", 1)
     return True
@@ -151,7 +187,7 @@ class JsonRenderer:
         # kilobytes is then not decoded to text, joined and encoded again on its way out.
         self.write_bytes = getattr(out, "write_bytes", None) if orjson is not None else None
         self.newline = orjson.OPT_APPEND_NEWLINE if orjson is not None and lines else 0
-        self.fragments = _COMPILED and self.write_bytes is not None and _fragments(orjson)
+        self.compiled = _COMPILED and self.write_bytes is not None
 
     def _emit(self, obj):
         if self.write_bytes is None:
@@ -198,9 +234,9 @@ class JsonRenderer:
         self.count += 1
 
     def frame(self, record):
-        if self.fragments:
+        if self.compiled:
             try:
-                data = self.dumps_bytes(_frame_fragments(record), default=_fallback, option=self.newline)
+                data = _frame_json(record, self.lines)
             except Exception:  # built again as dicts: what cannot be written, and how, is decided there
                 data = None
             if data is not None:
@@ -217,13 +253,6 @@ class JsonRenderer:
     def close(self):
         if not self.lines:
             self.out.write("[]\n" if self.count == 0 else "\n]\n")
-
-
-def _fragments(orjson):
-    """Whether ``orjson`` takes Fragments (3.9 and later), which the compiled writer needs; it is kept for it."""
-    global _FRAGMENT
-    _FRAGMENT = getattr(orjson, "Fragment", None)
-    return _FRAGMENT is not None
 
 
 def _plain(value):
