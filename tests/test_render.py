@@ -149,7 +149,8 @@ ASCII_TEXTS = ["".join(chr((start + i) % 128) for i in range(size)) for size in 
 WRITTEN_VALUES = [
     *ASCII_TEXTS, 'a"b\\c', "\x7f", "Grünt ☃ 名前 😀 and more than eight", "é\n" * 9,
     0, 7, -1, 4096, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, -(2 ** 63), None, True, False, b"", b"\x00\xff\x10",
-    0.0, -0.0, 0.021944, 1e-4, 123.456, 1e16 - 2, -2.5]
+    0.0, -0.0, 0.021944, 1e-4, 0.000123, 123.456, 1e16 - 2, -2.5, 1700000000.02686, 1700000000.0, -1700000000.5,
+    8589934591.999999, 8589934592.5, 1.0000005, 0.1 + 0.2]
 LEFT_TO_ORJSON = [9.9e-5, 1e16, float("inf"), float("nan"), 2 ** 64, -(2 ** 63) - 1, "a\udc80b", bytearray(b"\x01"),
                   [1, b"\x02"], (3,), {"a": 1}, 1.5e-300]
 
@@ -187,6 +188,21 @@ def test_the_compiled_writer_leaves_to_orjson_only_what_it_cannot_write():
         assert jsonout._frame_json(record, True) == orjson.dumps(jsonout.frame_dict(record)) + b"\n", value
     for value in LEFT_TO_ORJSON:
         assert jsonout._frame_json(record_with([value]), False) is None, value
+
+
+@pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build builds every record's dicts")
+def test_the_compiled_writer_writes_floats_as_orjson_does():
+    """Floats of whole microseconds take a shortcut in C (below 2**33), the others Python's repr: both are the
+    digits orjson writes, for capture times, response times and any float from 1e-4 to 1e16."""
+    import orjson
+    draw = random.Random(7)
+    values = [draw.randrange(10 ** 6, 2 ** 33 * 10 ** 6) / 1e6 for _ in range(3000)]
+    values += [draw.uniform(1e-4, 10) for _ in range(1000)] + [draw.randrange(100, 10 ** 7) / 1e6 for _ in range(1000)]
+    values += [-value for value in values[::7]] + [10 ** draw.uniform(-4, 16) for _ in range(1000)]
+    for value in values:
+        record = record_with([value])
+        record.ts = value
+        assert jsonout._frame_json(record, True) == orjson.dumps(jsonout.frame_dict(record)) + b"\n", value
 
 
 # -- text: every character that is not printable is escaped -------------------------------------------

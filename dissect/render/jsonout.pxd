@@ -108,6 +108,39 @@ cdef extern from *:
         return 0;
     }
 
+    /* A float of whole microseconds (a capture's time) as repr writes it, without its general algorithm (6,700
+       instructions): where the number of millionths nearest to it, divided by 10**6 (a division IEEE rounds
+       correctly, as reading the text back would), is the float itself, that text reads back as it; below 2**33
+       the float's steps are finer than 10**-6, so no other text of six decimals or fewer does, and repr, the
+       shortest that reads back, is it without its trailing zeros. 1: written; 0: not such a float. */
+    static inline int dissect_json_micros(double number, double magnitude) {
+        double scaled = rint(magnitude * 1e6);
+        unsigned long long micros, whole, fraction;
+        char text[48], *out = text + sizeof(text);
+        int places = 6;
+        if (magnitude >= 8589934592.0 || scaled / 1e6 != magnitude)
+            return 0;
+        micros = (unsigned long long)scaled;
+        whole = micros / 1000000;
+        fraction = micros % 1000000;
+        while (places > 1 && fraction % 10 == 0) {
+            fraction /= 10;
+            places--;
+        }
+        while (places--) {
+            *--out = (char)('0' + fraction % 10);
+            fraction /= 10;
+        }
+        *--out = '.';
+        do {
+            *--out = (char)('0' + whole % 10);
+            whole /= 10;
+        } while (whole);
+        if (signbit(number))  /* -0.0 too */
+            *--out = '-';
+        return dissect_json_raw(out, text + sizeof(text) - out) < 0 ? -1 : 1;
+    }
+
     /* 1: written; 0: a value left to orjson (nothing written); -1: an exception is set. */
     static inline int dissect_json_value(PyObject *value) {
         if (PyUnicode_CheckExact(value)) {
@@ -148,6 +181,9 @@ cdef extern from *:
             int written;
             if (number != 0.0 && !(magnitude >= 1e-4 && magnitude < 1e16))
                 return 0;
+            written = dissect_json_micros(number, magnitude);
+            if (written)
+                return written;
             text = PyOS_double_to_string(number, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
             if (text == NULL)
                 return -1;
