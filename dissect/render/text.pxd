@@ -193,6 +193,13 @@ cdef extern from *:
         return written;
     }
 
+    /* A str of printable ASCII (dissect_ascii_printable) copied: 1; 0, with nothing written, for another. */
+    static inline int dissect_tree_plain(PyObject *text) {
+        if (!PyUnicode_CheckExact(text) || dissect_ascii_printable(text) != 1)
+            return 0;
+        return dissect_tree_raw((const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
+    }
+
     /* An int's digits: 1; 0, with nothing written, where it does not fit 64 bits. */
     static inline int dissect_tree_int(PyObject *value) {
         int overflow;
@@ -211,6 +218,7 @@ cdef extern from *:
     int _tree_newline "dissect_tree_newline" () except -1
     bytes _tree_take "dissect_tree_take" ()
     int _tree_str "dissect_tree_str" (str text) except -1
+    int _tree_plain "dissect_tree_plain" (object text) except -1
     int _tree_int "dissect_tree_int" (object value) except -1
 
 cdef _arrival_line(ts)

@@ -378,9 +378,8 @@ def _field_bytes(fields, depth):
 
 def _tree_text(text):
     """What an f-string makes of ``text``, as safe() shows it."""
-    if type(text) is not str:
-        text = f"{text}"
-    _tree_str(text if _ascii_printable(text) == 1 else safe(text))
+    if not _tree_plain(text):  # C: a str of printable ASCII copied as it is; 0 for anything else
+        _tree_str(safe(text if type(text) is str else f"{text}"))
 
 
 def _tree_span(offset, length):
