@@ -17,7 +17,7 @@ cdef bint _COMPILED
 cpdef bytes _frame_json(FrameRecord record, bint newline)
 cdef Py_ssize_t FIELDS, MESSAGES, FINDINGS
 @cython.locals(index=Py_ssize_t)
-cdef bint _write_list(list items, Py_ssize_t kind) except -1
+cdef bint _list_member(const char *name, Py_ssize_t size, list items, Py_ssize_t kind) except -1
 @cython.locals(frames=list, index=Py_ssize_t)
 cdef bint _write_message(Message msg) except -1
 cdef bint _write_finding(Finding finding) except -1
@@ -35,8 +35,9 @@ cdef extern from *:
         dissect_json_out.size = 0;
     }
 
+    /* 1: written (a record's writer ends an and-chain with it). */
     static inline int dissect_json_raw(const char *text, Py_ssize_t size) {
-        return dissect_buffer_raw(&dissect_json_out, text, size);
+        return dissect_buffer_raw(&dissect_json_out, text, size) < 0 ? -1 : 1;
     }
 
     static inline PyObject *dissect_json_take(void) {
@@ -138,7 +139,7 @@ cdef extern from *:
         } while (whole);
         if (signbit(number))  /* -0.0 too */
             *--out = '-';
-        return dissect_json_raw(out, text + sizeof(text) - out) < 0 ? -1 : 1;
+        return dissect_json_raw(out, text + sizeof(text) - out);
     }
 
     /* 1: written; 0: a value left to orjson (nothing written); -1: an exception is set. */
@@ -155,26 +156,8 @@ cdef extern from *:
             }
             return dissect_json_text((const unsigned char *)text, size) < 0 ? -1 : 1;
         }
-        if (PyLong_CheckExact(value)) {
-            int overflow;
-            long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-            if (overflow == 0) {
-                if (number == -1 && PyErr_Occurred())
-                    return -1;
-                if (number < 0)
-                    return dissect_buffer_digits(&dissect_json_out, 0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
-                return dissect_buffer_digits(&dissect_json_out, (unsigned long long)number, 0) < 0 ? -1 : 1;
-            }
-            if (overflow > 0) {
-                unsigned long long big = PyLong_AsUnsignedLongLong(value);
-                if (big == (unsigned long long)-1 && PyErr_Occurred()) {  /* past 2**64 - 1 */
-                    PyErr_Clear();
-                    return 0;
-                }
-                return dissect_buffer_digits(&dissect_json_out, big, 0) < 0 ? -1 : 1;
-            }
-            return 0;
-        }
+        if (PyLong_CheckExact(value))
+            return dissect_buffer_int(&dissect_json_out, value);
         if (PyFloat_CheckExact(value)) {  /* where orjson's shortest digits are written as repr writes them */
             double number = PyFloat_AS_DOUBLE(value), magnitude = number < 0 ? -number : number;
             char *text;
@@ -189,14 +172,14 @@ cdef extern from *:
                 return -1;
             written = dissect_json_raw(text, (Py_ssize_t)strlen(text));
             PyMem_Free(text);
-            return written < 0 ? -1 : 1;
+            return written;
         }
         if (value == Py_None)
-            return dissect_json_raw("null", 4) < 0 ? -1 : 1;
+            return dissect_json_raw("null", 4);
         if (value == Py_True)
-            return dissect_json_raw("true", 4) < 0 ? -1 : 1;
+            return dissect_json_raw("true", 4);
         if (value == Py_False)
-            return dissect_json_raw("false", 5) < 0 ? -1 : 1;
+            return dissect_json_raw("false", 5);
         if (PyBytes_CheckExact(value)) {
             static const char hex[] = "0123456789abcdef";
             const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(value);
@@ -225,6 +208,6 @@ cdef extern from *:
     }
     """
     void _json_start "dissect_json_start" ()
-    int _json_raw "dissect_json_raw" (const char *text, Py_ssize_t size) except -1
+    bint _json_raw "dissect_json_raw" (const char *text, Py_ssize_t size) except -1
     bytes _json_take "dissect_json_take" ()
-    int _json_member "dissect_json_member" (const char *name, Py_ssize_t size, object value) except -1
+    bint _json_member "dissect_json_member" (const char *name, Py_ssize_t size, object value) except -1

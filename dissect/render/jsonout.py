@@ -89,25 +89,22 @@ def _frame_json(record, newline):
             and _json_member(b',"src":', 7, packet.src) and _json_member(b',"sport":', 9, packet.sport)
             and _json_member(b',"dst":', 7, packet.dst) and _json_member(b',"dport":', 9, packet.dport)
             and _json_member(b',"transport":', 13, packet.transport)
-            and _json_member(b',"protocol":', 12, record.protocol) and _json_member(b',"info":', 8, record.info)):
-        return None
-    _json_raw(b',"messages":', 12)
-    if not _write_list(record.messages, MESSAGES):
-        return None
-    _json_raw(b',"findings":', 12)
-    if not _write_list(record.findings, FINDINGS):
+            and _json_member(b',"protocol":', 12, record.protocol) and _json_member(b',"info":', 8, record.info)
+            and _list_member(b',"messages":[', 13, record.messages, MESSAGES)
+            and _list_member(b',"findings":[', 13, record.findings, FINDINGS)):
         return None
     _json_raw(b"}\n", 2 if newline else 1)
     return _json_take()
 
 
-FIELDS, MESSAGES, FINDINGS = 0, 1, 2  # what _write_list writes
+# The writers below return whether they wrote their part; each ends with the _json_raw that closes it (1: written).
+FIELDS, MESSAGES, FINDINGS = 0, 1, 2  # what _list_member writes
 
 
-def _write_list(items, kind):
-    """A list of fields, messages or findings (``kind``) as orjson writes their dicts; False where a value is one
-    the writer leaves to orjson."""
-    _json_raw(b"[", 1)
+def _list_member(name, size, items, kind):
+    """A member whose value is a list of fields, messages or findings (``kind``), as orjson writes their dicts;
+    ``name`` its text up to the list's opening bracket."""
+    _json_raw(name, size)
     for index in range(len(items)):
         if index:
             _json_raw(b",", 1)
@@ -115,52 +112,34 @@ def _write_list(items, kind):
         if not (_write_field(item) if kind == FIELDS else _write_message(item) if kind == MESSAGES else
                 _write_finding(item)):
             return False
-    _json_raw(b"]", 1)
-    return True
+    return _json_raw(b"]", 1)
 
 
 def _write_message(msg):
-    if not (_json_member(b'{"protocol":', 12, msg.protocol) and _json_member(b',"message":', 11, msg.name)):
+    if not (_json_member(b'{"protocol":', 12, msg.protocol) and _json_member(b',"message":', 11, msg.name)
+            and _json_raw(b',"frames":[', 11)):
         return False
-    _json_raw(b',"frames":[', 11)
     frames = msg.frames
     for index in range(len(frames)):
         if not _json_member(b",", 1 if index else 0, frames[index]):
             return False
-    if not (_json_member(b'],"offset":', 11, msg.offset) and _json_member(b',"length":', 10, msg.length)):
-        return False
-    _json_raw(b',"fields":', 10)
-    if not _write_list(msg.fields, FIELDS):
-        return False
-    _json_raw(b',"findings":', 12)
-    if not _write_list(msg.findings, FINDINGS):
-        return False
-    _json_raw(b"}", 1)
-    return True
+    return (_json_member(b'],"offset":', 11, msg.offset) and _json_member(b',"length":', 10, msg.length)
+            and _list_member(b',"fields":[', 11, msg.fields, FIELDS)
+            and _list_member(b',"findings":[', 13, msg.findings, FINDINGS) and _json_raw(b"}", 1))
 
 
 def _write_finding(finding):
-    if not (_json_member(b'{"code":', 8, finding.code) and _json_member(b',"severity":', 12, finding.severity)
+    return (_json_member(b'{"code":', 8, finding.code) and _json_member(b',"severity":', 12, finding.severity)
             and _json_member(b',"message":', 11, finding.message) and _json_member(b',"offset":', 10, finding.offset)
-            and _json_member(b',"length":', 10, finding.length)):
-        return False
-    _json_raw(b"}", 1)
-    return True
+            and _json_member(b',"length":', 10, finding.length) and _json_raw(b"}", 1))
 
 
 def _write_field(field):
-    if not (_json_member(b'{"key":', 7, field.key) and _json_member(b',"name":', 8, field.name)
+    return (_json_member(b'{"key":', 7, field.key) and _json_member(b',"name":', 8, field.name)
             and _json_member(b',"offset":', 10, field.offset) and _json_member(b',"length":', 10, field.length)
-            and _json_member(b',"value":', 9, field.value)
-            and _json_member(b',"display":', 11, display_of(field))):
-        return False
-    _json_raw(b',"children":', 12)
-    if not field.children:
-        _json_raw(b"[]", 2)
-    elif not _write_list(field.children, FIELDS):
-        return False
-    _json_raw(b"}", 1)
-    return True
+            and _json_member(b',"value":', 9, field.value) and _json_member(b',"display":', 11, display_of(field))
+            and (_list_member(b',"children":[', 13, field.children, FIELDS) and _json_raw(b"}", 1) if field.children
+                 else _json_raw(b',"children":[]}', 15)))  # most fields: no call for an empty list
 
 
 def analysis_dict(rec):

@@ -70,6 +70,28 @@ cdef extern from *:
             digits[--n] = '-';
         return dissect_buffer_raw(buffer, digits + n, 24 - n);
     }
+
+    /* An int of -2**63 to 2**64 - 1 in decimal (an int's str): 1; 0, with nothing written, for one beyond. */
+    static inline int dissect_buffer_int(dissect_buffer *buffer, PyObject *value) {
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        unsigned long long big;
+        if (overflow == 0) {
+            if (number == -1 && PyErr_Occurred())
+                return -1;
+            if (number < 0)
+                return dissect_buffer_digits(buffer, 0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
+            return dissect_buffer_digits(buffer, (unsigned long long)number, 0) < 0 ? -1 : 1;
+        }
+        if (overflow < 0)
+            return 0;
+        big = PyLong_AsUnsignedLongLong(value);
+        if (big == (unsigned long long)-1 && PyErr_Occurred()) {  /* past 2**64 - 1 */
+            PyErr_Clear();
+            return 0;
+        }
+        return dissect_buffer_digits(buffer, big, 0) < 0 ? -1 : 1;
+    }
     """
     ctypedef struct dissect_buffer:
         pass

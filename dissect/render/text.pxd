@@ -151,11 +151,11 @@ cdef object _worst(FrameRecord record)
 @cython.locals(found=Py_ssize_t, finding=Finding)
 cdef Py_ssize_t _worst_rank(list findings, Py_ssize_t rank) except -2
 
-@cython.locals(field=Field, indent=str)
+@cython.locals(field=Field, indent=str, generated=bint)
 cdef _field_bytes(fields, Py_ssize_t depth)
 cdef bytes _field_block(list fields)
 cdef _tree_text(text)
-cdef _tree_span(offset, length)
+cdef _tree_number(value)
 
 cdef extern from *:
     """
@@ -200,17 +200,9 @@ cdef extern from *:
         return dissect_tree_raw((const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
     }
 
-    /* An int's digits: 1; 0, with nothing written, where it does not fit 64 bits. */
+    /* An int's digits (dissect_buffer_int): 1; 0, with nothing written, beyond 64 bits. */
     static inline int dissect_tree_int(PyObject *value) {
-        int overflow;
-        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (overflow)
-            return 0;
-        if (number == -1 && PyErr_Occurred())
-            return -1;
-        if (number < 0)
-            return dissect_buffer_digits(&dissect_tree_out, 0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
-        return dissect_buffer_digits(&dissect_tree_out, (unsigned long long)number, 0) < 0 ? -1 : 1;
+        return dissect_buffer_int(&dissect_tree_out, value);
     }
     """
     void _tree_start "dissect_tree_start" ()

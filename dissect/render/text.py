@@ -357,21 +357,22 @@ def _field_block(fields):
 def _field_bytes(fields, depth):
     indent = INDENT[min(depth, len(INDENT) - 1)]
     for field in fields:
+        generated = field.generated  # as Wireshark: a generated field covering no bytes shows no range
         _tree_newline()
         _tree_text(indent)
-        if field.generated:
+        if generated:
             _tree_raw(b"[", 1)
-            _tree_text(field.name)
-            _tree_raw(b": ", 2)
-            _tree_text(display_of(field))
+        _tree_text(field.name)
+        _tree_raw(b": ", 2)
+        _tree_text(display_of(field))
+        if generated:
             _tree_raw(b"]", 1)
-            if field.length:
-                _tree_span(field.offset, field.length)
-        else:
-            _tree_text(field.name)
-            _tree_raw(b": ", 2)
-            _tree_text(display_of(field))
-            _tree_span(field.offset, field.length)
+        if not generated or field.length:
+            _tree_raw(b" [", 2)
+            _tree_number(field.offset)
+            _tree_raw(b":", 1)
+            _tree_number(field.length)
+            _tree_raw(b"]", 1)
         if field.children:
             _field_bytes(field.children, depth + 1)
 
@@ -382,15 +383,10 @@ def _tree_text(text):
         _tree_str(safe(text if type(text) is str else f"{text}"))
 
 
-def _tree_span(offset, length):
-    """ [offset:length]"""
-    _tree_raw(b" [", 2)
-    if type(offset) is not int or not _tree_int(offset):
-        _tree_text(decimal_text(offset))
-    _tree_raw(b":", 1)
-    if type(length) is not int or not _tree_int(length):
-        _tree_text(decimal_text(length))
-    _tree_raw(b"]", 1)
+def _tree_number(value):
+    """decimal_text(value): an int of 64 bits written in C."""
+    if type(value) is not int or not _tree_int(value):
+        _tree_text(decimal_text(value))
 
 
 def _arrival_line(ts):
