@@ -15,7 +15,7 @@ from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
 from dissect.core import U32LE
 from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor, cut
-from dissect.core.fmt import decimal_text, endpoint
+from dissect.core.fmt import dec_hex, decimal_text, endpoint, hex16, hex_text
 from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display
 from dissect.core.tables import FieldTable
 from dissect.pipeline import FrameRecord
@@ -205,6 +205,24 @@ def test_the_compiled_writer_writes_floats_as_orjson_does():
         assert jsonout._frame_json(record, True) == orjson.dumps(jsonout.frame_dict(record)) + b"\n", value
 
 
+@pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build builds every record's dicts")
+def test_the_compiled_writer_keeps_each_keys_text_and_writes_other_names_in_full():
+    """A field's key and name are kept as written, by the key's object: the same key with another name (an equal
+    text that is another object, a longer name than is kept), more keys than the writer keeps, are written as
+    orjson writes frame_dict's."""
+    import orjson
+    key, long_name = "netquake.test.kept", "long " * 40
+    keys = [f"netquake.test.{index}" for index in range(3000)]
+    for round in range(3):
+        record = record_with([1])
+        names = ["first", 'second "2"', "first", "".join(["fir", "st"]), "😀", long_name, long_name, "first"]
+        fields = [Field(key, name, 0, 1, round) for name in names]
+        fields += [Field(each, f"name {index % 3}", 0, 1, index) for index, each in enumerate(keys)]
+        fields += [Field(long_name, "x", 0, 1, 0), Field(key, None, 0, 1, 0), Field(None, "first", 0, 1, 0)]
+        record.messages[0].fields = fields
+        assert jsonout._frame_json(record, True) == orjson.dumps(jsonout.frame_dict(record)) + b"\n", round
+
+
 # -- text: every character that is not printable is escaped -------------------------------------------
 
 @pytest.mark.parametrize("raw, shown", [
@@ -257,6 +275,30 @@ def test_safe_keeps_printable_ascii_of_every_length(size):
 def test_decimal_text_is_the_numbers_text_inside_and_outside_its_table(number):
     assert decimal_text(number) == str(number)
     assert default_display(number) == str(number)
+
+
+@pytest.mark.parametrize("number", [0, 9, 10, 42, 255, 4096, -1, -42, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64,
+                                    -(2 ** 63), -(2 ** 63) - 1, -(2 ** 64), 10 ** 30, -(10 ** 30)])
+def test_dec_hex_and_hex_text_are_their_format_specs_texts(number):
+    """Compiled, ints of 64 bits are written in C: the texts are format()'s, within 64 bits and past them."""
+    magnitude = abs(number)
+    sign = "-" if number < 0 else ""
+    assert dec_hex(number) == f"{sign}{magnitude} ({sign}0x{magnitude:x})"
+    for width in (0, 1, 2, 4, 8, 16, 17, 32, 33, 40):
+        assert hex_text(number, width) == format(number, f"0{width}x").join(["0x", ""])
+    assert hex16(number) == "0x" + format(number, "04x")
+
+
+def test_dec_hex_and_hex_text_of_known_numbers_and_of_what_is_not_an_int():
+    assert [dec_hex(value) for value in (0, 42, -42, 2 ** 64 - 1)] == [
+        "0 (0x0)", "42 (0x2a)", "-42 (-0x2a)", "18446744073709551615 (0xffffffffffffffff)"]
+    assert [hex_text(value, 8) for value in (0, 0xDEADBEEF, 2 ** 32, -1)] == ["0x00000000", "0xdeadbeef", "0x100000000",
+                                                                             "0x-0000001"]
+    assert [dec_hex(True), hex_text(True, 4), hex_text(False, 2)] == ["True (0x1)", "0x0001", "0x00"]
+    with pytest.raises(TypeError):
+        dec_hex(None)
+    with pytest.raises(ValueError):
+        hex_text(2.5, 4)
 
 
 def test_decimal_text_of_what_is_not_an_int_is_its_text():

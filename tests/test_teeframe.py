@@ -6,6 +6,8 @@ from helpers import codes, dissect, field, span
 
 from dissect.capture.layers import Packet
 from dissect.core import cursor
+from dissect.core.model import new_field
+from dissect.dissectors.teeframe import F
 from dissect.registry import Registry
 
 ONE_CLIENT = [("Tëe", "Clan", 276, -9999, 1)]
@@ -350,3 +352,16 @@ def test_a_server_field_cut_off_leaves_the_fields_before_it_once():
         ("teeframe.header", 0, 6, "Header"), ("teeframe.padding", 6, 4, "Padding"),
         ("teeframe.identifier", 10, 4, "Identifier"), ("teeframe.token", 14, 8, "Token"),
         ("teeframe.version", 22, 6, "Version"), ("teeframe.name", 28, 2, "Name [unterminated]")]
+
+
+@pytest.mark.parametrize("key, value, shown", [
+    ("name", "srv", '"srv"'), ("name", "", '""'), ("name", None, ""), ("name", 7, "7"),
+    ("token", 0x12342A, "1193002 (0x12342a)"), ("token", -1, "-1 (unrequested)"), ("token", None, ""),
+    ("map_crc", -1, "-1 (0xffffffff)"), ("map_crc", 2 ** 40 + 10, "1099511627786 (0x0000000a)"),
+    ("client.is_player", 1, "1 (player)"), ("client.is_player", 0, "0 (spectator)"), ("client.is_player", 5, "5"),
+    ("flags", 1, "1 (password required)"), ("flags", 3, "3"),
+    ("identifier", b"iext", '"iext" (Server Information)'), ("identifier", bytearray(b"zzzz"), '"zzzz" (unknown)')])
+def test_field_displays_of_every_kind_of_value(key, value, shown):
+    """What -V and JSON show of a field: its formatter's text, and the plain display of a value it does not take."""
+    spec = F.entries[f"teeframe.{key}"]
+    assert new_field(spec.key, spec.name, 0, 1, value, spec.fmt).display == shown

@@ -31,6 +31,8 @@ cdef class Cursor:
     cpdef u8(self, FieldSpec spec)
     cpdef add(self, FieldSpec spec, offset, length, value, display=*, generated=*, name=*)
     cpdef subtree(self, FieldSpec spec, value=*, name=*)
+    cpdef Field open_subtree(self, FieldSpec spec, value=*, name=*)
+    cpdef close_subtree(self, Field node)
     cpdef set_last(self, value, display=*)
     @cython.locals(data=bytes, pos=Py_ssize_t, n=Py_ssize_t)
     cpdef raw(self, FieldSpec spec, n)

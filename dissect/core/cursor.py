@@ -170,13 +170,25 @@ class Cursor:
 
     def subtree(self, spec, value=None, name=None):
         """``with cursor.subtree(...) as node:`` nests the fields read inside it."""
+        node = self.open_subtree(spec, value, name)
+        return _NO_SUBTREE if node is None else _Subtree(self, node)
+
+    def open_subtree(self, spec, value=None, name=None):
+        """``subtree``'s node without the context manager, for the loops that read many (a context manager costs
+        two Python calls): the fields read until ``close_subtree(node)``, which a ``finally`` calls, are its
+        children. None without a tree."""
         if not self.tree:
-            return _NO_SUBTREE
+            return None
         node = new_field(spec.key, name or spec.name, self.pos, 0, value, spec.fmt)
         self._stack[-1].append(node)
         node.children = []
         self._stack.append(node.children)
-        return _Subtree(self, node)
+        return node
+
+    def close_subtree(self, node):
+        """The subtree ``open_subtree`` gave ends (nothing to do for its None)."""
+        if node is not None and self.tree:
+            _close_subtree(self, node)
 
     def finding(self, spec, detail, offset=None, length=None):
         """A finding from the protocol's FindingTable: ``detail`` says what was seen, the entry the rule."""

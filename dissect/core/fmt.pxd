@@ -19,13 +19,104 @@ cdef extern from *:
         Py_INCREF(text);
         return text;
     }
+
+    /* The digits of a number in a base of 10 or 16, at least ``width`` of them (zeros before), written backwards
+       from ``end``: their start. */
+    static inline char *dissect_digits_back(char *end, unsigned long long number, unsigned base, int width) {
+        static const char digits[] = "0123456789abcdef";
+        char *out = end;
+        do {
+            *--out = digits[number % base];
+            number /= base;
+        } while (number);
+        while (end - out < width)
+            *--out = '0';
+        return out;
+    }
+
+    /* An int's value from -2**64 + 1 to 2**64 - 1 as its sign and magnitude; 0 beyond (or not an int). */
+    static inline int dissect_magnitude(PyObject *number, unsigned long long *magnitude, int *negative) {
+        int overflow;
+        long long value;
+        if (!PyLong_CheckExact(number))
+            return 0;
+        value = PyLong_AsLongLongAndOverflow(number, &overflow);
+        if (value == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (overflow > 0) {
+            *magnitude = PyLong_AsUnsignedLongLong(number);
+            if (*magnitude == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+            *negative = 0;
+            return 1;
+        }
+        if (overflow < 0)
+            return 0;
+        *negative = value < 0;
+        *magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+        return 1;
+    }
+
+    static inline PyObject *dissect_ascii_text(const char *text, Py_ssize_t size) {
+        PyObject *out = PyUnicode_New(size, 127);
+        if (out != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(out), text, size);
+        return out;
+    }
+
+    /* dec_hex's text: "42 (0x2a)", "-42 (-0x2a)"; None beyond 64 bits. */
+    static PyObject *dissect_dec_hex_text(PyObject *number) {
+        char text[64], *end = text + sizeof(text), *out;
+        unsigned long long magnitude;
+        int negative;
+        if (!dissect_magnitude(number, &magnitude, &negative)) {
+            Py_INCREF(Py_None);
+            return Py_None;
+        }
+        *--end = ')';
+        out = dissect_digits_back(end, magnitude, 16, 1);
+        *--out = 'x';
+        *--out = '0';
+        if (negative)
+            *--out = '-';
+        *--out = '(';
+        *--out = ' ';
+        out = dissect_digits_back(out, magnitude, 10, 1);
+        if (negative)
+            *--out = '-';
+        return dissect_ascii_text(out, text + sizeof(text) - out);
+    }
+
+    /* hex_text's: "0x002a"; None for a negative number, one beyond 64 bits or a width beyond 32. */
+    static PyObject *dissect_hex_text(PyObject *number, Py_ssize_t width) {
+        char text[64], *end = text + sizeof(text), *out;
+        unsigned long long magnitude;
+        int negative;
+        if (width < 0 || width > 32 || !dissect_magnitude(number, &magnitude, &negative) || negative) {
+            Py_INCREF(Py_None);
+            return Py_None;
+        }
+        out = dissect_digits_back(end, magnitude, 16, (int)width);
+        *--out = 'x';
+        *--out = '0';
+        return dissect_ascii_text(out, end - out);
+    }
     """
     object _table_text "dissect_table_text" (object number, list table)
+    object _dec_hex_text "dissect_dec_hex_text" (object number)
+    object _hex_text "dissect_hex_text" (object number, Py_ssize_t width)
 
 cdef list DECIMALS
 cdef bint _COMPILED
 @cython.locals(text=str)
 cpdef str decimal_text(number)
+cpdef dec_hex(value)
+cpdef hex_text(value, Py_ssize_t width)
+cpdef hex16(value)
 
 @cython.locals(ports=dict)
 cpdef endpoint(ip, port)

@@ -3,11 +3,24 @@
 
 def dec_hex(value):
     """``1193002 (0x12342a)``"""
+    if _COMPILED and type(value) is int:
+        text = _dec_hex_text(value)  # C (fmt.pxd): an int of 64 bits without format()'s parsing of its spec
+        if text is not None:
+            return text
     return f"{value} (0x{value:x})" if value >= 0 else f"{value} (-0x{-value:x})"
 
 
+def hex_text(value, width):
+    """``f"0x{value:0{width}x}"``: ``0x002a`` for 42 and width 4."""
+    if _COMPILED and type(value) is int:
+        text = _hex_text(value, width)  # C (fmt.pxd), as dec_hex
+        if text is not None:
+            return text
+    return f"0x{value:0{width}x}"
+
+
 def hex16(value):
-    return f"0x{value:04x}"
+    return hex_text(value, 4)
 
 
 def named(names, unknown="unknown"):

@@ -5,6 +5,10 @@
 cimport cython
 from dissect.core.cursor cimport Cursor, unpack
 from dissect.core.model cimport Message
+from dissect.core.fmt cimport hex16, hex_text
+
+@cython.locals(names=dict)
+cpdef _command_text(command)  # the formatter of every message's command
 
 cpdef _decode(Cursor cur, Message msg)
 cpdef _data(Cursor cur, Message msg, flags)

@@ -18,7 +18,7 @@ sequence number; their game messages are not decoded.
 from ..core import I32BE, I32LE, U16BE, U32BE
 from ..core.bounded import BoundedDict
 from ..core.cursor import unpack
-from ..core.fmt import hex16
+from ..core.fmt import hex16, hex_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -71,7 +71,8 @@ def _flags_text(flags):
 
 
 def _command_text(command):
-    return f"{COMMANDS.get(command, 'unknown')} (0x{command:02x})"
+    names = COMMANDS
+    return f"{names.get(command, 'unknown')} ({hex_text(command, 2)})"
 
 
 def colors_text(colors):

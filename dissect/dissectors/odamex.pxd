@@ -4,7 +4,15 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor, cut, new_cursor
-from dissect.core.model cimport Message, new_message
+from dissect.core.fmt cimport hex_text
+from dissect.core.model cimport Field, Message, new_message
+
+# the formatters of the fields -V and JSON show most
+@cython.locals(texts=dict)
+cpdef _bool_text(value)
+@cython.locals(texts=dict)
+cpdef _tag_text(tag)
+cpdef _marker_text(value)
 
 cdef class _Candidate:
     cdef public object layout, teams, echo, extension
@@ -62,7 +70,7 @@ cpdef dict _stats_fields(Cursor cur)
 
 @cython.locals(size=Py_ssize_t)
 cpdef bint _claims(bytes payload, bint on_port) except -1
-@cython.locals(raw=bytes, address=str, entry=str)
+@cython.locals(raw=bytes, address=str, entry=str, octets=list, node=Field)
 cpdef str _master_entry(Cursor cur)
 
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,

@@ -33,7 +33,7 @@ import struct
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
 from ..core.cursor import cut, new_cursor
-from ..core.fmt import named
+from ..core.fmt import hex_text, named
 from ..core.model import new_message
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -84,7 +84,8 @@ BOOL_TEXTS = {0: "false", 1: "true"}
 
 
 def _bool_text(value):
-    text = BOOL_TEXTS.get(value)
+    texts = BOOL_TEXTS
+    text = texts.get(value)
     return f"{value} (not a bool)" if text is None else text
 
 
@@ -92,9 +93,13 @@ def _milliseconds(value):
     return f"{value} ms"
 
 
+TAG_TEXTS = {LAUNCHER_TAG: "777123 (launcher request / master list)", SERVER_INFO_TAG: "5560020 (server info reply)"}
+
+
 def _tag_text(tag):
-    return {LAUNCHER_TAG: "777123 (launcher request / master list)",
-            SERVER_INFO_TAG: "5560020 (server info reply)"}.get(tag, str(tag))
+    texts = TAG_TEXTS
+    text = texts.get(tag)
+    return str(tag) if text is None else text
 
 
 def _key_text(raw):
@@ -113,7 +118,7 @@ def _version_text(value):
 
 
 def _marker_text(value):
-    return f"0x{value:08x}"
+    return hex_text(value, 8)
 
 
 F = FieldTable("odamex", messages=True, title="Odamex", entries=[
@@ -434,12 +439,17 @@ def _claims(payload, on_port):
 
 def _master_entry(cur):
     """One entry, field by field: the tree's way, and the summary's for an entry cut short."""
-    with cur.subtree(LISTED_SERVER) as node:
+    node = cur.open_subtree(LISTED_SERVER)
+    try:
         raw = cur.raw(LISTED_IP, 4)
-        address = f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"  # what inet_ntoa writes
+        octets = OCTETS
+        address = f"{octets[raw[0]]}.{octets[raw[1]]}.{octets[raw[2]]}.{octets[raw[3]]}"  # what inet_ntoa writes
         cur.set_last(address)
         entry = f"{address}:{cur.number(U16LE, LISTED_PORT)}"
-        node.value = entry
+        if node is not None:
+            node.value = entry
+    finally:
+        cur.close_subtree(node)
     return entry
 
 

@@ -94,7 +94,7 @@ def _plain_numbers(low=None, high=None, names=None):
 
 def _number_display(names):
     def fmt(value):
-        return f"{names[value]} ({value})" if names and value in names else decimal_text(value)
+        return f"{names[value]} ({decimal_text(value)})" if names and value in names else decimal_text(value)
     return fmt
 
 

@@ -4,9 +4,21 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor, cut
-from dissect.core.model cimport Message
+from dissect.core.fmt cimport dec_hex, hex_text
+from dissect.core.model cimport Field, Message
 
 cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT
+
+# the formatters of the fields -V and JSON show most
+cpdef _quoted(value)
+@cython.locals(texts=dict)
+cpdef _is_player_text(value)
+cpdef _token_text(value)
+cpdef _crc_text(value)
+@cython.locals(texts=dict)
+cpdef _flags_text(value)
+@cython.locals(ident=bytes, names=dict)
+cpdef _identifier_display(value)
 
 @cython.locals(ident=bytes)
 cpdef bint _claims(bytes payload, bint on_port) except -1
@@ -39,9 +51,10 @@ cpdef _check_counts(Cursor cur, Message msg, records, token)
 cpdef _string(Cursor cur, spec)
 cpdef _decimal(Cursor cur, spec, allow_negative=*)
 
-@cython.locals(records=list, legacy=bint)
+@cython.locals(records=list, legacy=bint, node=Field)
 cpdef _client_records(Cursor cur, Message msg, tuple fields)
 cpdef _read_record(Cursor cur, Message msg, tuple fields, bint legacy, node)
+cpdef _title(Field node, dict record)
 @cython.locals(values=list, name=unicode, clan=unicode, name_size=Py_ssize_t, clan_size=Py_ssize_t)
 cpdef dict _client_record(Cursor cur, tuple fields, node)
 cpdef dict _legacy_record(Cursor cur, tuple fields, node)

@@ -23,7 +23,7 @@ integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
 
 from ..core import U16BE, Truncated
 from ..core.cursor import cut
-from ..core.fmt import dec_hex
+from ..core.fmt import dec_hex, hex_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -59,7 +59,9 @@ NAME_LIMIT, CLAN_LIMIT = 16, 12
 
 
 def _quoted(value):
-    return '"' + value + '"'
+    if not isinstance(value, str):
+        raise TypeError(f"a text field's value is {type(value).__name__}")  # display_of shows it as it is
+    return f'"{value}"'
 
 
 IS_PLAYER_TEXTS = {0: "0 (spectator)", 1: "1 (player)"}
@@ -67,7 +69,8 @@ FLAGS_TEXTS = {0: "0 (no password)", 1: "1 (password required)"}
 
 
 def _is_player_text(value):
-    text = IS_PLAYER_TEXTS.get(value)
+    texts = IS_PLAYER_TEXTS
+    text = texts.get(value)
     return str(value) if text is None else text
 
 
@@ -76,16 +79,19 @@ def _token_text(value):
 
 
 def _crc_text(value):
-    return f"{value} (0x{value & 0xFFFFFFFF:08x})"
+    return f"{value} ({hex_text(value & 0xFFFFFFFF, 8)})"
 
 
 def _flags_text(value):
-    text = FLAGS_TEXTS.get(value)
+    texts = FLAGS_TEXTS
+    text = texts.get(value)
     return str(value) if text is None else text
 
 
-def _identifier_text(value):
-    return f'"{value.decode("latin-1")}" ({IDENTIFIERS.get(bytes(value), "unknown")})'
+def _identifier_display(value):
+    ident = value if type(value) is bytes else bytes(value)
+    names = IDENTIFIERS
+    return f'"{ident.decode("latin-1")}" ({names.get(ident, "unknown")})'
 
 
 def _marker_text(value):
@@ -100,7 +106,7 @@ F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
     ("header", "Header", "bytes", "bytes 0-5 of a reply, a vanilla or a legacy request: FF x6"),
     ("padding", "Padding", "bytes", "bytes 6-9: FF FF FF FF"),
     ("identifier", "Identifier", "bytes", "bytes 10-13: the message identifier, four ASCII letters (gie3, iext, "
-                                          "iex+ ...)", _identifier_text),
+                                          "iex+ ...)", _identifier_display),
     ("token", "Token", "int", "requests: the token byte after the identifier; replies: the token they answer, as a "
                               "Decimal String (-1: unrequested)", _token_text),
     ("response_token", "Response Token", "uint32", "generated: extra_token << 8 | token, the token the reply carries",
@@ -636,10 +642,13 @@ def _client_records(cur, msg, fields):
     legacy = fields is LEGACY_CLIENT_FIELDS
     while not cur.at_end():
         if cur.tree:
-            with cur.subtree(CLIENT, value=None, name="Client") as node:
+            node = cur.open_subtree(CLIENT, None, "Client")
+            try:
                 record = _read_record(cur, msg, fields, legacy, node)
                 if record is not None:
                     _title(node, record)
+            finally:
+                cur.close_subtree(node)
         else:  # the summary path: no subtree to open and close
             record = _read_record(cur, msg, fields, legacy, None)
         if record is None:
@@ -760,8 +769,9 @@ def _long_number(cur, spec):
 
 
 def _title(node, record):
-    node.name = f'Client "{record["name"]}"'
-    node.value = record["name"]
+    name = record["name"]
+    node.name = f'Client "{name}"'
+    node.value = name
     if "clan" in record:
         node.display = (f'clan "{record["clan"]}", country {record["country"]}, score {record["score"]}, '
                         f'{"player" if record["is_player"] == 1 else "spectator"}')
