@@ -402,6 +402,28 @@ def test_tree_field_lines_written_as_utf8_are_the_text_of_every_kind_of_field():
     assert "    " * 15 + "depth 16: level\\n16 [16:1]" in lines and "    " * 15 + "[leaf: \"ü\"]" in lines
 
 
+def test_tree_field_lines_of_one_key_with_other_names_depths_and_kinds_are_the_text():
+    """Compiled, a field line's start (indent to name) is kept by the field's key: the same key under other names
+    (an equal text that is another object, one to escape, a longer one than is kept), at other depths, generated
+    or not, and more keys than are kept, are written as the text output writes them."""
+    key, long_name = "netquake.test.kept", "long " * 40
+    names = ["first", "second", "first", "".join(["fir", "st"]), "esc\x1b", "😀", long_name, long_name, "first"]
+    record = record_with([1])
+    fields = [Field(key, name, 0, 1, index, generated=index % 2 == 1) for index, name in enumerate(names)]
+    fields += [Field(f"netquake.test.{index}", f"name {index % 3}", 0, 1, index) for index in range(3000)]
+    fields[0].children = [Field(key, "first", 0, 1, 0), Field(key, "first", 0, 0, 0, generated=True)]
+    fields[0].children[0].children = [Field(key, "first", 0, 1, 0)]
+    record.messages[0].fields = fields
+    for _ in range(2):
+        text, utf8 = io.StringIO(), _BytesOut()
+        for out in (text, utf8):
+            TreeRenderer(out).frame(record)
+        assert bytes(utf8.data) == text.getvalue().encode()
+    lines = text.getvalue().splitlines()
+    assert lines[5:11] == ['    first: 0 [0:1]', '        first: 0 [0:1]', '            first: 0 [0:1]',
+                           '        [first: 0]', '    [second: 1] [0:1]', '    first: 2 [0:1]']
+
+
 ARRIVALS = [1.0, 1.5, 1700000000.0, 1700000000.0078125, 1700000000.0234375, 1700000000.9999995,
             1700000000.9999996, 1699999999.9999999, 9999999999.999998, 12345.678901, 86399.9999994, 0.5, 0.0, -1.25,
             1e10, float("inf"), float("nan"), 1e300]

@@ -30,3 +30,5 @@ cdef class _Exchange:
 cpdef _cost(tuple values)
 cpdef _add_frames(list frames, list more)
 cpdef _text(value)
+@cython.locals(out=dict, index=Py_ssize_t)
+cpdef dict _keyed(list keys, tuple values)

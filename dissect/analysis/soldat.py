@@ -201,12 +201,20 @@ def _text(value):
     return clip(value, MAX_TEXT) if isinstance(value, str) else value
 
 
+def _keyed(keys, values):
+    """``dict(zip(keys, values))`` without zip's pairs (a list's servers: 17 values each)."""
+    out = {}
+    for index in range(min(len(keys), len(values))):
+        out[keys[index]] = values[index]
+    return out
+
+
 def _result(stream, exchange):
     """The record's result, built when a view reads it."""
-    filters = None if exchange.filters is None else dict(zip(FILTER_KEYS, exchange.filters))
+    filters = None if exchange.filters is None else _keyed(FILTER_KEYS, exchange.filters)
     result = {"stream": stream, "client": exchange.client, "lobby": exchange.lobby, "filters": filters,
               "announced": exchange.announced, "received": exchange.received,
-              "servers": [dict(zip(SERVER_KEYS, values)) for values in exchange.servers],
+              "servers": [_keyed(SERVER_KEYS, values) for values in exchange.servers],
               "omitted": exchange.received - len(exchange.servers),
               "complete": exchange.ended and exchange.received == exchange.announced}
     if exchange.elapsed is not None:

@@ -67,6 +67,8 @@ def display_of(field):
 def default_display(value):
     if type(value) is int:
         return decimal_text(value)
+    if type(value) is str:
+        return f'"{value}"'  # one text made, where '"' + value + '"' makes two
     if isinstance(value, str):
         return '"' + value + '"'
     if isinstance(value, bool):

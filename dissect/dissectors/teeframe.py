@@ -23,7 +23,7 @@ integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
 
 from ..core import U16BE, Truncated
 from ..core.cursor import cut
-from ..core.fmt import dec_hex, hex_text
+from ..core.fmt import dec_hex, decimal_text, hex_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -773,10 +773,10 @@ def _title(node, record):
     node.name = f'Client "{name}"'
     node.value = name
     if "clan" in record:
-        node.display = (f'clan "{record["clan"]}", country {record["country"]}, score {record["score"]}, '
-                        f'{"player" if record["is_player"] == 1 else "spectator"}')
+        node.display = (f'clan "{record["clan"]}", country {decimal_text(record["country"])}, score '
+                        f'{decimal_text(record["score"])}, {"player" if record["is_player"] == 1 else "spectator"}')
     else:
-        node.display = f"score {record['score']}"
+        node.display = f"score {decimal_text(record['score'])}"
 
 
 LEGACY_DECODERS = {

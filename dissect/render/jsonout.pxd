@@ -207,45 +207,23 @@ cdef extern from *:
         return dissect_json_value(value);
     }
 
-    /* A field's key and name as "{\\"key\\":...,\\"name\\":..." writes them, kept by the key's object (a field's key
-       is its FieldSpec's str): a capture's kinds of field are a few hundred, and a field then costs a copy instead
-       of two texts escaped. A slot keeps the name its key came with: a key whose fields each have a name of their
-       own (a client record's subtree) is written in full. At most DISSECT_PREFIXES entries of at most
-       DISSECT_PREFIX_BYTES bytes, each with a reference to its two texts. */
-    #define DISSECT_PREFIXES 1024
-    #define DISSECT_PREFIX_BYTES 160
-    typedef struct { PyObject *key, *name; Py_ssize_t size; char text[DISSECT_PREFIX_BYTES]; } dissect_prefix;
-    static dissect_prefix *dissect_prefixes = NULL;
+    /* A field record's key and name members, kept by the key (output.pxd: dissect_prefix). */
+    static dissect_prefix *dissect_json_prefixes = NULL;
 
     static inline int dissect_json_key_name(PyObject *key, PyObject *name) {
-        dissect_prefix *entry;
-        Py_ssize_t start = dissect_json_out.size, size;
+        dissect_prefix *slot = dissect_prefix_slot(&dissect_json_prefixes, key);
+        Py_ssize_t start = dissect_json_out.size;
         int written;
-        if (dissect_prefixes == NULL) {
-            dissect_prefixes = (dissect_prefix *)PyMem_Calloc(DISSECT_PREFIXES, sizeof(dissect_prefix));
-            if (dissect_prefixes == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
-        }
-        entry = &dissect_prefixes[((size_t)key >> 4) & (DISSECT_PREFIXES - 1)];
-        if (entry->key == key && entry->name == name)
-            return dissect_json_raw(entry->text, entry->size);
+        if (slot == NULL)
+            return -1;
+        written = dissect_prefix_copy(&dissect_json_out, slot, key, name, 0);
+        if (written)
+            return written;
         written = dissect_json_member("{\\"key\\":", 7, key);
         if (written == 1)
             written = dissect_json_member(",\\"name\\":", 8, name);
-        size = dissect_json_out.size - start;
-        if (written == 1 && entry->key != key && PyUnicode_CheckExact(key) && PyUnicode_CheckExact(name)
-                && size <= DISSECT_PREFIX_BYTES) {
-            Py_XDECREF(entry->key);
-            Py_XDECREF(entry->name);
-            Py_INCREF(key);
-            Py_INCREF(name);
-            entry->key = key;
-            entry->name = name;
-            entry->size = size;
-            memcpy(entry->text, dissect_json_out.data + start, size);
-        }
+        if (written == 1)
+            dissect_prefix_keep(slot, &dissect_json_out, start, key, name, 0);
         return written;
     }
     """

@@ -92,6 +92,54 @@ cdef extern from *:
         }
         return dissect_buffer_digits(buffer, big, 0) < 0 ? -1 : 1;
     }
+
+    /* Texts a view writes for field after field, kept by the field's key object (its FieldSpec's str: a capture's
+       kinds of field are a few hundred) with the name and the tag (what else shaped the text: a depth) they were
+       written for: a field then costs a copy. A slot keeps the name its key came with: a key whose fields each
+       have a name of their own (a client record's subtree) is written in full. A table holds DISSECT_PREFIXES
+       texts of at most DISSECT_PREFIX_BYTES bytes, each with a reference to its key and name. */
+    #define DISSECT_PREFIXES 1024
+    #define DISSECT_PREFIX_BYTES 160
+    typedef struct { PyObject *key, *name; Py_ssize_t tag, size; char text[DISSECT_PREFIX_BYTES]; } dissect_prefix;
+
+    /* The slot of ``key`` (the table made at first use); NULL with MemoryError set. */
+    static inline dissect_prefix *dissect_prefix_slot(dissect_prefix **table, PyObject *key) {
+        if (*table == NULL) {
+            *table = (dissect_prefix *)PyMem_Calloc(DISSECT_PREFIXES, sizeof(dissect_prefix));
+            if (*table == NULL) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+        }
+        return *table + (((size_t)key >> 4) & (DISSECT_PREFIXES - 1));
+    }
+
+    /* The slot's text written where it was kept for these: 1; 0, with nothing written, where it was not. */
+    static inline int dissect_prefix_copy(dissect_buffer *buffer, dissect_prefix *slot, PyObject *key,
+                                          PyObject *name, Py_ssize_t tag) {
+        if (slot->key != key || slot->name != name || slot->tag != tag)
+            return 0;
+        return dissect_buffer_raw(buffer, slot->text, slot->size) < 0 ? -1 : 1;
+    }
+
+    /* What the buffer holds from ``start`` on kept as the text for these, unless the slot holds ``key`` already,
+       the text is longer than a slot holds, or key or name is not a str (only a str cannot change). */
+    static inline void dissect_prefix_keep(dissect_prefix *slot, dissect_buffer *buffer, Py_ssize_t start,
+                                           PyObject *key, PyObject *name, Py_ssize_t tag) {
+        Py_ssize_t size = buffer->size - start;
+        if (slot->key == key || !PyUnicode_CheckExact(key) || !PyUnicode_CheckExact(name)
+                || size > DISSECT_PREFIX_BYTES)
+            return;
+        Py_XDECREF(slot->key);
+        Py_XDECREF(slot->name);
+        Py_INCREF(key);
+        Py_INCREF(name);
+        slot->key = key;
+        slot->name = name;
+        slot->tag = tag;
+        slot->size = size;
+        memcpy(slot->text, buffer->data + start, size);
+    }
     """
     ctypedef struct dissect_buffer:
         pass

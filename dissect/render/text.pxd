@@ -151,7 +151,7 @@ cdef object _worst(FrameRecord record)
 @cython.locals(found=Py_ssize_t, finding=Finding)
 cdef Py_ssize_t _worst_rank(list findings, Py_ssize_t rank) except -2
 
-@cython.locals(field=Field, indent=str, generated=bint)
+@cython.locals(field=Field, level=Py_ssize_t, indent=str, generated=bint, tag=Py_ssize_t, start=Py_ssize_t)
 cdef _field_bytes(fields, Py_ssize_t depth)
 cdef bytes _field_block(list fields)
 cdef _tree_text(text)
@@ -204,6 +204,29 @@ cdef extern from *:
     static inline int dissect_tree_int(PyObject *value) {
         return dissect_buffer_int(&dissect_tree_out, value);
     }
+
+    /* A field line's start, from its indent to the ": " after its name, kept by the field's key (output.pxd:
+       dissect_prefix) with the name and a tag (the indent's depth, whether generated). */
+    static dissect_prefix *dissect_tree_prefixes = NULL;
+
+    static inline Py_ssize_t dissect_tree_size(void) {
+        return dissect_tree_out.size;
+    }
+
+    /* The kept start written: 1; 0, with nothing written, where none is kept for these. */
+    static inline int dissect_tree_prefix(PyObject *key, PyObject *name, Py_ssize_t tag) {
+        dissect_prefix *slot = dissect_prefix_slot(&dissect_tree_prefixes, key);
+        return slot == NULL ? -1 : dissect_prefix_copy(&dissect_tree_out, slot, key, name, tag);
+    }
+
+    /* What was written from ``start`` on kept as the start for these. */
+    static inline int dissect_tree_keep(PyObject *key, PyObject *name, Py_ssize_t tag, Py_ssize_t start) {
+        dissect_prefix *slot = dissect_prefix_slot(&dissect_tree_prefixes, key);
+        if (slot == NULL)
+            return -1;
+        dissect_prefix_keep(slot, &dissect_tree_out, start, key, name, tag);
+        return 0;
+    }
     """
     void _tree_start "dissect_tree_start" ()
     int _tree_raw "dissect_tree_raw" (const char *text, Py_ssize_t size) except -1
@@ -212,6 +235,9 @@ cdef extern from *:
     int _tree_str "dissect_tree_str" (str text) except -1
     int _tree_plain "dissect_tree_plain" (object text) except -1
     int _tree_int "dissect_tree_int" (object value) except -1
+    Py_ssize_t _tree_size "dissect_tree_size" ()
+    int _tree_prefix "dissect_tree_prefix" (object key, object name, Py_ssize_t tag) except -1
+    int _tree_keep "dissect_tree_keep" (object key, object name, Py_ssize_t tag, Py_ssize_t start) except -1
 
 cdef _arrival_line(ts)
 

@@ -355,15 +355,20 @@ def _field_block(fields):
 
 
 def _field_bytes(fields, depth):
-    indent = INDENT[min(depth, len(INDENT) - 1)]
+    level = min(depth, len(INDENT) - 1)
+    indent = INDENT[level]
     for field in fields:
         generated = field.generated  # as Wireshark: a generated field covering no bytes shows no range
         _tree_newline()
-        _tree_text(indent)
-        if generated:
-            _tree_raw(b"[", 1)
-        _tree_text(field.name)
-        _tree_raw(b": ", 2)
+        tag = 2 * level + generated
+        if not _tree_prefix(field.key, field.name, tag):  # C: the line up to its display, kept by the field's key
+            start = _tree_size()
+            _tree_text(indent)
+            if generated:
+                _tree_raw(b"[", 1)
+            _tree_text(field.name)
+            _tree_raw(b": ", 2)
+            _tree_keep(field.key, field.name, tag, start)
         _tree_text(display_of(field))
         if generated:
             _tree_raw(b"]", 1)
