@@ -4,7 +4,7 @@
 
 cimport cython
 from dissect.capture.files cimport Frame
-from dissect.capture.layers cimport Packet, decode_frame
+from dissect.capture.layers cimport Packet, decode_frame, tcp_flag_text
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.registry cimport Registry
 from dissect.capture.reassembly cimport TcpStream
@@ -40,3 +40,4 @@ cdef _other(key, side)
 
 @cython.locals(packet=Packet)
 cpdef _wire_length(FrameRecord record, Message msg)
+cpdef str _transport_info(Packet packet, payload)

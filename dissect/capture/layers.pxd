@@ -54,3 +54,6 @@ cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, in
 cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
 @cython.locals(sport=object, dport=object, hlen=Py_ssize_t, start=Py_ssize_t)
 cdef _tcp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
+
+cdef list TCP_FLAG_TEXTS
+cpdef str tcp_flag_text(flags)

@@ -395,5 +395,14 @@ def _tcp(packet, data, offset, end):
 
 
 def tcp_flag_text(flags):
+    if type(flags) is int and 0 <= flags < 256:
+        return TCP_FLAG_TEXTS[flags]
+    return _flag_text(flags)
+
+
+def _flag_text(flags):
     names = [name for bit, name in TCP_FLAG_NAMES if flags & bit]
     return "[" + ", ".join(names) + "]" if names else "[]"
+
+
+TCP_FLAG_TEXTS = [_flag_text(flags) for flags in range(256)]  # every value of the flags byte, made once

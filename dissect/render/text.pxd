@@ -240,6 +240,7 @@ cdef extern from *:
     int _tree_keep "dissect_tree_keep" (object key, object name, Py_ssize_t tag, Py_ssize_t start) except -1
 
 cdef _arrival_line(ts)
+cpdef str _frame_span(frames)
 
 cdef extern from "math.h":
     double _floor "floor" (double x)

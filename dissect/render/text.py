@@ -239,8 +239,10 @@ def _any_message_findings(messages):
 def _frame_span(frames):
     if not frames:
         return "none"
+    if len(frames) == 1:
+        return decimal_text(frames[0])
     if len(frames) <= 6:
-        return ",".join(map(str, frames))
+        return ",".join([decimal_text(frame) for frame in frames])
     return f"{frames[0]}-{frames[-1]}, {len(frames)} in all"
 
 
