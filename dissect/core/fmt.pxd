@@ -69,7 +69,7 @@ cdef extern from *:
     }
 
     /* dec_hex's text: "42 (0x2a)", "-42 (-0x2a)"; None beyond 64 bits. */
-    static PyObject *dissect_dec_hex_text(PyObject *number) {
+    static inline PyObject *dissect_dec_hex_text(PyObject *number) {
         char text[64], *end = text + sizeof(text), *out;
         unsigned long long magnitude;
         int negative;
@@ -92,7 +92,7 @@ cdef extern from *:
     }
 
     /* hex_text's: "0x002a"; None for a negative number, one beyond 64 bits or a width beyond 32. */
-    static PyObject *dissect_hex_text(PyObject *number, Py_ssize_t width) {
+    static inline PyObject *dissect_hex_text(PyObject *number, Py_ssize_t width) {
         char text[64], *end = text + sizeof(text), *out;
         unsigned long long magnitude;
         int negative;
