@@ -121,6 +121,9 @@ def test_master_list_count_mismatch_and_partial_entry():
     assert (partial.offset, partial.length, partial.value, partial.name) == (12, 3, bytes([10, 0, 0]),
                                                                              "Server IP [truncated]")
     assert partial.display == "0a 00 00"
+    # the entry cut short is closed as the others: its node spans the bytes it read, its value never set
+    assert [(s.offset, s.length, s.value) for s in cut.fields_with("odamex.server")] == [
+        (6, 6, "10.0.0.1:10666"), (12, 3, None)]
 
 
 def test_unknown_tag_when_forced():

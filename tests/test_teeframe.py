@@ -209,6 +209,7 @@ def test_split_record_keeps_the_fields_that_are_there():
     assert (f.severity, f.offset, f.length) == ("error", 59, 18)
     client = field(msg, "teeframe.client")
     assert client.name == "Client [split]"
+    assert (client.offset, client.length) == (59, 18)  # closed where the packet ends, the record cut inside it
     assert [c.value for c in client.children][:3] == ["Tëe", "Clan", 276]
     assert msg.values["clients"] == []
 
