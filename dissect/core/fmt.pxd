@@ -34,7 +34,7 @@ cdef extern from *:
         return out;
     }
 
-    /* An int's value from -2**64 + 1 to 2**64 - 1 as its sign and magnitude; 0 beyond (or not an int). */
+    /* An int's value from -2**63 to 2**64 - 1 as its sign and magnitude: 1; 0 beyond (or not an int). */
     static inline int dissect_magnitude(PyObject *number, unsigned long long *magnitude, int *negative) {
         int overflow;
         long long value;
@@ -109,6 +109,9 @@ cdef extern from *:
     object _table_text "dissect_table_text" (object number, list table)
     object _dec_hex_text "dissect_dec_hex_text" (object number)
     object _hex_text "dissect_hex_text" (object number, Py_ssize_t width)
+    # The views' C writers (render/output.pxd, text.pxd, jsonout.pxd) write their digits with these.
+    char *digits_back "dissect_digits_back" (char *end, unsigned long long number, unsigned base, int width)
+    bint int_magnitude "dissect_magnitude" (object number, unsigned long long *magnitude, int *negative)
 
 cdef list DECIMALS
 cdef bint _COMPILED

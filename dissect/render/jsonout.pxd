@@ -6,6 +6,7 @@ from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.pipeline cimport FrameRecord
 from dissect.capture.layers cimport Packet
 from dissect.render.output cimport dissect_buffer
+from dissect.core.fmt cimport digits_back
 
 @cython.locals(data=dict)
 cpdef dict field_dict(Field field)
@@ -128,15 +129,9 @@ cdef extern from *:
             fraction /= 10;
             places--;
         }
-        while (places--) {
-            *--out = (char)('0' + fraction % 10);
-            fraction /= 10;
-        }
+        out = dissect_digits_back(out, fraction, 10, places);  /* core/fmt.pxd */
         *--out = '.';
-        do {
-            *--out = (char)('0' + whole % 10);
-            whole /= 10;
-        } while (whole);
+        out = dissect_digits_back(out, whole, 10, 1);
         if (signbit(number))  /* -0.0 too */
             *--out = '-';
         return dissect_json_raw(out, text + sizeof(text) - out);

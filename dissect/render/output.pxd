@@ -2,6 +2,8 @@
 # file is the source and runs as it is without them. Every line of output goes through BatchedOutput: the
 # compiled views call write and add_utf8 in C.
 
+from dissect.core.fmt cimport digits_back, int_magnitude  # dissect_buffer_int's reader and digit writer
+
 cdef class BatchedOutput:
     cdef public object stream, buffer, write_bytes
     cdef public list parts
@@ -58,39 +60,25 @@ cdef extern from *:
         return result;
     }
 
-    /* A number's decimal digits, after a minus sign where ``negative``. */
-    static inline int dissect_buffer_digits(dissect_buffer *buffer, unsigned long long magnitude, int negative) {
-        char digits[24];
-        int n = 24;
-        do {
-            digits[--n] = (char)('0' + magnitude % 10);
-            magnitude /= 10;
-        } while (magnitude);
-        if (negative)
-            digits[--n] = '-';
-        return dissect_buffer_raw(buffer, digits + n, 24 - n);
-    }
-
-    /* An int of -2**63 to 2**64 - 1 in decimal (an int's str): 1; 0, with nothing written, for one beyond. */
+    /* An int of -2**63 to 2**64 - 1 in decimal (an int's str; core/fmt.pxd reads it and writes its digits): 1; 0,
+       with nothing written, for one beyond (or another object). */
     static inline int dissect_buffer_int(dissect_buffer *buffer, PyObject *value) {
-        int overflow;
-        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-        unsigned long long big;
-        if (overflow == 0) {
-            if (number == -1 && PyErr_Occurred())
-                return -1;
-            if (number < 0)
-                return dissect_buffer_digits(buffer, 0ULL - (unsigned long long)number, 1) < 0 ? -1 : 1;
-            return dissect_buffer_digits(buffer, (unsigned long long)number, 0) < 0 ? -1 : 1;
-        }
-        if (overflow < 0)
+        unsigned long long magnitude, rest;
+        int negative;
+        Py_ssize_t size;
+        char *out;
+        if (!dissect_magnitude(value, &magnitude, &negative))
             return 0;
-        big = PyLong_AsUnsignedLongLong(value);
-        if (big == (unsigned long long)-1 && PyErr_Occurred()) {  /* past 2**64 - 1 */
-            PyErr_Clear();
-            return 0;
-        }
-        return dissect_buffer_digits(buffer, big, 0) < 0 ? -1 : 1;
+        size = negative + 1;  /* counted first, so that the digits are written in place: a copy costs more */
+        for (rest = magnitude; rest >= 10; rest /= 10)
+            size++;
+        if (dissect_buffer_reserve(buffer, size) < 0)
+            return -1;
+        buffer->size += size;
+        out = dissect_digits_back(buffer->data + buffer->size, magnitude, 10, 1);
+        if (negative)
+            *--out = '-';
+        return 1;
     }
 
     /* Texts a view writes for field after field, kept by the field's key object (its FieldSpec's str: a capture's

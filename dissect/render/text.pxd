@@ -5,7 +5,7 @@ cimport cython
 from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.capture.layers cimport Layer, Packet
 from dissect.pipeline cimport FrameRecord
-from dissect.core.fmt cimport decimal_text, endpoint
+from dissect.core.fmt cimport decimal_text, digits_back, endpoint
 from dissect.render.output cimport BatchedOutput, utf8_output, dissect_buffer
 
 @cython.locals(field=Field, indent=str, line=str)
@@ -247,16 +247,6 @@ cdef extern from "math.h":
 
 cdef extern from *:
     """
-    /* The six digits of a number below 1,000,000, zero-padded. */
-    static inline char *dissect_six_digits(char *out, unsigned long long number) {
-        int i;
-        for (i = 5; i >= 0; i--) {
-            out[i] = (char)('0' + number % 10);
-            number /= 10;
-        }
-        return out + 6;
-    }
-
     /* "    Arrival Time: <second>.<micros> UTC (epoch <seconds>.<micros>)" for 1 <= ts < 1e10, ``second`` the
        text of its whole second (ASCII): the microseconds of utc_text (Python's round() of the fraction's
        millionths, half to even as rint, at most 999999), and those of "%.6f", ts's exact binary value
@@ -270,8 +260,8 @@ cdef extern from *:
         unsigned long long utc = fraction > 999999.0 ? 999999 : (unsigned long long)fraction;
         unsigned long long mantissa, epoch, seconds;
         unsigned __int128 scaled, rest, half;
-        int exponent, shift, n = 24;
-        char digits[24];
+        int exponent, shift;
+        char digits[24], *start;
         mantissa = (unsigned long long)ldexp(frexp(ts, &exponent), 53);  /* ts = mantissa / 2**(53 - exponent) */
         shift = 53 - exponent;  /* 19 to 52 for 1 <= ts < 1e10 */
         scaled = (unsigned __int128)mantissa * 1000000u;
@@ -287,18 +277,17 @@ cdef extern from *:
         memcpy(out, PyUnicode_1BYTE_DATA(second), PyUnicode_GET_LENGTH(second));
         out += PyUnicode_GET_LENGTH(second);
         *out++ = '.';
-        out = dissect_six_digits(out, utc);
+        out += 6;
+        dissect_digits_back(out, utc, 10, 6);  /* core/fmt.pxd */
         memcpy(out, middle, sizeof(middle) - 1);
         out += sizeof(middle) - 1;
         seconds = epoch / 1000000;
-        do {
-            digits[--n] = (char)('0' + seconds % 10);
-            seconds /= 10;
-        } while (seconds);
-        memcpy(out, digits + n, 24 - n);
-        out += 24 - n;
+        start = dissect_digits_back(digits + sizeof(digits), seconds, 10, 1);
+        memcpy(out, start, digits + sizeof(digits) - start);
+        out += digits + sizeof(digits) - start;
         *out++ = '.';
-        out = dissect_six_digits(out, epoch % 1000000);
+        out += 6;
+        dissect_digits_back(out, epoch % 1000000, 10, 6);
         *out++ = ')';
         return PyUnicode_FromStringAndSize(text, out - text);
     #else
