@@ -19,7 +19,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 # Live capture sits on scapy and signals, not on the hot path: it stays interpreted.
-NOT_COMPILED = {"dissect/__init__.py", "dissect/__main__.py", "dissect/capture/live.py"}
+NOT_COMPILED = {"dissect/__init__.py", "dissect/__main__.py", "dissect/capture/live.py", "dissect/core/nocython.py"}
 # Cython writes its C files here, not beside the sources.
 C_DIR = os.path.join("build", "cython")
 

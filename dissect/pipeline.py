@@ -1,5 +1,10 @@
 """Frames in, records out: layers, registry, dissector, analysis."""
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
+    from .core import nocython as cython
+
 import struct
 
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
@@ -15,6 +20,8 @@ CUT = "ended inside a line"
 HELD = "held this line behind lost bytes until the capture ended"
 
 
+@cython.freelist(16)
+@cython.cclass
 class FrameRecord:
     __slots__ = ("number", "ts", "caplen", "wirelen", "linktype", "data", "packet", "protocol", "info",
                  "messages", "findings", "first_ts")

@@ -94,3 +94,22 @@ def test_a_source_edited_after_the_build_sets_the_build_aside(tmp_path):
     os.utime(edited, (later, later))
     proc = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout == "False\n" and proc.stderr == ""
+
+
+def test_the_sources_run_without_cython_installed(tmp_path):
+    """A few sources decorate their classes for the compiled build (``@cython.freelist``); where Cython is not
+    installed, dissect.core.nocython stands in for its module, and the pure-Python package writes what it writes
+    with Cython installed."""
+    (tmp_path / "cython.py").write_text('raise ImportError("No module named cython")\n')
+    pure = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    pure["DISSECT_PURE_PYTHON"] = "1"
+    probe = [sys.executable, "-c", "import dissect.core.model as m, dissect.pipeline as p; "
+                                   "print(m.cython.__name__, p.cython.__name__, m.Field.__module__)"]
+    without = dict(pure, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+    proc = subprocess.run(probe, env=without, cwd=ROOT, capture_output=True, text=True)
+    assert proc.stdout == "dissect.core.nocython dissect.core.nocython dissect.core.model\n", proc.stderr
+    for view in (["-V", "-x"], ["-T", "jsonl"]):
+        for protocol in ("netquake", "odamex", "soldat", "teeframe"):
+            path = os.path.join(CAPTURES, f"{protocol}-session.pcap")
+            written = run_cli(*view, path, env=without)
+            assert written[1] and written == run_cli(*view, path, env=pure)

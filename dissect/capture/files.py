@@ -12,6 +12,11 @@ and ``MAX_OPTIONS`` of options) becomes a corrupt record, is skipped without bei
 and reading resumes after it: its length at both ends shows where the next block starts.
 """
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
+    from ..core import nocython as cython
+
 import struct
 
 from ..core.cursor import cut
@@ -31,6 +36,8 @@ class CaptureError(Exception):
     """The file cannot be read further; the message is one line for the user."""
 
 
+@cython.freelist(16)
+@cython.cclass
 class Frame:
     __slots__ = ("number", "ts", "caplen", "wirelen", "linktype", "data", "iface", "error")
 

@@ -4,6 +4,11 @@
 transport payload, plus a short list of the layers met (for trees and hex dumps).
 """
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
+    from ..core import nocython as cython
+
 import struct
 from array import array
 from socket import AF_INET6, inet_ntop
@@ -31,6 +36,8 @@ _ports = [None] * PORT_SLOTS
 TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
 
 
+@cython.freelist(64)
+@cython.cclass
 class Layer:
     """A lower layer's place in the frame; its one-line summary is built only when a view asks."""
 
@@ -58,6 +65,8 @@ def _add_layer(packet, key, offset, length, describe, args=()):
     packet._layers.append(layer)
 
 
+@cython.freelist(16)
+@cython.cclass
 class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
     ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too."""

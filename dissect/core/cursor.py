@@ -4,6 +4,11 @@ Dissectors read through a Cursor and never compute offsets by hand. With ``tree`
 off (the summary path) the cursor only decodes values: no Field is built.
 """
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
+    from . import nocython as cython
+
 import struct
 
 from .model import new_field
@@ -70,6 +75,8 @@ class _NoNode:
 _NO_NODE = _NoNode()
 
 
+@cython.freelist(64)
+@cython.cclass
 class _Subtree:
     __slots__ = ("cursor", "node")
 
@@ -113,6 +120,8 @@ class _NoSubtree:
 _NO_SUBTREE = _NoSubtree()
 
 
+@cython.freelist(64)
+@cython.cclass
 class Cursor:
     __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "_raw_start",
                  "_raw_stop", "_starts", "_fields")

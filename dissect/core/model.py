@@ -4,12 +4,19 @@ A Message holds a tree of Fields (each with an offset and length relative to the
 first byte of the message) and a list of Findings (Wireshark's expert items).
 """
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
+    from . import nocython as cython
+
 from .fmt import decimal_text
 
 SEVERITIES = ("chat", "note", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 
 
+@cython.freelist(1024)
+@cython.cclass
 class Field:
     """One node of a field tree. ``display`` is computed on demand from ``fmt``."""
 
@@ -80,6 +87,8 @@ def default_display(value):
     return str(value)
 
 
+@cython.freelist(64)
+@cython.cclass
 class Finding:
     __slots__ = ("code", "severity", "message", "offset", "length")
 
@@ -99,6 +108,8 @@ class Finding:
         return f"Finding({self.code!r}, {self.severity!r}, @{self.offset}:{self.length})"
 
 
+@cython.freelist(64)
+@cython.cclass
 class Message:
     """One decoded protocol message.
 
