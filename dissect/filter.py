@@ -25,9 +25,7 @@ with ``not`` folded in). Parentheses may nest ``MAX_NESTING`` deep; chains of ``
 ``&&`` are unlimited.
 """
 
-import difflib
 import functools
-import ipaddress
 import operator
 import re
 
@@ -83,8 +81,6 @@ _DESCRIBED = {"address": "an address field", "none": "a field without a value", 
 
 _NUMBERS = (int, float, bool)
 _BYTES = (bytes, bytearray)
-_NETWORKS = (ipaddress.IPv4Network, ipaddress.IPv6Network)
-_ADDRESSES = (ipaddress.IPv4Address, ipaddress.IPv6Address)
 
 
 def _shown(text):
@@ -94,6 +90,8 @@ def _shown(text):
 
 def _did_you_mean(key, fields):
     """`` (did you mean <closest key>?)``, or nothing when no key is close."""
+    import difflib  # only for an error message: not imported with this module (start-up)
+
     best = difflib.get_close_matches(key, list(fields), n=1)
     return f" (did you mean {best[0]}?)" if best else ""
 
@@ -429,6 +427,8 @@ def _literal(text):
 
 def _address_literal(text, op):
     """An address (ordering) or a network (``==``: a bare address is a network of one), or None."""
+    import ipaddress
+
     try:
         return ipaddress.ip_network(text, strict=False) if op == "==" else ipaddress.ip_address(text)
     except ValueError:
@@ -505,9 +505,11 @@ def _folded(match):
 
 def _value_test(op, literal):
     """A test of one value by ``op`` against a literal that _Parser.literal made."""
-    if isinstance(literal, _NETWORKS):
+    import ipaddress  # imported where a filter compares addresses, not with this module (start-up)
+
+    if isinstance(literal, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
         return _in_network(literal)
-    if isinstance(literal, _ADDRESSES):
+    if isinstance(literal, (ipaddress.IPv4Address, ipaddress.IPv6Address)):
         return _address_order(_OPERATORS[op], literal)
     return _compared(_OPERATORS[op], literal)
 
@@ -582,6 +584,8 @@ _LONGEST_ADDRESS = 64  # an IPv6 address with a zone; longer text is no address,
 
 @functools.lru_cache(maxsize=4096)
 def _parsed_address(value):
+    import ipaddress
+
     try:
         return ipaddress.ip_address(value)
     except ValueError:

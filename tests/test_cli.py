@@ -2,8 +2,11 @@
 
 import json
 import re
+import subprocess
+import sys
 
-from conftest import capture, jsonl, run_cli
+import pytest
+from conftest import ROOT, capture, jsonl, run_cli
 
 SESSION = capture("netquake-session.pcap")
 DAMAGED = capture("netquake-damaged.pcap")
@@ -298,3 +301,27 @@ def test_output_keeps_the_order_of_text_and_utf8_in_few_writes():
     out.flush()
     assert raw.sizes == [len(b"first\n"), 100 * len("frame → 忍\nhex dump\n".encode())]
     assert raw.getvalue().decode() == "first\n" + "frame → 忍\nhex dump\n" * 100
+
+
+# Modules the views do not need, which a start-up would import for nothing: socket.py (selectors, its enums;
+# dissect takes inet_ntop from its C module), json (orjson writes), difflib (error messages), ipaddress (filters
+# that compare addresses), string, importlib.metadata (plugins), and orjson outside the JSON views.
+NOT_AT_START = ("socket", "selectors", "json", "difflib", "ipaddress", "string", "importlib.metadata")
+
+
+@pytest.mark.parametrize("view", [[], ["-V", "-x"], ["-T", "jsonl"], ["--stats"]], ids=" ".join)
+def test_a_run_imports_only_what_its_view_needs(view):
+    """Without site's start (-S: the .pth files of site-packages import some of these themselves), with its
+    folders on the path: what dissect's own run imports."""
+    script = ("import site, sys\n"
+              "unneeded = ('orjson', *sys.argv[1:])\n"
+              f"sys.path[:0] = [{ROOT!r}, *site.getsitepackages()]\n"
+              f"sys.argv = ['dissect', *{view!r}, {capture('odamex-session.pcap')!r}]\n"
+              "from dissect.cli import main\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "print(sorted(name for name in sys.modules if name in unneeded), file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-S", "-c", script, *NOT_AT_START], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert proc.stdout
+    expected = ["json", "orjson"] if view == ["-T", "jsonl"] else []  # orjson imports json itself
+    assert proc.stderr == f"{expected}\n"

@@ -11,7 +11,8 @@ except ImportError:  # no Cython: its class decorators below as no-ops (see core
 
 import struct
 from array import array
-from socket import AF_INET6, inet_ntop
+# socket.py's C module: socket.py itself imports selectors and builds its enums, 2 ms of every start-up
+from _socket import AF_INET6, inet_ntop
 
 from ..core.cursor import cut
 

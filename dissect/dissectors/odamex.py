@@ -27,8 +27,8 @@ source), and a note names a layout that is not the spec's. If none fits, the
 candidate that read furthest is shown with an error where it broke.
 """
 
-import socket
 import struct
+from _socket import inet_ntoa  # socket.py's C module (see capture/layers.py)
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
@@ -108,7 +108,7 @@ def _key_text(raw):
 
 def _ip_text(value):
     if isinstance(value, bytes):
-        return socket.inet_ntoa(value) if len(value) == 4 else value.hex(" ")
+        return inet_ntoa(value) if len(value) == 4 else value.hex(" ")
     return str(value)
 
 

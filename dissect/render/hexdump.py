@@ -5,13 +5,11 @@ byte (and again at the start of a row it continues on), ``--`` under the rest.
 On a terminal each field's bytes are also coloured. A legend maps codes to keys.
 """
 
-import string
-
 from .text import RESET, safe
 
 _PALETTE = ["\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[34m", "\x1b[35m", "\x1b[36m",
             "\x1b[91m", "\x1b[92m", "\x1b[93m", "\x1b[94m", "\x1b[95m", "\x1b[96m"]
-_LETTERS = string.ascii_lowercase
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _PRINTABLE = {c for c in range(0x20, 0x7F)}
 
 

@@ -9,8 +9,6 @@ encoded even so is written as a minimal record of the same kind carrying a ``dis
 finding.
 """
 
-import json
-
 from ..capture.tables import DISSECT_FINDINGS
 from ..core.model import display_of
 
@@ -160,6 +158,7 @@ class JsonRenderer:
             self.dumps = lambda obj: orjson.dumps(obj, default=_fallback).decode()
         else:
             self.dumps_bytes = None
+            import json  # where orjson is missing: not imported with this module (start-up)
             encode = json.JSONEncoder(ensure_ascii=False, default=_fallback).encode
             self.dumps = lambda obj: encode(_plain(obj))  # json writes any integer as a number
         # An output that takes bytes (the command's) gets orjson's UTF-8 as it is: a record of a few
