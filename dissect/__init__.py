@@ -27,13 +27,13 @@ def _build_is_stale(folder):
     import importlib.machinery
     suffixes = importlib.machinery.EXTENSION_SUFFIXES
     for root, _, names in os.walk(folder):
+        present = set(names)
         for name in names:
             if not name.endswith(".py"):
                 continue
-            stem = os.path.join(root, name[:-3])
-            built = [stem + suffix for suffix in suffixes if os.path.exists(stem + suffix)]
+            built = [os.path.join(root, name[:-3] + suffix) for suffix in suffixes if name[:-3] + suffix in present]
             # Slack: an install writes a module's two files within moments of each other, in either order.
-            if built and os.path.getmtime(stem + ".py") > max(map(os.path.getmtime, built)) + 2.0:
+            if built and os.path.getmtime(os.path.join(root, name)) > max(map(os.path.getmtime, built)) + 2.0:
                 return True
     return False
 

@@ -1,6 +1,7 @@
 """The CLI as a subprocess, in every output mode, on the bundled captures."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -305,8 +306,9 @@ def test_output_keeps_the_order_of_text_and_utf8_in_few_writes():
 
 # Modules the views do not need, which a start-up would import for nothing: socket.py (selectors, its enums;
 # dissect takes inet_ntop from its C module), json (orjson writes), difflib (error messages), ipaddress (filters
-# that compare addresses), string, importlib.metadata (plugins), and orjson outside the JSON views.
-NOT_AT_START = ("socket", "selectors", "json", "difflib", "ipaddress", "string", "importlib.metadata")
+# that compare addresses), bz2 and lzma (compressed captures), string, importlib.metadata (plugins), and orjson
+# outside the JSON views.
+NOT_AT_START = ("socket", "selectors", "json", "difflib", "ipaddress", "bz2", "lzma", "string", "importlib.metadata")
 
 
 @pytest.mark.parametrize("view", [[], ["-V", "-x"], ["-T", "jsonl"], ["--stats"]], ids=" ".join)
@@ -325,3 +327,18 @@ def test_a_run_imports_only_what_its_view_needs(view):
     assert proc.stdout
     expected = ["json", "orjson"] if view == ["-T", "jsonl"] else []  # orjson imports json itself
     assert proc.stderr == f"{expected}\n"
+
+
+@pytest.mark.parametrize("columns", ["50", "100", "200", "", "0", "wide"])
+def test_help_is_as_wide_as_argparse_makes_it(columns, monkeypatch):
+    """dissect tells argparse the terminal's width itself (argparse would import shutil to find it): the help
+    is the text argparse's own formatter writes, $COLUMNS given, empty or not a number (80 off a terminal)."""
+    import argparse
+
+    from dissect.cli import build_parser
+    monkeypatch.setenv("COLUMNS", columns)
+    parser = build_parser()
+    parser.formatter_class = argparse.HelpFormatter
+    code, out, err = run_cli("--help", env=dict(os.environ, COLUMNS=columns))
+    assert code == 0 and err == ""
+    assert out == parser.format_help()

@@ -6,9 +6,7 @@ gzip, bzip2 and xz come with Python; zstd and lz4 need the packages ``zstandard`
 (dependencies of dissect; a missing one is named in a one-line error).
 """
 
-import bz2
 import io
-import lzma
 import os
 import stat
 import sys
@@ -84,8 +82,12 @@ def _engine_factory(kind, name):
     if kind == "gzip":
         return lambda: zlib.decompressobj(wbits=31)
     if kind == "bzip2":
+        import bz2  # imported for a capture that needs it, not at every start-up
+
         return bz2.BZ2Decompressor
     if kind == "xz":
+        import lzma
+
         return lzma.LZMADecompressor
     if kind == "zstd":
         zstandard = _optional("zstandard", name, kind)
