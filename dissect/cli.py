@@ -63,7 +63,8 @@ def build_parser():
     parser.add_argument("-E", "--field-option", action="append", default=[], metavar="NAME=VALUE",
                         help="with -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, "
                              "aggregator=C (as tshark)")
-    parser.add_argument("-Y", "--filter", metavar="EXPR", help="display filter, e.g. 'netquake.control.command == 0x83'")
+    parser.add_argument("-Y", "--filter", metavar="EXPR",
+                        help="display filter, e.g. 'netquake.control.command == 0x83'")
     parser.add_argument("-d", "--decode-as", action="append", metavar="udp.port==N,PROTO", default=[],
                         help="force a dissector on a port (repeatable)")
     parser.add_argument("--stats", action="store_true",
