@@ -544,3 +544,13 @@ def test_heuristic():
     assert odamex.claims(spec_team_reply(), packet, False)
     assert not odamex.claims(struct.pack("<i", 777123) + b"\0\0\0", packet, False)
     assert not odamex.claims(b"\x01\x02\x03\x04", packet, False)
+
+
+def test_a_server_ip_given_as_bytes_shows_as_a_dotted_quad():
+    """The master list's address field takes its text from the entry's bytes when it is read; a value of 4 raw
+    bytes (a plugin's or an API user's Field) is shown as inet_ntoa writes it, other bytes as hex."""
+    from dissect.core.model import Field, display_of
+    spec = F.server.ip
+    shown = [display_of(Field(spec.key, spec.name, 0, 4, value, spec.fmt))
+             for value in (bytes([192, 0, 2, 1]), bytes([0, 255, 10, 7]), b"\x01\x02\x03", "198.51.100.9")]
+    assert shown == ["192.0.2.1", "0.255.10.7", "01 02 03", "198.51.100.9"]

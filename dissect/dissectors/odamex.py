@@ -28,7 +28,6 @@ candidate that read furthest is shown with an error where it broke.
 """
 
 import struct
-from _socket import inet_ntoa  # socket.py's C module (see capture/layers.py)
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
@@ -108,7 +107,7 @@ def _key_text(raw):
 
 def _ip_text(value):
     if isinstance(value, bytes):
-        return inet_ntoa(value) if len(value) == 4 else value.hex(" ")
+        return ".".join([OCTETS[octet] for octet in value]) if len(value) == 4 else value.hex(" ")
     return str(value)
 
 
