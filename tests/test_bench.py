@@ -24,5 +24,16 @@ def test_a_baseline_build_is_timed_in_the_same_rounds_as_dissect_and_tshark(tmp_
                      "stats", "stats -j 2", "stats (baseline)", "stats -j 2 (baseline)"]
     for cells in rows:
         assert re.fullmatch(r"[\d,]+", cells[2]), cells  # dissect frames/s
+        # the ratio by CPU time: one process's, not -j's (its CPU seconds add up its processes')
+        assert re.fullmatch(r"\d+\.\d\dx", cells[6]) if " -j " not in cells[1] else cells[6] == "—", cells
     for view in (rows[:4], rows[4:]):  # each view's four rows share the tshark runs of their rounds
         assert len({cells[3] for cells in view}) == 1
+
+
+def test_the_ratio_by_cpu_time_is_tsharks_cpu_seconds_over_dissects():
+    import bench
+    ours = {"fps": 500.0, "us": 2000.0, "rss": 30.0, "cpu": 4.0}
+    theirs = {"fps": 1000.0, "us": 1000.0, "rss": 90.0, "cpu": 1.0}
+    cells = bench.row("given, 1 frames, 0.1 MB", "summary", ours, theirs, 1.5).split(" | ")
+    assert cells[4:7] == ["0.50x (1.5x)", "no", "0.25x"]  # half tshark's rate, a quarter of its CPU time
+    assert bench.row("given", "summary -j 2", ours, theirs, 1.5, one_process=False).split(" | ")[6] == "—"

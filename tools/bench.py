@@ -36,6 +36,9 @@ machine, and a change of a few percent then hides in them. The table gives media
 - ratio: the median dissect frames/s over the median tshark frames/s (above 1: dissect is faster),
   beside its target (summary and -V 1.5x, jsonl and stats 3x) and whether it meets it; a ``-j J`` row
   compares ``dissect -j J`` with the same tshark runs;
+- ratio by CPU time: tshark's median CPU seconds (user and system) over dissect's, for one process only (a
+  ``-j`` run's CPU seconds add up its processes'): the load of the machine's other tenants moves it less than
+  the wall clock, so it tells a change of the code from a slow spell of the machine;
 - dissect µs/frame: the median wall time over the frames;
 - peak RSS: the largest resident set over the runs (for -j, that of the largest single process).
 The header line names the date (UTC), the machine, the dissect build, its Python, and tshark's version.
@@ -531,7 +534,8 @@ WRITERS = {"mixed": write_mixed, "query": write_query}
 # -- running and measuring ------------------------------------------------------------------------------------
 
 def run(cmd):
-    """Run a command with stdout to /dev/null; return (seconds, peak RSS in MB)."""
+    """Run a command with stdout to /dev/null; return (seconds, peak RSS in MB, CPU seconds: user and system, of
+    the process and the children it waited for)."""
     with open(os.devnull, "wb") as devnull:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=devnull, stderr=subprocess.PIPE)
@@ -542,13 +546,15 @@ def run(cmd):
         proc.stderr.close()
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[:300]}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def summarize(samples, frames):
-    """Median frames/s, median µs/frame and the largest peak RSS of (seconds, MB) samples."""
-    seconds = statistics.median(s for s, _ in samples)
-    return {"fps": frames / seconds, "us": seconds / frames * 1e6, "rss": max(m for _, m in samples)}
+    """Median frames/s, median µs/frame, the largest peak RSS and the median CPU seconds of (seconds, MB, CPU
+    seconds) samples."""
+    seconds = statistics.median(s for s, _, _ in samples)
+    return {"fps": frames / seconds, "us": seconds / frames * 1e6, "rss": max(m for _, m, _ in samples),
+            "cpu": statistics.median(c for _, _, c in samples)}
 
 
 FLOOR_PLAIN = """
@@ -709,11 +715,11 @@ def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None):
         names = [view, None, f"{view} -j {args.jobs}", f"{view} (baseline)", f"{view} -j {args.jobs} (baseline)"]
         for name, taken in zip(names, samples):
             if name and taken:
-                print(row(label, name, summarize(taken, frames), peer, target), flush=True)
+                print(row(label, name, summarize(taken, frames), peer, target, " -j " not in name), flush=True)
 
 
 def alternate(commands, runs):
-    """``runs`` rounds of the commands in turn (None: skipped); the (seconds, MB) samples of each."""
+    """``runs`` rounds of the commands in turn (None: skipped); the (seconds, MB, CPU seconds) samples of each."""
     samples = [[] for _ in commands]
     for _ in range(runs):
         for command, taken in zip(commands, samples):
@@ -722,18 +728,22 @@ def alternate(commands, runs):
     return samples
 
 
-TABLE_HEAD = ("| capture | view | dissect frames/s | tshark frames/s | ratio (target) | met? | dissect µs/frame | "
-              "peak RSS dissect / tshark |\n|---|---|---:|---:|---:|---|---:|---|")
+TABLE_HEAD = ("| capture | view | dissect frames/s | tshark frames/s | ratio (target) | met? | ratio by CPU time | "
+              "dissect µs/frame | peak RSS dissect / tshark |\n|---|---|---:|---:|---:|---|---:|---:|---|")
 
 
-def row(label, view, ours, theirs, target):
+def row(label, view, ours, theirs, target, one_process=True):
+    """A table row. The ratio by CPU time is tshark's median CPU seconds over dissect's: the machine's other load
+    moves it less than the wall clock, so it tells a change of the code from a slow spell. It is left out for
+    ``-j``, whose CPU seconds add up its processes' and measure work, not speed."""
     if theirs is None:
-        return (f"| {label} | {view} | {ours['fps']:,.0f} | (no tshark) | ({target}x) | | {ours['us']:.1f} | "
+        return (f"| {label} | {view} | {ours['fps']:,.0f} | (no tshark) | ({target}x) | | | {ours['us']:.1f} | "
                 f"{ours['rss']:.0f} MB / |")
     ratio = ours["fps"] / theirs["fps"]
     met = "yes" if ratio >= target else "no"
+    by_cpu = f"{theirs['cpu'] / ours['cpu']:.2f}x" if one_process and ours["cpu"] > 0 else "—"
     return (f"| {label} | {view} | {ours['fps']:,.0f} | {theirs['fps']:,.0f} | {ratio:.2f}x ({target}x) | {met} | "
-            f"{ours['us']:.1f} | {ours['rss']:.0f} MB / {theirs['rss']:.0f} MB |")
+            f"{by_cpu} | {ours['us']:.1f} | {ours['rss']:.0f} MB / {theirs['rss']:.0f} MB |")
 
 
 def floor_table(measured):
