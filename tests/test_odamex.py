@@ -107,6 +107,11 @@ def test_master_list():
     assert [(c.key, c.offset, c.length, c.value) for c in servers[1].children] == [
         ("odamex.server.ip", 12, 4, "192.0.2.7"), ("odamex.server.port", 16, 2, 10667)]
     assert servers[1].children[0].display == "192.0.2.7"
+    # every entry's subtree, made at once, is the one reading it field by field makes (an entry cut short's)
+    for server, (address, port) in zip(servers, [("10.0.0.1", 10666), ("192.0.2.7", 10667)]):
+        assert (server.name, server.display, server.generated) == ("Server", f"{address}:{port}", False)
+        assert [(c.name, c.display, c.generated, list(c.children)) for c in server.children] == [
+            ("Server IP", address, False, []), ("Server Port", str(port), False, [])]
     assert msg.findings == []
 
 

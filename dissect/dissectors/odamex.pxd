@@ -5,7 +5,7 @@
 cimport cython
 from dissect.core.cursor cimport Cursor, cut, new_cursor
 from dissect.core.fmt cimport hex_text
-from dissect.core.model cimport Field, Message, new_message
+from dissect.core.model cimport Field, Message, new_field, new_message
 
 # the formatters of the fields -V and JSON show most
 @cython.locals(texts=dict)
@@ -74,6 +74,8 @@ cpdef bint _claims(bytes payload, bint on_port) except -1
 cpdef str _master_entry(Cursor cur)
 
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,
-               index=Py_ssize_t, pos=Py_ssize_t, entries=list, octets=list)
+               index=Py_ssize_t, pos=Py_ssize_t, entries=list, octets=list, tree=bint)
 cpdef list _master_entries(Cursor cur)
+@cython.locals(octets=list, address=str, entry=str, port=Py_ssize_t, node=Field)
+cpdef str _entry_with_fields(Cursor cur, bytes data, Py_ssize_t pos)
 cdef list OCTETS

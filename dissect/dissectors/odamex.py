@@ -33,7 +33,7 @@ from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
 from ..core.cursor import cut, new_cursor
 from ..core.fmt import hex_text, named
-from ..core.model import new_message
+from ..core.model import new_field, new_message
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -355,8 +355,7 @@ class Odamex(Dissector):
         servers = []
         msg.values.update(server_count=count, servers=servers)
         try:
-            if not cur.tree:
-                servers += _master_entries(cur)
+            servers += _master_entries(cur)
             while cur.remaining():
                 servers.append(_master_entry(cur))
         except Truncated as exc:
@@ -437,7 +436,7 @@ def _claims(payload, on_port):
 
 
 def _master_entry(cur):
-    """One entry, field by field: the tree's way, and the summary's for an entry cut short."""
+    """One entry, field by field: the way for an entry cut short, whose field reports where it ends."""
     node = cur.open_subtree(LISTED_SERVER)
     try:
         raw = cur.raw(LISTED_IP, 4)
@@ -456,23 +455,41 @@ OCTETS = [str(value) for value in range(256)]  # an address's bytes as text: loo
 
 
 def _master_entries(cur):
-    """Without a tree, the whole entries from here in one loop over the bytes (in C in the compiled build): the
-    values _master_entry reads, and the cursor left where it leaves it. A partial entry at the end is left to
-    _master_entry (it reports it)."""
+    """The whole entries from here in one loop over the bytes (in C in the compiled build): the values
+    _master_entry reads, with a tree the fields it adds (see _entry_with_fields), and the cursor left where it
+    leaves it. A partial entry at the end is left to _master_entry (it reports it)."""
     data, start, size = cur.data, cur.pos, MASTER_ENTRY.size
     count = (cur.end - start) // size
     if count == 0:
         return []
     entries = []
     octets = OCTETS
+    tree = cur.tree
     for index in range(count):
         pos = start + index * size  # what inet_ntoa writes, then the little-endian port
-        entries.append(f"{octets[data[pos]]}.{octets[data[pos + 1]]}.{octets[data[pos + 2]]}.{octets[data[pos + 3]]}:"
-                       f"{data[pos + 4] | data[pos + 5] << 8}")
+        if tree:
+            entries.append(_entry_with_fields(cur, data, pos))
+        else:
+            entries.append(f"{octets[data[pos]]}.{octets[data[pos + 1]]}.{octets[data[pos + 2]]}."
+                           f"{octets[data[pos + 3]]}:{data[pos + 4] | data[pos + 5] << 8}")
     stop = start + count * size
     cur.pos = stop
     cur.last_offset, cur.last_length = stop - 2, 2  # the last port read
     return entries
+
+
+def _entry_with_fields(cur, data, pos):
+    """The entry at ``pos``, and the fields _master_entry adds for it, made at once: the server's subtree, its
+    address (shown as text) and its port. About a third of the cost of reading them through the Cursor one by
+    one, where a master list holds hundreds of entries."""
+    octets = OCTETS
+    address = f"{octets[data[pos]]}.{octets[data[pos + 1]]}.{octets[data[pos + 2]]}.{octets[data[pos + 3]]}"
+    port = data[pos + 4] | data[pos + 5] << 8
+    entry = f"{address}:{port}"
+    node = cur.add(LISTED_SERVER, pos, MASTER_ENTRY.size, entry)
+    node.children = [new_field(LISTED_IP.key, LISTED_IP.name, pos, 4, address, LISTED_IP.fmt),
+                     new_field(LISTED_PORT.key, LISTED_PORT.name, pos + 4, 2, port, LISTED_PORT.fmt)]
+    return entry
 
 
 def _layout_text(choice, values):
