@@ -70,12 +70,14 @@ cpdef dict _stats_fields(Cursor cur)
 
 @cython.locals(size=Py_ssize_t)
 cpdef bint _claims(bytes payload, bint on_port) except -1
-@cython.locals(raw=bytes, address=str, entry=str, octets=list, node=Field)
+@cython.locals(address=str, entry=str, node=Field)
 cpdef str _master_entry(Cursor cur)
 
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,
                index=Py_ssize_t, pos=Py_ssize_t, entries=list, octets=list, tree=bint)
 cpdef list _master_entries(Cursor cur)
-@cython.locals(octets=list, address=str, entry=str, port=Py_ssize_t, node=Field)
+@cython.locals(address=str, entry=str, port=Py_ssize_t, node=Field)
 cpdef str _entry_with_fields(Cursor cur, bytes data, Py_ssize_t pos)
+@cython.locals(octets=list)
+cpdef str _dotted(bytes data, Py_ssize_t pos)
 cdef list OCTETS
