@@ -37,8 +37,8 @@ machine, and a change of a few percent then hides in them. The table gives media
   beside its target (summary and -V 1.5x, jsonl and stats 3x) and whether it meets it; a ``-j J`` row
   compares ``dissect -j J`` with the same tshark runs;
 - ratio by CPU time: tshark's median CPU seconds (user and system) over dissect's, for one process only (a
-  ``-j`` run's CPU seconds add up its processes'): the load of the machine's other tenants moves it less than
-  the wall clock, so it tells a change of the code from a slow spell of the machine;
+  ``-j`` run's CPU seconds add up its processes'): where other processes take turns on the cores it moves less
+  than the wall clock; on a virtual machine whose slow spells slow the CPU itself it moves with it;
 - dissect µs/frame: the median wall time over the frames;
 - peak RSS: the largest resident set over the runs (for -j, that of the largest single process).
 The header line names the date (UTC), the machine, the dissect build, its Python, and tshark's version.
@@ -733,9 +733,8 @@ TABLE_HEAD = ("| capture | view | dissect frames/s | tshark frames/s | ratio (ta
 
 
 def row(label, view, ours, theirs, target, one_process=True):
-    """A table row. The ratio by CPU time is tshark's median CPU seconds over dissect's: the machine's other load
-    moves it less than the wall clock, so it tells a change of the code from a slow spell. It is left out for
-    ``-j``, whose CPU seconds add up its processes' and measure work, not speed."""
+    """A table row. The ratio by CPU time is tshark's median CPU seconds over dissect's (see the module's
+    docstring). It is left out for ``-j``, whose CPU seconds add up its processes' and measure work, not speed."""
     if theirs is None:
         return (f"| {label} | {view} | {ours['fps']:,.0f} | (no tshark) | ({target}x) | | | {ours['us']:.1f} | "
                 f"{ours['rss']:.0f} MB / |")
