@@ -12,7 +12,7 @@ import odamex_peer as od
 from conftest import capture, jsonl, run_cli
 from helpers import codes, dissect, field, span
 
-from dissect.dissectors.odamex import EXTENSION_BOOLS, F, W
+from dissect.dissectors.odamex import EXTENSION_BOOLS, F, W, _choose_layout, _tried_layout
 
 
 def u8(value):
@@ -459,6 +459,63 @@ def test_trailing_bytes():
     msg = dissect("odamex", spec_team_reply() + b"\x99\x98")
     assert codes(msg) == ["odamex.bad_layout", "odamex.trailing_bytes"]
     assert span(msg, "odamex.trailing") == (152, 2, b"\x99\x98")
+
+
+# -- the layout walk ----------------------------------------------------------------------------------------------
+def chosen(choice):
+    """What a layout choice decides: the candidate, and where the shown layout broke (None when it fits)."""
+    candidate, broken, _ = choice
+    return candidate.layout, candidate.teams, candidate.echo, candidate.extension, broken
+
+
+def echo_first(data, keyed):
+    return keyed or any(byte < 0x20 for byte in data[8:12])
+
+
+def test_the_walk_decides_clean_replies_alone():
+    """A reply that one candidate reads cleanly is placed by the walk over its bytes, with no trial decoded (no
+    trial message comes back); the layout is the one the trials choose."""
+    crowded = od.server_info(players=od.PLAYERS, max_players=2)
+    cases = [(real_reply(1, 0, 0, (3, 3)), False, ("real", 2, False, False)),
+             (real_reply(1, 0, 0, (4, 4)), False, ("real", 3, False, False)),
+             (real_reply(1, 1, 0, (0, 1), real_block(30, (17, 9), 3)), False, ("real", 3, False, False)),
+             (real_reply(1, 0, 0, (3, 3), od.extension_block(2), key=b"abcd"), True, ("real", 2, True, True)),
+             (spec_team_reply(), False, ("spec", 3, False, False)),
+             (od.server_info(layout="compact", players=[("Doomguy", 12, 48, 0)]), False,
+              ("spec_compact", 3, False, False))]
+    for data, keyed, expected in cases:
+        walked = _choose_layout(data, keyed)
+        tried = _tried_layout(data, echo_first(data, keyed))
+        assert chosen(walked) == chosen(tried) == (*expected, None), expected
+        assert walked[2] is None and tried[2] is not None, expected
+    # A warning weighs in the choice, or nothing fits: the trials decide.
+    for data in (spec_team_reply().replace(HASH.encode(), b"x" * 32), crowded, spec_team_reply()[:75],
+                 spec_team_reply() + b"\x99"):
+        walked = _choose_layout(data, False)
+        assert chosen(walked) == chosen(_tried_layout(data, echo_first(data, False)))
+        assert walked[2] is not None or walked[1] is not None
+
+
+def test_the_walk_and_the_trials_choose_alike_on_damaged_replies():
+    """Every byte after the tag set to values that flip bools, enums and team bytes in and out of range, every
+    truncation, a byte more: the walk and the trials choose the same candidate and break at the same byte."""
+    replies = [real_reply(1, 0, 0, (3, 3), od.extension_block(2)),
+               real_reply(0, 1, 0, (0, 1), real_block(30, (17, 9), 2), key=b"abcd"),
+               od.server_info(layout="spec", players=od.PLAYERS, teamplay=True, team_scores={"blue": 3, "red": 1}),
+               od.server_info(layout="compact", players=od.PLAYERS[:1], ctf=True, team_scores={"blue": 3})]
+    walked = 0
+    for good in replies:
+        variants = [good[:cut] for cut in range(4, len(good))] + [good + b"\0"]
+        for offset in range(4, len(good)):
+            for value in (0, 1, 2, 3, 4, 5, 0xFF):
+                if good[offset] != value:
+                    variants.append(good[:offset] + bytes([value]) + good[offset + 1:])
+        for data in variants:
+            for keyed in (False, True):
+                choice = _choose_layout(data, keyed)
+                assert chosen(choice) == chosen(_tried_layout(data, echo_first(data, keyed))), (data.hex(), keyed)
+                walked += choice[2] is None and choice[1] is None
+    assert walked > 1500  # changed names, scores and counts that still fit: placed by the walk
 
 
 def test_tables_declare_every_key_and_code():

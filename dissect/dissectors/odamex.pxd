@@ -46,8 +46,32 @@ cdef class _ServerInfo:
     cpdef _marker(self, expected)
 
 # The layout trials: C calls to each other.
-@cython.locals(candidate=_Candidate, heads=dict, bodies=dict)
 cpdef tuple _choose_layout(bytes data, keyed)
+@cython.locals(candidate=_Candidate, heads=dict, bodies=dict)
+cpdef tuple _tried_layout(bytes data, bint echo_first)
+
+# The layout walk: C loops over the bytes.
+cdef Py_ssize_t BROKE, LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM
+@cython.locals(candidates=tuple, index=Py_ssize_t)
+cpdef Py_ssize_t _clean_fit(bytes data, bint echo_first) except? -3
+@cython.locals(end=Py_ssize_t, pos=Py_ssize_t, players=Py_ssize_t, pwads=Py_ssize_t, start=Py_ssize_t,
+               each=Py_ssize_t, teamplay=bint, ctf=bint, real=bint)
+cdef bint _walk(bytes data, _Candidate candidate) except -1
+@cython.locals(low=Py_ssize_t, high=Py_ssize_t, team_byte=bint, each=Py_ssize_t)
+cdef Py_ssize_t _walk_players(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t players, _Candidate candidate,
+                              bint teamplay, bint ctf) except? -3
+@cython.locals(each=Py_ssize_t, in_play=bint)
+cdef Py_ssize_t _walk_teams(bytes data, Py_ssize_t pos, Py_ssize_t end, object layout, Py_ssize_t teams,
+                            bint teams_on) except? -3
+@cython.locals(flags=Py_ssize_t)
+cdef Py_ssize_t _walk_extension(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t players) except? -3
+cdef Py_ssize_t _after_string(bytes data, Py_ssize_t pos, Py_ssize_t end) except? -3
+@cython.locals(each=Py_ssize_t)
+cdef Py_ssize_t _after_strings(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count) except? -3
+cdef bint _bools(bytes data, Py_ssize_t start, Py_ssize_t stop, Py_ssize_t end) except -1
+cdef bint _is_marker(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t marker) except -1
+@cython.locals(index=Py_ssize_t, digit=Py_ssize_t)
+cdef bint _hex_digits(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 @cython.locals(index=Py_ssize_t)
 cpdef bint _has_control_byte(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 @cython.locals(count=Py_ssize_t)

@@ -24,7 +24,9 @@ The reply is decoded in every candidate layout; the first that reads it exactly
 to its end with valid values and without warnings wins (real servers' first:
 replies that fit two layouts have no players, and real servers are their likely
 source), and a note names a layout that is not the spec's. If none fits, the
-candidate that read furthest is shown with an error where it broke.
+candidate that read furthest is shown with an error where it broke. A walk over
+the bytes, checking each candidate's ranges, markers and end, finds the winner
+without decoding when one fits cleanly; the reply is then decoded once.
 """
 
 import struct
@@ -504,15 +506,23 @@ def _layout_text(choice, values):
 
 
 def _choose_layout(data, keyed):
-    """(candidate, offset where it broke or None, the trial message when it fitted).
+    """(candidate, offset where it broke or None, the trial message when one was decoded and fitted).
 
     The first candidate that fits without warnings wins; else the fitting one with the fewest warnings; else
     the one that read furthest before its first complaint (a reading that goes on after a bad hash is not a
     better one), ties to the earlier candidate. A partial extension counts only when it read the version and
     a terminated e-mail string: with less, leftover bytes are more likely trailing bytes than a damaged
-    extension."""
+    extension. The walk finds the first clean fit where there is one; the trials decide the rest."""
     # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
     echo_first = keyed or _has_control_byte(data, 8, 12)
+    index = _clean_fit(data, echo_first)
+    if index >= 0:
+        return CANDIDATES[echo_first][index], None, None
+    return _tried_layout(data, echo_first)
+
+
+def _tried_layout(data, echo_first):
+    """_choose_layout's answer from decoding the reply in each candidate layout in turn."""
     fit, fit_warnings, best, best_rank = None, None, None, None
     heads, bodies = {}, {}
     for candidate in CANDIDATES[echo_first]:
@@ -534,6 +544,175 @@ def _choose_layout(data, keyed):
     if fit is not None:
         return fit[0], None, fit[1]
     return best, best_rank[1], None
+
+
+# -- the layout walk ------------------------------------------------------------------------------------
+# Most replies fit one candidate cleanly. The walk tells which from the bytes alone (in C in the compiled build),
+# checking what a trial checks (each value's range, the markers, the reply's end) without a message, a field or
+# an exception; the reply is then read once, in that layout. Where no candidate fits cleanly (a warning on the way:
+# more players than slots, a PWAD hash that is not one; or a value no layout takes), the trials decide.
+BROKE = -1  # where the walk's helpers end when the candidate breaks
+# The enums' tables number their values from 0 without gaps: a value is valid up to the largest.
+LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM = max(GAME_TYPES), max(SKILLS), max(SPEC_TEAMS)
+
+
+def _clean_fit(data, echo_first):
+    """The index in CANDIDATES[echo_first] of the first candidate whose trial reads the reply to its end with valid
+    values and no warning (the trials' winner), or -1 where none does."""
+    candidates = CANDIDATES[echo_first]
+    for index in range(len(candidates)):
+        if _walk(data, candidates[index]):
+            return index
+    return -1
+
+
+def _walk(data, candidate):
+    """Whether ``candidate``'s trial reads the reply to its end with valid values and no warning."""
+    end = len(data)
+    pos = _after_string(data, 12 if candidate.echo else 8, end)  # the tag, the token, the echoed key; the name
+    if pos < 0 or pos + 2 > end:
+        return False
+    players = data[pos]
+    if players > data[pos + 1]:
+        return False  # too_many_players
+    pos = _after_string(data, pos + 2, end)  # the map
+    if pos < 0 or pos >= end:
+        return False
+    pwads = data[pos]
+    pos = _after_strings(data, pos + 1, end, pwads)
+    layout = candidate.layout
+    real = layout == REAL
+    if pos < 0 or pos + (4 if real else 3) > end:
+        return False
+    if real:  # deathmatch, skill, teamplay, CTF
+        if data[pos] > 1 or data[pos + 1] > LAST_SKILL or data[pos + 2] > 1 or data[pos + 3] > 1:
+            return False
+        teamplay, ctf = data[pos + 2], data[pos + 3]
+        pos += 4
+    else:  # game type, skill, teamplay
+        if data[pos] > LAST_GAME_TYPE or data[pos + 1] > LAST_SKILL or data[pos + 2] > 1:
+            return False
+        teamplay, ctf = data[pos + 2], 0
+        pos += 3
+    pos = _walk_players(data, pos, end, players, candidate, teamplay, ctf)
+    if pos < 0:
+        return False
+    for each in range(pwads):  # their MD5 hashes
+        start = pos
+        pos = _after_string(data, pos, end)
+        if pos - start != 33 or not _hex_digits(data, start, pos - 1):
+            return False  # cut, or bad_hash
+    if not real:
+        if pos >= end or data[pos] > 1:
+            return False
+        ctf = data[pos]
+        pos += 1
+    pos = _after_string(data, pos, end)  # the website
+    if pos >= 0:
+        pos = _walk_teams(data, pos, end, layout, candidate.teams, teamplay or ctf)
+    if pos >= 0 and candidate.extension:
+        pos = _walk_extension(data, pos, end, players)
+    return pos == end
+
+
+def _walk_players(data, pos, end, players, candidate, teamplay, ctf):
+    """Past the player records (name, frags, ping, team byte where the layout has one), or BROKE; the team byte
+    within what _allowed_teams allows."""
+    layout = candidate.layout
+    if layout == REAL:
+        low, high = (0 if teamplay or ctf else candidate.teams), candidate.teams + 1
+    elif layout == SPEC and not teamplay:
+        low, high = 0, 0
+    else:
+        low, high = 0, LAST_SPEC_TEAM
+    team_byte = layout != COMPACT or teamplay
+    for each in range(players):
+        pos = _after_string(data, pos, end)
+        if pos < 0:
+            return BROKE
+        pos += 6  # frags, ping
+        if team_byte:
+            if pos >= end or not low <= data[pos] <= high:
+                return BROKE
+            pos += 1
+    return pos if pos <= end else BROKE
+
+
+def _walk_teams(data, pos, end, layout, teams, teams_on):
+    """Past the team block as _team_block reads it, or BROKE."""
+    if layout != REAL:
+        teams = len(SPEC_BLOCK_TEAMS)
+    if not teams_on and layout != SPEC:
+        return pos  # real servers and the compact reading write the block in team games only
+    if teams_on:
+        pos += 4  # the score limit
+    for each in range(teams):
+        if pos >= end or data[pos] > 1:
+            return BROKE
+        in_play = data[pos] == 1
+        pos += 5 if in_play and teams_on else 1  # the bool, and the team's score where the block has scores
+    return pos if pos <= end else BROKE
+
+
+def _walk_extension(data, pos, end, players):
+    """Past the newer servers' extension, or BROKE."""
+    pos = _after_string(data, pos + 2, end)  # the version, the e-mail
+    if pos < 0:
+        return BROKE
+    pos += 6  # time limit, time left, frag limit
+    flags = len(EXTENSION_BOOLS)
+    if not _bools(data, pos, pos + flags, end):
+        return BROKE
+    pos += flags + 6 * players  # each player's kills, deaths, minutes
+    if not _is_marker(data, pos, end, EXTENSION_MARKER_1):
+        return BROKE
+    pos += 6  # the marker, max players
+    if not _bools(data, pos, pos + players, end):  # spectators
+        return BROKE
+    pos += players
+    if not _is_marker(data, pos, end, EXTENSION_MARKER_2):
+        return BROKE
+    pos += 10  # the marker, password, game version
+    if pos >= end:
+        return BROKE
+    return _after_strings(data, pos + 1, end, data[pos])  # the patch files
+
+
+def _after_string(data, pos, end):
+    """The offset after the null byte that ends the string at ``pos``, or BROKE."""
+    while pos < end:
+        if data[pos] == 0:
+            return pos + 1
+        pos += 1
+    return BROKE
+
+
+def _after_strings(data, pos, end, count):
+    for each in range(count):
+        pos = _after_string(data, pos, end)
+        if pos < 0:
+            return BROKE
+    return pos
+
+
+def _bools(data, start, stop, end):
+    """Whether ``data[start:stop]`` is all there and each byte 0 or 1."""
+    return stop <= end and _zeros_and_ones(data, start, stop)
+
+
+def _is_marker(data, pos, end, marker):
+    """Whether the little-endian uint32 at ``pos`` is all there and is ``marker``."""
+    return (pos + 4 <= end and data[pos] == marker & 0xFF and data[pos + 1] == marker >> 8 & 0xFF
+            and data[pos + 2] == marker >> 16 & 0xFF and data[pos + 3] == marker >> 24)
+
+
+def _hex_digits(data, start, stop):
+    """Whether every byte of ``data[start:stop]`` is a hex digit (HEX_DIGITS)."""
+    for index in range(start, stop):
+        digit = data[index]
+        if not (0x30 <= digit <= 0x39 or 0x61 <= digit <= 0x66 or 0x41 <= digit <= 0x46):
+            return False
+    return True
 
 
 def _has_control_byte(data, start, stop):
