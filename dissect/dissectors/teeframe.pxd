@@ -10,7 +10,6 @@ from dissect.core.model cimport Field, Message
 cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT
 
 # the formatters of the fields -V and JSON show most
-cpdef _quoted(value)
 @cython.locals(texts=dict)
 cpdef _is_player_text(value)
 cpdef _token_text(value)

@@ -58,12 +58,6 @@ LEGACY = {b"gief", b"gie2", b"fstd", b"info", b"inf2", b"dtsf", b"gie"}
 NAME_LIMIT, CLAN_LIMIT = 16, 12
 
 
-def _quoted(value):
-    if not isinstance(value, str):
-        raise TypeError(f"a text field's value is {type(value).__name__}")  # display_of shows it as it is
-    return f'"{value}"'
-
-
 IS_PLAYER_TEXTS = {0: "0 (spectator)", 1: "1 (player)"}
 FLAGS_TEXTS = {0: "0 (no password)", 1: "1 (password required)"}
 
@@ -113,12 +107,12 @@ F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
      dec_hex),
     ("request_extra", "Extra bytes", "bytes", "request bytes past the ones its layout defines"),
     ("body", "Body", "bytes", "the bytes after the identifier of a message that is not decoded"),
-    ("version", "Version", "string", "the server's version (0.6 ... for the spec's replies)", _quoted),
-    ("name", "Name", "string", "the server's name", _quoted),
-    ("map", "Map", "string", "the map's name", _quoted),
+    ("version", "Version", "string", "the server's version (0.6 ... for the spec's replies)"),
+    ("name", "Name", "string", "the server's name"),
+    ("map", "Map", "string", "the map's name"),
     ("map_crc", "Map CRC", "int", "iext: the map's CRC (real servers print it signed)", _crc_text),
     ("map_size", "Map Size", "int", "iext: the map file's size in bytes"),
-    ("game_type", "Game Type", "string", "the game type (DM, TDM, CTF ...)", _quoted),
+    ("game_type", "Game Type", "string", "the game type (DM, TDM, CTF ...)"),
     ("flags", "Flags", "int", "server flags: 1 when a password is required", _flags_text),
     ("progression", "Progression", "int", "0.5 replies (info, inf2): the game's progress in percent, -1 unknown"),
     ("num_players", "Num Players", "int", "non-spectator clients (0.5 replies: all clients)"),
@@ -126,15 +120,15 @@ F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
     ("num_clients", "Num Clients", "int", "clients, spectators and connecting ones included"),
     ("max_clients", "Max Clients", "int", "the server's connection capacity"),
     ("offset", "Offset", "int", "dtsf: the index of this packet's first client record, a packed integer"),
-    ("reserved", "Reserved", "string", "iext / iex+: a reserved String, empty", _quoted),
+    ("reserved", "Reserved", "string", "iext / iex+: a reserved String, empty"),
     ("packet_number", "Packet Number", "int", "iex+: 1 to 63 (iext is packet 0)"),
     ("client", "Client", "string", "a client record: the client's name, with the record's fields below it"),
-    ("client.name", "Name", "string", "the client's name", _quoted),
-    ("client.clan", "Clan", "string", "the client's clan", _quoted),
+    ("client.name", "Name", "string", "the client's name"),
+    ("client.clan", "Clan", "string", "the client's clan"),
     ("client.country", "Country", "int", "the client's country code (-1: none)"),
     ("client.score", "Score", "int", "the client's score"),
     ("client.is_player", "Is Player", "int", "1 for a player, 0 for a spectator", _is_player_text),
-    ("client.reserved", "Reserved", "string", "iext / iex+: the record's reserved String, empty", _quoted),
+    ("client.reserved", "Reserved", "string", "iext / iex+: the record's reserved String, empty"),
     ("request_in", "Request in frame", "uint32", "generated: the frame of the request this reply answers"),
     ("response_time", "Response time", "float", "generated: seconds from the request to this reply"),
 ])

@@ -23,6 +23,7 @@ cdef bint _list_member(const char *name, Py_ssize_t size, list items, Py_ssize_t
 cdef bint _write_message(Message msg) except -1
 cdef bint _write_finding(Finding finding) except -1
 cdef bint _write_field(Field field) except -1
+cdef bint _write_display(Field field) except -1
 
 cdef extern from *:
     """
@@ -80,15 +81,17 @@ cdef extern from *:
         return out;
     }
 
-    /* A text quoted and escaped: eight bytes at a time where none needs an escape, the last ones of a text of
-       eight or more as the eight that end it. */
-    static inline int dissect_json_text(const unsigned char *text, Py_ssize_t size) {
+    /* A text escaped between ``open`` and ``close`` (a JSON string's quotes, or more): eight bytes at a time where
+       none needs an escape, the last ones of a text of eight or more as the eight that end it. */
+    static inline int dissect_json_wrapped(const unsigned char *text, Py_ssize_t size, const char *open,
+                                           const char *close, Py_ssize_t ends) {
         Py_ssize_t i = 0;
         char *out;
-        if (dissect_buffer_reserve(&dissect_json_out, 6 * size + 2) < 0)  /* \\u00XX: six bytes at most for each */
+        if (dissect_buffer_reserve(&dissect_json_out, 6 * size + 2 * ends) < 0)  /* \\u00XX: six bytes at most */
             return -1;
         out = dissect_json_out.data + dissect_json_out.size;
-        *out++ = '"';
+        memcpy(out, open, ends);
+        out += ends;
         while (i + 8 <= size) {
             if (dissect_json_plain8(text + i)) {
                 memcpy(out, text + i, 8);
@@ -105,9 +108,15 @@ cdef extern from *:
         }
         while (i < size)
             out = dissect_json_escape(out, text[i++]);
-        *out++ = '"';
+        memcpy(out, close, ends);
+        out += ends;
         dissect_json_out.size = out - dissect_json_out.data;
         return 0;
+    }
+
+    /* A text quoted and escaped. */
+    static inline int dissect_json_text(const unsigned char *text, Py_ssize_t size) {
+        return dissect_json_wrapped(text, size, "\\"", "\\"", 1);
     }
 
     /* A float of whole microseconds (a capture's time) as repr writes it, without its general algorithm (6,700
@@ -195,6 +204,43 @@ cdef extern from *:
         return 0;
     }
 
+    /* The text default_display (core/model.py) makes of ``value``, written as a member named ``name`` without
+       making the text, where ``value`` is an int of 64 bits (its digits, as a JSON string) or a str (the str in
+       quotes, as a JSON string: its quotes escaped): 1. 0, with nothing written, for any other value and for a
+       str with a lone surrogate (display_of then makes the text, and the writer goes on as with any display). */
+    static inline int dissect_json_default_display(const char *name, Py_ssize_t size, PyObject *value) {
+        static const char quote[] = {0x22}, open_text[] = {0x22, 0x5c, 0x22}, close_text[] = {0x5c, 0x22, 0x22};
+        Py_ssize_t start = dissect_json_out.size, length;
+        const char *text;
+        int written;
+        if (PyLong_CheckExact(value)) {
+            if (dissect_json_raw(name, size) < 0 || dissect_json_raw(quote, 1) < 0)
+                return -1;
+            written = dissect_buffer_int(&dissect_json_out, value);
+            if (written != 1) {
+                dissect_json_out.size = start;
+                return written;
+            }
+            return dissect_json_raw(quote, 1);
+        }
+        if (!PyUnicode_CheckExact(value))
+            return 0;
+        if (PyUnicode_IS_ASCII(value)) {
+            text = (const char *)PyUnicode_1BYTE_DATA(value);
+            length = PyUnicode_GET_LENGTH(value);
+        } else {
+            text = PyUnicode_AsUTF8AndSize(value, &length);
+            if (text == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+        if (dissect_json_raw(name, size) < 0
+                || dissect_json_wrapped((const unsigned char *)text, length, open_text, close_text, 3) < 0)
+            return -1;
+        return 1;
+    }
+
     /* A member of an object: its name (the text from the comma or brace before it to the colon), then its value. */
     static inline int dissect_json_member(const char *name, Py_ssize_t size, PyObject *value) {
         if (dissect_json_raw(name, size) < 0)
@@ -226,4 +272,6 @@ cdef extern from *:
     bint _json_raw "dissect_json_raw" (const char *text, Py_ssize_t size) except -1
     bytes _json_take "dissect_json_take" ()
     bint _json_member "dissect_json_member" (const char *name, Py_ssize_t size, object value) except -1
+    int _json_default_display "dissect_json_default_display" (const char *name, Py_ssize_t size, object value) \
+        except -1
     bint _json_key_name "dissect_json_key_name" (object key, object name) except -1

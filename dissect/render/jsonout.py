@@ -135,9 +135,17 @@ def _write_finding(finding):
 def _write_field(field):
     return (_json_key_name(field.key, field.name) and _json_member(b',"offset":', 10, field.offset)
             and _json_member(b',"length":', 10, field.length) and _json_member(b',"value":', 9, field.value)
-            and _json_member(b',"display":', 11, display_of(field))
+            and _write_display(field)
             and (_list_member(b',"children":[', 13, field.children, FIELDS) and _json_raw(b"}", 1) if field.children
                  else _json_raw(b',"children":[]}', 15)))  # most fields: no call for an empty list
+
+
+def _write_display(field):
+    """The display member. A field without a formatter and without a display of its own (most: numbers, names) has
+    default_display's text written from its value in C, the text itself not made."""
+    if field._display is None and not field.fmt and _json_default_display(b',"display":', 11, field.value):
+        return True
+    return _json_member(b',"display":', 11, display_of(field))
 
 
 def analysis_dict(rec):

@@ -154,6 +154,8 @@ cdef Py_ssize_t _worst_rank(list findings, Py_ssize_t rank) except -2
 @cython.locals(field=Field, level=Py_ssize_t, indent=str, generated=bint, tag=Py_ssize_t, start=Py_ssize_t)
 cdef _field_bytes(fields, Py_ssize_t depth)
 cdef bytes _field_block(list fields)
+@cython.locals(value=object)
+cdef _tree_display(Field field)
 cdef _tree_text(text)
 cdef _tree_number(value)
 

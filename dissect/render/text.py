@@ -371,7 +371,7 @@ def _field_bytes(fields, depth):
             _tree_text(field.name)
             _tree_raw(b": ", 2)
             _tree_keep(field.key, field.name, tag, start)
-        _tree_text(display_of(field))
+        _tree_display(field)
         if generated:
             _tree_raw(b"]", 1)
         if not generated or field.length:
@@ -382,6 +382,21 @@ def _field_bytes(fields, depth):
             _tree_raw(b"]", 1)
         if field.children:
             _field_bytes(field.children, depth + 1)
+
+
+def _tree_display(field):
+    """_tree_text(display_of(field)). A field without a formatter and without a display of its own (most: numbers,
+    names) has default_display's text written from its value: an int's digits in C, a str between quotes."""
+    if field._display is None and not field.fmt:
+        value = field.value
+        if type(value) is int and _tree_int(value):
+            return
+        if type(value) is str:
+            _tree_raw(b'"', 1)
+            _tree_text(value)
+            _tree_raw(b'"', 1)
+            return
+    _tree_text(display_of(field))
 
 
 def _tree_text(text):
