@@ -398,6 +398,9 @@ def _conclude(session, printer):
     printer.close(session.stats, session.analyzers)
 
 
+GC_THRESHOLD = 100_000  # the collector's first generation (see _tune_garbage_collector)
+
+
 def _tune_garbage_collector():
     """Per-frame objects die by reference counting, in cycles almost never: the cyclic collector
     mostly walks live objects for nothing. Freezing what the imports made takes those out of its
@@ -408,9 +411,6 @@ def _tune_garbage_collector():
     the benchmark's captures) is bounded by it: 100,000 small lists are 10 MB."""
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, 50, 50)
-
-
-GC_THRESHOLD = 100_000
 
 
 def _read_files(files, session):
