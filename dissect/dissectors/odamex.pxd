@@ -35,6 +35,7 @@ cdef class _ServerInfo:
     cpdef _player(self, allowed)
     cpdef dict _player_fields(self, allowed)
     cpdef _team(self, allowed)
+    @cython.locals(low=Py_ssize_t, high=Py_ssize_t)
     cpdef list _allowed_teams(self)
     cpdef _hash(self)
     cpdef _team_block(self)
@@ -57,6 +58,7 @@ cpdef Py_ssize_t _clean_fit(bytes data, bint echo_first) except? -3
 @cython.locals(end=Py_ssize_t, pos=Py_ssize_t, players=Py_ssize_t, pwads=Py_ssize_t, start=Py_ssize_t,
                each=Py_ssize_t, teamplay=bint, ctf=bint, real=bint)
 cdef bint _walk(bytes data, _Candidate candidate) except -1
+cdef (Py_ssize_t, Py_ssize_t) _team_bounds(object layout, Py_ssize_t teams, bint teamplay, bint ctf)
 @cython.locals(low=Py_ssize_t, high=Py_ssize_t, team_byte=bint, each=Py_ssize_t)
 cdef Py_ssize_t _walk_players(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t players, _Candidate candidate,
                               bint teamplay, bint ctf) except? -3

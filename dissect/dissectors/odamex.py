@@ -615,16 +615,21 @@ def _walk(data, candidate):
     return pos == end
 
 
+def _team_bounds(layout, teams, teamplay, ctf):
+    """The lowest and the highest team byte the writer of ``layout`` (``teams``: the real build's team count) puts
+    in a player record, all those between too; ``ctf`` as known before the players (the spec reads it later)."""
+    if layout == REAL:  # blue, red[, green] in team games; NUMTEAMS and TEAM_NONE in any
+        return (0 if teamplay or ctf else teams), teams + 1
+    if layout == SPEC and not teamplay:
+        return 0, 0  # spec note: player teams other than 0 only appear if Teamplay/CTF is enabled
+    return 0, LAST_SPEC_TEAM
+
+
 def _walk_players(data, pos, end, players, candidate, teamplay, ctf):
     """Past the player records (name, frags, ping, team byte where the layout has one), or BROKE; the team byte
-    within what _allowed_teams allows."""
+    within _team_bounds."""
     layout = candidate.layout
-    if layout == REAL:
-        low, high = (0 if teamplay or ctf else candidate.teams), candidate.teams + 1
-    elif layout == SPEC and not teamplay:
-        low, high = 0, 0
-    else:
-        low, high = 0, LAST_SPEC_TEAM
+    low, high = _team_bounds(layout, candidate.teams, teamplay, ctf)
     team_byte = layout != COMPACT or teamplay
     for each in range(players):
         pos = _after_string(data, pos, end)
@@ -915,12 +920,8 @@ class _ServerInfo:
 
     def _allowed_teams(self):
         """The team values the writer of this layout puts in a player record, with what is known so far."""
-        if self.layout == REAL:
-            no_team = [self.teams, self.teams + 1]
-            return list(range(self.teams)) + no_team if self._teams_on() else no_team
-        if self.layout == SPEC and not self.values["teamplay"]:
-            return [0]  # spec note: player teams other than 0 only appear if Teamplay/CTF is enabled
-        return list(SPEC_TEAMS)
+        low, high = _team_bounds(self.layout, self.teams, self.values["teamplay"], self.values.get("ctf", False))
+        return list(range(low, high + 1))
 
     def _hash(self):
         cur = self.cur
