@@ -15,6 +15,8 @@ import lz4.frame
 import pytest
 import zstandard
 
+import capkit
+
 from conftest import ROOT, capture, jsonl, run_cli
 from dissect.capture.sources import open_capture
 
@@ -29,11 +31,27 @@ def _run_stdin(*args, data):
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
-def test_a_pipes_records_are_read_as_they_come():
+def _session_pcapng(tmp_path):
+    """The NetQuake session written as pcapng (a section header, an interface, an enhanced packet block a
+    frame), and the offset where its first packet block ends."""
+    path = tmp_path / "session.pcapng"
+    capkit.write_pcapng(path, [(0, frame.ts, frame.data) for frame in open_capture(SESSION)], [1])
+    data = path.read_bytes()
+    end = 0
+    for _ in range(3):
+        end += int.from_bytes(data[end + 4:end + 8], "little")
+    return path, data, end
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_a_pipes_records_are_read_as_they_come(tmp_path, fmt):
     """-c 1 on standard input ends after the first record although the writer keeps the pipe open: reading
     never waits for more of a pipe than the record at hand (the records are cut from what each read returns)."""
-    data = open(SESSION, "rb").read()
-    first = 24 + 16 + int.from_bytes(data[32:36], "little")  # the file header and the first record
+    if fmt == "pcap":
+        data = open(SESSION, "rb").read()
+        first = 24 + 16 + int.from_bytes(data[32:36], "little")  # the file header and the first record
+    else:
+        _, data, first = _session_pcapng(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-c", "1", "-"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     try:
@@ -46,6 +64,18 @@ def test_a_pipes_records_are_read_as_they_come():
         proc.stdin.close()
     assert code == 0, err
     assert out.decode().splitlines() == run_cli("-c", "1", SESSION)[1].splitlines()
+
+
+@pytest.mark.parametrize("view", [(), ("-V",), ("-x",)])
+def test_pcapng_gives_what_pcap_gives(tmp_path, view):
+    """The same frames in either format, from a file and through a pipe (where blocks come in pieces). The
+    views that print the times to the microsecond: a pcapng time is its count of microseconds times 1e-6, a
+    pcap time its seconds plus that, and the two floats may differ in the last bit (JSON prints them whole)."""
+    path, data, _ = _session_pcapng(tmp_path)
+    expected = run_cli(*view, SESSION)
+    assert run_cli(*view, path) == expected
+    assert _run_stdin(*view, "-", data=data) == expected
+    assert expected[0] == 0 and len(expected[1].splitlines()) > 40
 
 
 @pytest.mark.parametrize("view", [(), ("-V",), ("-x",), ("-T", "jsonl"), ("-T", "json"), ("--stats",),

@@ -12,19 +12,43 @@ cpdef Frame new_frame(number, ts, caplen, wirelen, linktype, data, iface, error)
 cdef _fill(Frame frame, number, ts, caplen, wirelen, linktype, data, iface, error)
 
 
-cdef class _PcapRecords:
-    cdef object handle, read1, name, linktype, record
-    cdef bint little
-    cdef double scale
-    cdef Py_ssize_t snaplen, pos
+cdef class _Chunks:
+    cdef object handle, read1, name
+    cdef Py_ssize_t pos
     cdef bytes data
     cdef int64_t position, number
-    @cython.locals(data=bytes, pos=Py_ssize_t, number=cython.longlong, position=cython.longlong, little=bint,
-                   sec=cython.uint, frac=cython.uint, caplen=Py_ssize_t, wirelen=cython.uint)
     cdef Frame _next(self)
     @cython.locals(rest=bytes)
     cdef _refill(self, Py_ssize_t need)
 
+cdef class _PcapRecords(_Chunks):
+    cdef object linktype, record
+    cdef bint little
+    cdef double scale
+    cdef Py_ssize_t snaplen
+    @cython.locals(data=bytes, pos=Py_ssize_t, number=cython.longlong, position=cython.longlong, little=bint,
+                   sec=cython.uint, frac=cython.uint, caplen=Py_ssize_t, wirelen=cython.uint)
+    cdef Frame _next(self)
+
+cdef class _PcapngBlocks(_Chunks):
+    cdef bint little
+    cdef list interfaces
+    @cython.locals(frame=Frame)
+    cdef Frame _next(self)
+    @cython.locals(data=bytes, pos=Py_ssize_t, position=cython.longlong, have=Py_ssize_t, little=bint,
+                   block_type=cython.uint, total=Py_ssize_t, trailer=cython.uint)
+    cdef Frame _block(self)
+    @cython.locals(little=bint, interfaces=list, iface_id=cython.uint, caplen=Py_ssize_t, high=cython.ulonglong,
+                   low=cython.ulonglong, ts_units=cython.ulonglong)
+    cdef Frame _enhanced(self, bytes data, Py_ssize_t pos, Py_ssize_t total)
+    @cython.locals(head=bytes, trailer=bytes, left=Py_ssize_t, end=cython.uint)
+    cdef Frame _skip_oversized(self, unsigned int block_type, Py_ssize_t total)
+    cdef bytes _take(self, Py_ssize_t size)
+    @cython.locals(have=Py_ssize_t, step=Py_ssize_t)
+    cdef Py_ssize_t _skip(self, Py_ssize_t size)
+
 cdef bint _COMPILED
 cdef Py_ssize_t READ_CHUNK
+cdef unsigned int SHB_TYPE
 cdef unsigned int _u32(bytes data, Py_ssize_t pos, bint little)
+cdef bint _holds_packet(unsigned int block_type)

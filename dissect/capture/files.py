@@ -28,7 +28,6 @@ MAX_OPTIONS = 65536
 MAX_PACKET_BLOCK = 32 + MAX_RECORD + MAX_OPTIONS
 # Other pcapng blocks (SHB and IDB options, name resolution) may be longer; a length beyond this is damage.
 MAX_BLOCK = 16 * 1024 * 1024
-PACKET_BLOCKS = (6, 2, 3)  # enhanced, obsolete, simple
 SKIP_CHUNK = 65536
 
 
@@ -70,6 +69,7 @@ PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d": (">", 1e-9),
 }
 PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+SHB_TYPE = 0x0A0D0D0A  # its block type: the same bytes in either byte order
 
 
 def read_capture(handle, name="input"):
@@ -82,31 +82,22 @@ def read_capture(handle, name="input"):
         if head in PCAP_MAGICS:
             yield from _PcapRecords(handle, name, head)
         elif head == PCAPNG_SHB:
-            yield from _read_pcapng(handle, name, head)
+            yield from _PcapngBlocks(handle, name, head)
         else:
             raise CaptureError(f"{name}: not a pcap or pcapng file (starts with {head.hex(' ')})")
 
 
-class _PcapRecords:
-    """A pcap stream's records, cut from chunks of the stream (one ``read1`` a chunk, so that a pipe's
-    records come as they are written) rather than read two calls a record; their headers read in C when
-    compiled."""
+class _Chunks:
+    """A capture stream's records, cut from chunks of the stream (one ``read1`` a chunk, so that a pipe's
+    records come as they are written) rather than read two or three calls a record; their headers read in C
+    when compiled. A format's reader gives ``_next``."""
 
-    __slots__ = ("handle", "read1", "name", "little", "scale", "snaplen", "linktype", "record", "data", "pos",
-                 "position", "number")
+    __slots__ = ("handle", "read1", "name", "data", "pos", "position", "number")
 
-    def __init__(self, handle, name, magic):
-        order, self.scale = PCAP_MAGICS[magic]
-        rest = handle.read(20)
-        if len(rest) < 20:
-            raise CaptureError(f"{name}: pcap file header cut short ({4 + len(rest)} of 24 bytes)")
-        _vmaj, _vmin, _zone, _sigfigs, self.snaplen, network = struct.unpack(order + "HHiIII", rest)
-        self.linktype = network & 0x03FFFFFF
-        self.little = order == "<"
-        self.record = struct.Struct(order + "IIII")
+    def __init__(self, handle, name, data, position):
         self.handle, self.read1, self.name = handle, getattr(handle, "read1", None), name
-        self.data, self.pos = b"", 0  # the bytes read and not yet taken, from pos on
-        self.position = 24
+        self.data, self.pos = data, 0  # the bytes read and not yet taken, from pos on
+        self.position = position       # the file offset of data[pos]
         self.number = 0
 
     def __iter__(self):
@@ -117,6 +108,40 @@ class _PcapRecords:
         if frame is None:
             raise StopIteration
         return frame
+
+    def _next(self):
+        """The next record's Frame; None where the stream ends between records."""
+        return None
+
+    def _refill(self, need):
+        """The bytes not yet taken and what the stream has next, until they hold ``need`` bytes or the stream
+        ends."""
+        rest = self.data[self.pos:]
+        read1 = self.read1
+        while len(rest) < need:
+            more = read1(max(READ_CHUNK, need - len(rest))) if read1 is not None else \
+                self.handle.read(need - len(rest))
+            if not more:
+                break
+            rest += more
+        self.data, self.pos = rest, 0
+
+
+class _PcapRecords(_Chunks):
+    """A pcap stream's records."""
+
+    __slots__ = ("little", "scale", "snaplen", "linktype", "record")
+
+    def __init__(self, handle, name, magic):
+        order, self.scale = PCAP_MAGICS[magic]
+        rest = handle.read(20)
+        if len(rest) < 20:
+            raise CaptureError(f"{name}: pcap file header cut short ({4 + len(rest)} of 24 bytes)")
+        _vmaj, _vmin, _zone, _sigfigs, self.snaplen, network = struct.unpack(order + "HHiIII", rest)
+        self.linktype = network & 0x03FFFFFF
+        self.little = order == "<"
+        self.record = struct.Struct(order + "IIII")
+        _Chunks.__init__(self, handle, name, b"", 24)
 
     def _next(self):
         """The next record's Frame; None where the stream ends between records."""
@@ -151,19 +176,6 @@ class _PcapRecords:
             error = f"captured length {caplen} exceeds the file's snap length {self.snaplen}"
         return new_frame(number, sec + frac * self.scale, caplen, wirelen, self.linktype,
                          cut(data, pos + 16, pos + 16 + caplen), 0, error)
-
-    def _refill(self, need):
-        """The bytes not yet taken and what the stream has next, until they hold ``need`` bytes or the stream
-        ends."""
-        rest = self.data[self.pos:]
-        read1 = self.read1
-        while len(rest) < need:
-            more = read1(max(READ_CHUNK, need - len(rest))) if read1 is not None else \
-                self.handle.read(need - len(rest))
-            if not more:
-                break
-            rest += more
-        self.data, self.pos = rest, 0
 
 
 _COMPILED = not __file__.endswith(".py")
@@ -213,91 +225,139 @@ def _interface(body, order):
     return iface
 
 
-def _read_pcapng(handle, name, first):
-    read = handle.read
-    order = "<"
-    interfaces = []
-    position = 0
-    number = 0
-    pending = first
-    while True:
-        block_type_raw = pending if pending is not None else read(4)
-        pending = None
-        if not block_type_raw:
-            return
-        if len(block_type_raw) < 4:
+class _PcapngBlocks(_Chunks):
+    """A pcapng stream's packet blocks, as Frames; the section headers and interface descriptions between
+    them are read on the way."""
+
+    __slots__ = ("little", "interfaces")
+
+    def __init__(self, handle, name, first):
+        _Chunks.__init__(self, handle, name, first, 0)
+        self.little = True
+        self.interfaces = []
+
+    def _next(self):
+        """The next packet block's Frame; None where the stream ends between blocks."""
+        while True:
+            if len(self.data) - self.pos < 12:
+                self._refill(12)
+                if not self.data:
+                    return None
+            frame = self._block()
+            if frame is not None:
+                return frame
+
+    def _block(self):
+        """Take the block at ``pos``: a packet block's Frame, None for any other block."""
+        data, pos, name, position = self.data, self.pos, self.name, self.position
+        have = len(data) - pos
+        if have < 4:
             raise CaptureError(f"{name}: block header cut short at byte {position}")
-        if block_type_raw == PCAPNG_SHB:
-            head = read(8)
-            if len(head) < 8:
+        if _u32(data, pos, True) == SHB_TYPE:  # the same in either byte order
+            if have < 12:
                 raise CaptureError(f"{name}: section header block cut short at byte {position}")
-            bom = head[4:8]
+            bom = data[pos + 8:pos + 12]
             if bom == b"\x4d\x3c\x2b\x1a":
-                order = "<"
+                self.little = True
             elif bom == b"\x1a\x2b\x3c\x4d":
-                order = ">"
+                self.little = False
             else:
                 raise CaptureError(f"{name}: section header at byte {position} has a bad byte-order magic "
                                    f"({bom.hex(' ')})")
-            total = struct.unpack(order + "I", head[:4])[0]
-            body_prefix = head[4:]
-            block_type = 0x0A0D0D0A
-            interfaces = []
-        else:
-            head = read(4)
-            if len(head) < 4:
-                raise CaptureError(f"{name}: block header cut short at byte {position}")
-            block_type = struct.unpack(order + "I", block_type_raw)[0]
-            total = struct.unpack(order + "I", head)[0]
-            body_prefix = b""
+            self.interfaces = []
+        elif have < 8:
+            raise CaptureError(f"{name}: block header cut short at byte {position}")
+        little = self.little
+        block_type, total = _u32(data, pos, little), _u32(data, pos + 4, little)
         if total < 12 or total % 4 or total > MAX_BLOCK:
             raise CaptureError(f"{name}: block at byte {position} has an impossible length {total}; "
                                f"the file is corrupt")
-        if total > MAX_PACKET_BLOCK and block_type in PACKET_BLOCKS:
-            number += 1
-            yield _skip_oversized(handle, name, block_type, total, order, interfaces, number, position)
-            position += total
-            continue
-        rest = read(total - 8 - len(body_prefix))
-        if len(rest) < total - 8 - len(body_prefix):
-            raise CaptureError(f"{name}: block at byte {position} cut short: "
-                               f"{8 + len(body_prefix) + len(rest)} of {total} bytes present")
-        block = body_prefix + rest
-        body, trailer = block[:-4], block[-4:]
-        if struct.unpack(order + "I", trailer)[0] != total:
+        if total > MAX_PACKET_BLOCK and _holds_packet(block_type):
+            self.number += 1
+            return self._skip_oversized(block_type, total)
+        if have < total:
+            self._refill(total)
+            data, pos = self.data, 0
+            if len(data) < total:
+                raise CaptureError(f"{name}: block at byte {position} cut short: {len(data)} of {total} bytes "
+                                   f"present")
+        trailer = _u32(data, pos + total - 4, little)
+        if trailer != total:
             raise CaptureError(f"{name}: block at byte {position} has inconsistent lengths "
-                               f"({total} at its start, {struct.unpack(order + 'I', trailer)[0]} at its end)")
-        block_at = position
-        position += total
+                               f"({total} at its start, {trailer} at its end)")
+        self.pos = pos + total
+        self.position = position + total
         if block_type == 1:
-            if len(body) < 8:
-                raise CaptureError(f"{name}: interface description block at byte {block_at} is too short")
-            interfaces.append(_interface(body, order))
-        elif block_type in (6, 2, 3):
-            number += 1
-            yield _packet_block(block_type, body, order, interfaces, number, block_at)
+            if total < 20:
+                raise CaptureError(f"{name}: interface description block at byte {position} is too short")
+            self.interfaces.append(_interface(data[pos + 8:pos + total - 4], "<" if little else ">"))
+        elif _holds_packet(block_type):
+            self.number += 1
+            if block_type == 6 and total >= 32:
+                return self._enhanced(data, pos, total)
+            return _packet_block(block_type, data[pos + 8:pos + total - 4], "<" if little else ">",
+                                 self.interfaces, self.number, position)
+        return None
+
+    def _enhanced(self, data, pos, total):
+        """An enhanced packet block's Frame, its header read in place; one that _packet_block would flag
+        goes there."""
+        little, interfaces = self.little, self.interfaces
+        iface_id, caplen = _u32(data, pos + 8, little), _u32(data, pos + 20, little)
+        if iface_id >= len(interfaces) or caplen > MAX_RECORD or 32 + caplen > total:
+            return _packet_block(6, data[pos + 8:pos + total - 4], "<" if little else ">", interfaces,
+                                 self.number, self.position - total)
+        iface = interfaces[iface_id]
+        high, low = _u32(data, pos + 12, little), _u32(data, pos + 16, little)
+        ts_units = high << 32 | low
+        return new_frame(self.number, ts_units * iface.scale + iface.offset, caplen, _u32(data, pos + 24, little),
+                         iface.linktype, cut(data, pos + 28, pos + 28 + caplen), iface_id, None)
+
+    def _skip_oversized(self, block_type, total):
+        """A packet block too long for any record: read past it in chunks and return a corrupt Frame (with the
+        block's time where its header gives one)."""
+        name, block_at, little = self.name, self.position, self.little
+        self.pos += 8
+        head = self._take(20)
+        left = self._skip(total - 8 - len(head) - 4)
+        trailer = self._take(4)
+        if left > 0 or len(head) < 20 or len(trailer) < 4:
+            raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
+        end = _u32(trailer, 0, little)
+        if end != total:
+            raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
+                               f"({total} at its start, {end} at its end)")
+        self.position = block_at + total
+        ts, iface_id, linktype, wirelen = _block_header(block_type, head, "<" if little else ">", self.interfaces)
+        return Frame(self.number, ts, 0, wirelen, linktype, b"", iface_id,
+                     f"packet block at byte {block_at} is {total} bytes long, more than a record may be "
+                     f"({MAX_RECORD} captured bytes, {MAX_OPTIONS} of options); skipped")
+
+    def _take(self, size):
+        """The next ``size`` bytes, fewer where the stream ends."""
+        if len(self.data) - self.pos < size:
+            self._refill(size)
+        taken = self.data[self.pos:self.pos + size]
+        self.pos += len(taken)
+        return taken
+
+    def _skip(self, size):
+        """Step over the next ``size`` bytes, a chunk at a time: the bytes that were not there."""
+        while size > 0:
+            have = len(self.data) - self.pos
+            if not have:
+                self._refill(min(size, SKIP_CHUNK))
+                have = len(self.data)
+                if not have:
+                    break
+            step = min(have, size)
+            self.pos += step
+            size -= step
+        return size
 
 
-def _skip_oversized(handle, name, block_type, total, order, interfaces, number, block_at):
-    """A packet block too long for any record: read past it in chunks and return a corrupt Frame (with the
-    block's time where its header gives one)."""
-    head = handle.read(20)
-    left = total - 8 - len(head) - 4
-    while left > 0:
-        chunk = handle.read(min(left, SKIP_CHUNK))
-        if not chunk:
-            break
-        left -= len(chunk)
-    trailer = handle.read(4)
-    if left > 0 or len(head) < 20 or len(trailer) < 4:
-        raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
-    if struct.unpack(order + "I", trailer)[0] != total:
-        raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
-                           f"({total} at its start, {struct.unpack(order + 'I', trailer)[0]} at its end)")
-    ts, iface_id, linktype, wirelen = _block_header(block_type, head, order, interfaces)
-    return Frame(number, ts, 0, wirelen, linktype, b"", iface_id,
-                 f"packet block at byte {block_at} is {total} bytes long, more than a record may be "
-                 f"({MAX_RECORD} captured bytes, {MAX_OPTIONS} of options); skipped")
+def _holds_packet(block_type):
+    return block_type == 6 or block_type == 2 or block_type == 3  # enhanced, obsolete, simple
 
 
 def _block_header(block_type, head, order, interfaces):
