@@ -119,8 +119,11 @@ class _Chunks:
         rest = self.data[self.pos:]
         read1 = self.read1
         while len(rest) < need:
-            more = read1(max(READ_CHUNK, need - len(rest))) if read1 is not None else \
-                self.handle.read(need - len(rest))
+            missing = need - len(rest)
+            if read1 is not None and missing <= READ_CHUNK:
+                more = read1(READ_CHUNK)  # what the stream has, up to a chunk: a pipe's records come as written
+            else:  # the rest of a long record or block at once: a pipe gives 64 KiB a read, too many to join
+                more = self.handle.read(missing)
             if not more:
                 break
             rest += more
