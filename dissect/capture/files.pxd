@@ -43,6 +43,7 @@ cdef class _PcapngBlocks(_Chunks):
     cdef Frame _enhanced(self, bytes data, Py_ssize_t pos, Py_ssize_t total)
     @cython.locals(head=bytes, trailer=bytes, left=Py_ssize_t, end=cython.uint)
     cdef Frame _skip_oversized(self, unsigned int block_type, Py_ssize_t total)
+    cdef str _order(self)
     cdef bytes _take(self, Py_ssize_t size)
     @cython.locals(have=Py_ssize_t, step=Py_ssize_t)
     cdef Py_ssize_t _skip(self, Py_ssize_t size)

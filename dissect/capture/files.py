@@ -256,7 +256,7 @@ class _PcapngBlocks(_Chunks):
         have = len(data) - pos
         if have < 4:
             raise CaptureError(f"{name}: block header cut short at byte {position}")
-        if _u32(data, pos, True) == SHB_TYPE:  # the same in either byte order
+        if _u32(data, pos, True) == SHB_TYPE:
             if have < 12:
                 raise CaptureError(f"{name}: section header block cut short at byte {position}")
             bom = data[pos + 8:pos + 12]
@@ -293,12 +293,12 @@ class _PcapngBlocks(_Chunks):
         if block_type == 1:
             if total < 20:
                 raise CaptureError(f"{name}: interface description block at byte {position} is too short")
-            self.interfaces.append(_interface(data[pos + 8:pos + total - 4], "<" if little else ">"))
+            self.interfaces.append(_interface(data[pos + 8:pos + total - 4], self._order()))
         elif _holds_packet(block_type):
             self.number += 1
             if block_type == 6 and total >= 32:
                 return self._enhanced(data, pos, total)
-            return _packet_block(block_type, data[pos + 8:pos + total - 4], "<" if little else ">",
+            return _packet_block(block_type, data[pos + 8:pos + total - 4], self._order(),
                                  self.interfaces, self.number, position)
         return None
 
@@ -308,7 +308,7 @@ class _PcapngBlocks(_Chunks):
         little, interfaces = self.little, self.interfaces
         iface_id, caplen = _u32(data, pos + 8, little), _u32(data, pos + 20, little)
         if iface_id >= len(interfaces) or caplen > MAX_RECORD or 32 + caplen > total:
-            return _packet_block(6, data[pos + 8:pos + total - 4], "<" if little else ">", interfaces,
+            return _packet_block(6, data[pos + 8:pos + total - 4], self._order(), interfaces,
                                  self.number, self.position - total)
         iface = interfaces[iface_id]
         high, low = _u32(data, pos + 12, little), _u32(data, pos + 16, little)
@@ -331,10 +331,14 @@ class _PcapngBlocks(_Chunks):
             raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
                                f"({total} at its start, {end} at its end)")
         self.position = block_at + total
-        ts, iface_id, linktype, wirelen = _block_header(block_type, head, "<" if little else ">", self.interfaces)
+        ts, iface_id, linktype, wirelen = _block_header(block_type, head, self._order(), self.interfaces)
         return Frame(self.number, ts, 0, wirelen, linktype, b"", iface_id,
                      f"packet block at byte {block_at} is {total} bytes long, more than a record may be "
                      f"({MAX_RECORD} captured bytes, {MAX_OPTIONS} of options); skipped")
+
+    def _order(self):
+        """The section's byte order as struct writes it."""
+        return "<" if self.little else ">"
 
     def _take(self, size):
         """The next ``size`` bytes, fewer where the stream ends."""
