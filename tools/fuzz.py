@@ -2,8 +2,9 @@
 
 Each target runs in its own process for a fixed budget; the parent prints inputs
 tried and crashes found per target. A crash is any exception, or a caught
-dissector error, or a field or finding outside its message: atheris saves the
-input as ``crash-*`` in the working directory, to become a regression test.
+dissector error, or a field or finding outside its message, or for the capture
+reader records that differ when the stream gives 7 bytes a read: atheris saves
+the input as ``crash-*`` in the working directory, to become a regression test.
 
     python tools/fuzz.py [TARGET ...] [--runs N | --seconds S]
     targets: any registered protocol, or capture (default: all)
@@ -34,7 +35,8 @@ def targets():
 
 
 def seeds(target):
-    """A protocol's declared examples; for the capture reader, the first bytes of each bundled capture."""
+    """A protocol's declared examples; for the capture reader, the first bytes of each bundled capture and the
+    tests' damaged pcapng files."""
     import dissect
     protocols = dissect.protocols()
     if target in protocols:
@@ -43,7 +45,29 @@ def seeds(target):
     for path in sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap"))):
         with open(path, "rb") as handle:
             out.append(handle.read(3000))
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "corrupt", "*.pcapng"))):  # pcapng, whole
+        with open(path, "rb") as handle:
+            out.append(handle.read())
     return out
+
+
+class Trickle(io.BytesIO):
+    """A stream whose ``read1`` gives at most 7 bytes, as a slow pipe does: every record straddles reads."""
+
+    def read1(self, size=-1):
+        return super().read1(min(7, size if size >= 0 else 7))
+
+
+def read_all(handle):
+    """The frames read from ``handle`` as tuples, and the text of the error that ended the reading (or None)."""
+    from dissect.capture.files import CaptureError, read_capture
+    frames = []
+    try:
+        for f in read_capture(handle):
+            frames.append((f.number, f.ts, f.caplen, f.wirelen, f.linktype, bytes(f.data), f.iface, f.error))
+    except CaptureError as exc:
+        return frames, str(exc)
+    return frames, None
 
 
 def check_message(msg, size):
@@ -61,7 +85,7 @@ def check_message(msg, size):
 def child(target, libfuzzer_args):
     import atheris
     with atheris.instrument_imports():
-        from dissect.capture.files import CaptureError, read_capture
+        from dissect.capture.files import Frame
         from dissect.pipeline import Pipeline
         from dissect.registry import Registry
 
@@ -73,17 +97,17 @@ def child(target, libfuzzer_args):
             check_message(dissector.dissect(data, tree), len(data))
 
     def capture_input(data):
+        frames, _ = whole = read_all(io.BytesIO(data))
+        if read_all(Trickle(data)) != whole:
+            raise AssertionError("the records read from a stream 7 bytes at a time differ from those read at once")
         pipeline = Pipeline(Registry(), tree=True)
-        try:
-            for frame in read_capture(io.BytesIO(data)):
-                record, _ = pipeline.frame(frame)
-                for finding in record.findings:
-                    if finding.code == "dissect.internal_error":
-                        raise AssertionError(finding.message)
-                for msg in record.messages:
-                    check_message(msg, msg.length)
-        except CaptureError:
-            pass
+        for values in frames:
+            record, _ = pipeline.frame(Frame(*values))
+            for finding in record.findings:
+                if finding.code == "dissect.internal_error":
+                    raise AssertionError(finding.message)
+            for msg in record.messages:
+                check_message(msg, msg.length)
         pipeline.finish()
 
     corpus = tempfile.mkdtemp(prefix=f"fuzz-{target}-")
