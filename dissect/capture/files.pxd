@@ -18,7 +18,7 @@ cdef class _Chunks:
     cdef bytes data
     cdef int64_t position, number
     cdef Frame _next(self)
-    @cython.locals(rest=bytes, missing=Py_ssize_t)
+    @cython.locals(rest=bytes, parts=list, have=Py_ssize_t, missing=Py_ssize_t)
     cdef _refill(self, Py_ssize_t need)
 
 cdef class _PcapRecords(_Chunks):

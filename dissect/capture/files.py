@@ -117,17 +117,19 @@ class _Chunks:
         """The bytes not yet taken and what the stream has next, until they hold ``need`` bytes or the stream
         ends."""
         rest = self.data[self.pos:]
+        parts, have = [rest], len(rest)  # joined once: a slow pipe's short reads would copy ``rest`` each
         read1 = self.read1
-        while len(rest) < need:
-            missing = need - len(rest)
+        while have < need:
+            missing = need - have
             if read1 is not None and missing <= READ_CHUNK:
                 more = read1(READ_CHUNK)  # what the stream has, up to a chunk: a pipe's records come as written
             else:  # the rest of a long record or block at once: a pipe gives 64 KiB a read, too many to join
                 more = self.handle.read(missing)
             if not more:
                 break
-            rest += more
-        self.data, self.pos = rest, 0
+            parts.append(more)
+            have += len(more)
+        self.data, self.pos = rest if len(parts) == 1 else b"".join(parts), 0
 
 
 class _PcapRecords(_Chunks):
