@@ -1,6 +1,5 @@
 """Capture reading: both file formats in all their variants, every link type, damaged files."""
 
-import io
 import struct
 
 import capkit
@@ -353,18 +352,6 @@ def test_matches_dpkt_reader_on_live_capture():
     assert ours == theirs and len(ours) > 40
 
 
-class _Trickle(io.BytesIO):
-    """A buffered stream whose ``read1`` gives at most ``step`` bytes, as a slow pipe does: every record and
-    block straddles reads (``read`` waits for all it asks, as a buffered reader does)."""
-
-    def __init__(self, data, step):
-        super().__init__(data)
-        self.step = step
-
-    def read1(self, size=-1):
-        return super().read1(min(self.step, size if size >= 0 else self.step))
-
-
 @pytest.mark.parametrize("step", [1, 7, 61])
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
 def test_records_cut_from_a_trickling_stream_are_the_files_records(tmp_path, fmt, step):
@@ -376,5 +363,5 @@ def test_records_cut_from_a_trickling_stream_are_the_files_records(tmp_path, fmt
         capkit.write_pcapng(path, [(0, ts, data) for ts, data in frames], [1])
     whole = [(f.number, f.ts, f.caplen, f.wirelen, f.linktype, f.data, f.error) for f in open_capture(str(path))]
     assert [data for *_, data, _ in whole] == [data for _, data in frames]
-    trickled = read_capture(_Trickle(path.read_bytes(), step), "trickle")
+    trickled = read_capture(capkit.Trickle(path.read_bytes(), step), "trickle")
     assert [(f.number, f.ts, f.caplen, f.wirelen, f.linktype, f.data, f.error) for f in trickled] == whole

@@ -1,9 +1,11 @@
-"""Build frames with dpkt and write them with dpkt's pcap and pcapng writers.
+"""Build frames with dpkt and write them with dpkt's pcap and pcapng writers, and
+give a capture's bytes back as a slow pipe does (``Trickle``).
 
-Shared by tools/make_captures.py and the tests, so that test captures come from a
-real writer rather than hand-packed bytes.
+Shared by tools/make_captures.py, tools/fuzz.py and the tests, so that test captures
+come from a real writer rather than hand-packed bytes.
 """
 
+import io
 import socket
 import struct
 
@@ -108,3 +110,15 @@ def write_pcap_us(path, frames, linktype=1, snaplen=65535):
             seconds, micros = divmod(ts_us, 1_000_000)
             handle.write(record.pack(seconds, micros, len(data), len(data)))
             handle.write(data)
+
+
+class Trickle(io.BytesIO):
+    """A buffered stream whose ``read1`` gives at most ``step`` bytes, as a slow pipe does: every record and
+    block straddles reads (``read`` waits for all it asks, as a buffered reader does)."""
+
+    def __init__(self, data, step):
+        super().__init__(data)
+        self.step = step
+
+    def read1(self, size=-1):
+        return super().read1(min(self.step, size if size >= 0 else self.step))

@@ -51,13 +51,6 @@ def seeds(target):
     return out
 
 
-class Trickle(io.BytesIO):
-    """A stream whose ``read1`` gives at most 7 bytes, as a slow pipe does: every record straddles reads."""
-
-    def read1(self, size=-1):
-        return super().read1(min(7, size if size >= 0 else 7))
-
-
 def read_all(handle):
     """The frames read from ``handle`` as tuples, and the text of the error that ended the reading (or None)."""
     from dissect.capture.files import CaptureError, read_capture
@@ -84,6 +77,7 @@ def check_message(msg, size):
 
 def child(target, libfuzzer_args):
     import atheris
+    import capkit
     with atheris.instrument_imports():
         from dissect.capture.files import Frame
         from dissect.pipeline import Pipeline
@@ -98,7 +92,7 @@ def child(target, libfuzzer_args):
 
     def capture_input(data):
         frames, _ = whole = read_all(io.BytesIO(data))
-        if read_all(Trickle(data)) != whole:
+        if read_all(capkit.Trickle(data, 7)) != whole:
             raise AssertionError("the records read from a stream 7 bytes at a time differ from those read at once")
         pipeline = Pipeline(Registry(), tree=True)
         for values in frames:

@@ -129,7 +129,7 @@ class _Chunks:
                 break
             parts.append(more)
             have += len(more)
-        self.data, self.pos = rest if len(parts) == 1 else b"".join(parts), 0
+        self.data, self.pos = b"".join(parts), 0
 
 
 class _PcapRecords(_Chunks):
