@@ -17,6 +17,7 @@ cdef Py_ssize_t ETHERNET_TEXTS
 cdef dict _ethernet_texts
 @cython.locals(text=str)
 cpdef str _ethernet_summary(bytes data)
+cdef dict IP_TITLES
 cdef Py_ssize_t PORT_SLOTS
 cdef int[::1] _port_numbers
 cdef list _ports

@@ -206,7 +206,10 @@ def _ethernet_summary(data):
 
 
 def _ip_summary(version, src, dst):
-    return f"Internet Protocol Version {version}, Src: {src}, Dst: {dst}"
+    return f"{IP_TITLES[version]}, Src: {src}, Dst: {dst}"
+
+
+IP_TITLES = {4: "Internet Protocol Version 4", 6: "Internet Protocol Version 6"}
 
 
 def _udp_summary(sport, dport):

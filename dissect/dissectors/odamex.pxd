@@ -6,6 +6,7 @@ cimport cython
 from dissect.core.cursor cimport Cursor, cut, new_cursor
 from dissect.core.fmt cimport hex_text
 from dissect.core.model cimport Field, Message, new_field, new_message
+from dissect.core.tables cimport FieldSpec
 
 # the formatters of the fields -V and JSON show most
 @cython.locals(texts=dict)
@@ -104,6 +105,9 @@ cpdef str _master_entry(Cursor cur)
 cpdef list _master_entries(Cursor cur)
 @cython.locals(address=str, entry=str, port=Py_ssize_t, node=Field)
 cpdef str _entry_with_fields(Cursor cur, bytes data, Py_ssize_t pos)
+# A master list's entry fields, read in C for each of its hundreds of entries (a FieldSpec's attributes are C
+# members; an untyped one's go through its __getattr__ class).
+cdef FieldSpec LISTED_SERVER, LISTED_IP, LISTED_PORT
 @cython.locals(octets=list)
 cpdef str _dotted(bytes data, Py_ssize_t pos)
 cdef list OCTETS

@@ -93,8 +93,13 @@ def _plain_numbers(low=None, high=None, names=None):
 
 
 def _number_display(names):
+    """The formatter of a number field: its name beside it where it has one. None, the default display (the
+    number's digits, which the JSON and ``-V`` writers write in C), for a field without names."""
+    if not names:
+        return None
+
     def fmt(value):
-        return f"{names[value]} ({decimal_text(value)})" if names and value in names else decimal_text(value)
+        return f"{names[value]} ({decimal_text(value)})" if value in names else decimal_text(value)
     return fmt
 
 
