@@ -1,5 +1,7 @@
 """TeeFrame server-info messages: every field's offset, length and value, and every finding."""
 
+import pickle
+
 import pytest
 import teeframe_peer as tf
 from helpers import codes, dissect, field, span
@@ -7,7 +9,7 @@ from helpers import codes, dissect, field, span
 from dissect.capture.layers import Packet
 from dissect.core import cursor
 from dissect.core.model import new_field
-from dissect.dissectors.teeframe import F
+from dissect.dissectors.teeframe import F, ClientRecords, utf8_valid
 from dissect.registry import Registry
 
 ONE_CLIENT = [("Tëe", "Clan", 276, -9999, 1)]
@@ -366,3 +368,80 @@ def test_field_displays_of_every_kind_of_value(key, value, shown):
     """What -V and JSON show of a field: its formatter's text, and the plain display of a value it does not take."""
     spec = F.entries[f"teeframe.{key}"]
     assert new_field(spec.key, spec.name, 0, 1, value, spec.fmt).display == shown
+
+
+# Without a tree (the summary and --stats), a client record with nothing to flag is kept by its offset and made
+# into its dict only when read; any other is read with its checks, as the tree path reads every record.
+QUICK_CLIENTS = [("Tëe", "Clän", 276, -9999, 1), ("忍者の影忍", "", -1, 0, 0), ("a", "b", 7, "007", "-0"),
+                 ("x" * 16, "y" * 12, 840, "9" * 18, 1), ("\ufffd", "", 0, 0, 0)]  # U+FFFD: valid UTF-8
+
+
+def test_records_without_a_tree_are_kept_by_their_offsets():
+    payload = tf.iext(7, QUICK_CLIENTS, map_crc=1)
+    head = len(tf.HEADER + b"iext" + tf.iext_fields(7, clients=QUICK_CLIENTS, map_crc=1))
+    sizes = [len(tf.client_record(*client)) for client in QUICK_CLIENTS]
+    light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
+    records = light.values["clients"]
+    assert isinstance(records, ClientRecords) and len(records) == 5 and records.players == 2
+    assert records.items == [head, head + sizes[0], head + sum(sizes[:2]), head + sum(sizes[:3]),
+                             head + sum(sizes[:4])]
+    assert [child.offset for child in full.fields_with("teeframe.client")] == records.items
+    assert records[2] == {"name": "a", "clan": "b", "country": 7, "score": 7, "is_player": 0}
+    assert records.items[2] == records[2] and type(records.items[3]) is int  # made when read, and kept
+    assert records == full.values["clients"] and list(records) == list(full.values["clients"])
+    assert records[3] == {"name": "x" * 16, "clan": "y" * 12, "country": 840, "score": 10 ** 18 - 1,
+                          "is_player": 1}
+    assert records[-5]["name"] == "Tëe" and records[4]["name"] == "\ufffd"
+    assert records[1:3] == full.values["clients"][1:3]
+    assert pickle.loads(pickle.dumps(records)) == full.values["clients"]
+    assert light.findings == full.findings == [] and light.info == full.info
+
+
+@pytest.mark.parametrize("client", [
+    ("x" * 17, "", 0, 0, 1),           # name over 16 bytes
+    ("a", "y" * 13, 0, 0, 1),          # clan over 12 bytes
+    (b"\xff", "", 0, 0, 1),            # not UTF-8
+    (b"\xed\xa0\x80", "", 0, 0, 1),    # a surrogate's bytes: not UTF-8 either
+    ("a", "", "x", 0, 1),              # country not a number
+    ("a", "", 0, "-", 1),              # a lone minus sign
+    ("a", "", 0, "9" * 19, 1),         # more digits than a record read without its values takes
+    ("a", "", 0, 0, 2),                # Is Player beyond 1
+    ("a", "", 0, 0, -1),
+    ("a", "", 0, 0, ""),
+])
+def test_records_with_something_to_check_are_read_with_their_checks(client):
+    clients = [("ok", "", 1, 2, 1), client, ("ok", "", 3, 4, 0)]
+    payload = tf.iext(7, clients, map_crc=1)
+    light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
+    assert [f.as_dict() for f in light.findings] == [f.as_dict() for f in full.findings]
+    records = light.values["clients"]
+    assert [type(item) for item in records.items] == [int, dict, int]
+    assert records == full.values["clients"] and light.info == full.info
+
+
+def test_a_reserved_string_and_a_cut_record_are_read_with_their_checks():
+    clients = [("ok", "", 1, 2, 1), ("r", "", 0, 0, 1, "not empty")]
+    payload = tf.iext(7, clients, map_crc=1) + tf.client_record("cut", "", 0, 0, 1)[:-3]
+    light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
+    assert codes(full) == ["teeframe.reserved_nonempty", "teeframe.split_record"]
+    assert [f.as_dict() for f in light.findings] == [f.as_dict() for f in full.findings]
+    assert [type(item) for item in light.values["clients"].items] == [int, dict]
+    assert light.values["clients"] == full.values["clients"] and light.values["split_record"] is True
+
+
+def test_utf8_valid_agrees_with_pythons_decoder():
+    def decodes(data):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    samples = [bytes([a, b]) for a in range(256) for b in range(256)]
+    samples += [bytes([a, b, c, d]) for a in range(0xE0, 0xF6) for b in range(0x70, 0xD0, 3)
+                for c in (0x7F, 0x80, 0xBF, 0xC0) for d in (0x41, 0x80, 0xBF, 0xC0)]
+    samples += [bytes([a, b, c]) for a in range(0xE0, 0xF0) for b in range(0x70, 0xD0) for c in (0x7F, 0x80, 0xBF)]
+    for data in samples:
+        assert utf8_valid(b"<" + data + b">", 1, len(data) + 1) == decodes(data), data
+    assert utf8_valid("Tëe 忍者 🎮".encode(), 0, len("Tëe 忍者 🎮".encode()))
+    assert not utf8_valid(b"\xe5\xbf", 0, 2)  # a character cut off at the end of its field

@@ -8,6 +8,7 @@ from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
+from dissect.dissectors.teeframe cimport ClientRecords
 from dissect.capture.layers cimport Packet
 
 cdef class _Response
@@ -30,7 +31,7 @@ cdef class TeeFrameAnalyzer(Analyzer):
     @cython.locals(findings=list, info=dict)
     cpdef _conclude(self, _Response response, superseded_by=*, evicted=*)
     cpdef _release(self, _Response response)
-    @cython.locals(info=dict, client=dict, players=Py_ssize_t)
+    @cython.locals(info=dict, players=Py_ssize_t)
     cpdef _check_complete(self, _Response response, findings)
     cpdef _server_seen(self, _Response response, dict info, elapsed)
 
@@ -48,6 +49,7 @@ cdef list PACKET_NUMBERS
 cdef tuple INFO_KEYS
 cdef dict INFO_TEMPLATE
 cpdef str _packet_list(dict records)
+cpdef Py_ssize_t _players(records) except -1
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)
 cpdef _packet_number(Message msg)

@@ -17,7 +17,7 @@ from functools import partial
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, put
 from ..core.fmt import endpoint
-from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W
+from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W, ClientRecords
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts
 
@@ -258,9 +258,7 @@ class TeeFrameAnalyzer(Analyzer):
             return  # the is-player count needs every record
         players = 0
         for records in response.records.values():
-            for client in records:
-                if client.get("is_player") == 1:
-                    players += 1
+            players += _players(records)
         if info.get("num_players") is not None and players != info["num_players"]:
             findings.append(W.count_mismatch.at(f"{players} records have Is Player 1 but Num Players is "
                                                 f"{info['num_players']}"))
@@ -326,6 +324,13 @@ def _packet_list(records):
 
 def _clients(response):
     return [c for n in sorted(response.records) for c in response.records[n]]
+
+
+def _players(records):
+    """How many of a packet's client records have Is Player 1 (a ClientRecords counts them as they are read)."""
+    if type(records) is ClientRecords:
+        return records.players
+    return sum([1 for client in records if client.get("is_player") == 1])
 
 
 def _oldest_holder(holders, key):

@@ -25,9 +25,11 @@ cdef class _PcapRecords(_Chunks):
     cdef object linktype, record
     cdef bint little
     cdef double scale
-    cdef Py_ssize_t snaplen
+    cdef unsigned int snaplen
+    # The header's u32 lengths stay unsigned: read into Py_ssize_t on a 32-bit build, a length of 2**31 or more
+    # would turn negative and pass the checks that bound it.
     @cython.locals(data=bytes, pos=Py_ssize_t, number=cython.longlong, position=cython.longlong, little=bint,
-                   sec=cython.uint, frac=cython.uint, caplen=Py_ssize_t, wirelen=cython.uint)
+                   sec=cython.uint, frac=cython.uint, caplen=cython.uint, wirelen=cython.uint)
     cdef Frame _next(self)
 
 cdef class _PcapngBlocks(_Chunks):
@@ -36,9 +38,9 @@ cdef class _PcapngBlocks(_Chunks):
     @cython.locals(frame=Frame)
     cdef Frame _next(self)
     @cython.locals(data=bytes, pos=Py_ssize_t, position=cython.longlong, have=Py_ssize_t, little=bint,
-                   block_type=cython.uint, total=Py_ssize_t, trailer=cython.uint)
+                   block_type=cython.uint, total=cython.uint, trailer=cython.uint)
     cdef Frame _block(self)
-    @cython.locals(little=bint, interfaces=list, iface_id=cython.uint, caplen=Py_ssize_t, high=cython.ulonglong,
+    @cython.locals(little=bint, interfaces=list, iface_id=cython.uint, caplen=cython.uint, high=cython.ulonglong,
                    low=cython.ulonglong, ts_units=cython.ulonglong)
     cdef Frame _enhanced(self, bytes data, Py_ssize_t pos, Py_ssize_t total)
     @cython.locals(head=bytes, trailer=bytes, left=Py_ssize_t, end=cython.uint)

@@ -7,7 +7,7 @@ from dissect.core.cursor cimport Cursor, cut
 from dissect.core.fmt cimport dec_hex, decimal_text, hex_text
 from dissect.core.model cimport Field, Message
 
-cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT
+cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT, QUICK_DIGITS
 
 # the formatters of the fields -V and JSON show most
 @cython.locals(texts=dict)
@@ -50,7 +50,7 @@ cpdef _check_counts(Cursor cur, Message msg, records, token)
 cpdef _string(Cursor cur, spec)
 cpdef _decimal(Cursor cur, spec, allow_negative=*)
 
-@cython.locals(records=list, legacy=bint, node=Field)
+@cython.locals(records=ClientRecords, legacy=bint, quick=bint, count=Py_ssize_t, node=Field)
 cpdef _client_records(Cursor cur, Message msg, tuple fields)
 cpdef _read_record(Cursor cur, Message msg, tuple fields, bint legacy, node)
 cpdef _title(Field node, dict record)
@@ -60,3 +60,24 @@ cpdef dict _legacy_record(Cursor cur, tuple fields, node)
 cpdef list _record_values(Cursor cur, tuple fields, node)
 @cython.locals(limits=dict, size=Py_ssize_t)
 cpdef _check_text(Cursor cur, spec, unicode value, Py_ssize_t offset, Py_ssize_t length)
+
+cdef class ClientRecords:
+    cdef public bytes data
+    cdef public list items
+    cdef public Py_ssize_t players
+    cpdef add(self, dict record)
+
+@cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, start=Py_ssize_t, player=cython.longlong, index=Py_ssize_t,
+               stop=Py_ssize_t)
+cpdef bint _quick_record(Cursor cur, Py_ssize_t count, ClientRecords records) except -1
+@cython.locals(stop=Py_ssize_t, high=cython.uchar, byte=cython.uchar)
+cdef Py_ssize_t _text_end(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit) except -2
+@cython.locals(pos=Py_ssize_t, lead=cython.uchar, size=Py_ssize_t, low=cython.uchar, high=cython.uchar,
+               index=Py_ssize_t)
+cpdef bint utf8_valid(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
+@cython.locals(first=Py_ssize_t, stop=Py_ssize_t)
+cdef Py_ssize_t _decimal_end(bytes data, Py_ssize_t pos, Py_ssize_t end)
+@cython.locals(first=Py_ssize_t, index=Py_ssize_t, value=cython.longlong)
+cdef long long _small_decimal(bytes data, Py_ssize_t start, Py_ssize_t stop)
+@cython.locals(values=list, pos=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t)
+cpdef dict _record_dict(bytes data, Py_ssize_t start)

@@ -56,6 +56,7 @@ RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"info", b"dtsf"}
 LEGACY = {b"gief", b"gie2", b"fstd", b"info", b"inf2", b"dtsf", b"gie"}
 
 NAME_LIMIT, CLAN_LIMIT = 16, 12
+QUICK_DIGITS = 18  # the most digits of a number a record read without its values may have: a C long long's
 
 
 IS_PLAYER_TEXTS = {0: "0 (spectator)", 1: "1 (player)"}
@@ -630,11 +631,15 @@ def _decimal(cur, spec, allow_negative=False):
 # client records --------------------------------------------------------------------------------
 def _client_records(cur, msg, fields):
     """The client records from here to the end of the packet: how many. A record cut off at the end is flagged
-    and not counted."""
-    records = []
+    and not counted. Without a tree, a record with nothing to flag is kept by its place (``_quick_record``)."""
+    records = ClientRecords(cur.data)
     msg.values["clients"] = records
     legacy = fields is LEGACY_CLIENT_FIELDS
+    quick = not cur.tree and not legacy
+    count = len(fields)
     while not cur.at_end():
+        if quick and _quick_record(cur, count, records):
+            continue
         if cur.tree:
             node = cur.open_subtree(CLIENT, None, "Client")
             try:
@@ -647,7 +652,7 @@ def _client_records(cur, msg, fields):
             record = _read_record(cur, msg, fields, legacy, None)
         if record is None:
             break
-        records.append(record)
+        records.add(record)
     return len(records)
 
 
@@ -722,6 +727,159 @@ def _record_slowly(cur, fields, node, start):
         starts.append(cur.pos)
     cur.starts = starts
     return values
+
+
+# client records kept by their place -------------------------------------------------------------------
+class ClientRecords:
+    """A reply's client records as the analysis reads them: a sequence of dicts (``{"name", "clan", "country",
+    "score", "is_player"}``; the 0.5 replies' ``{"name", "score"}``). A record read without its values (the
+    views that show no fields) is kept by its offset in the message and made into its dict when read;
+    ``players`` counts the records with Is Player 1 without making them."""
+
+    __slots__ = ("data", "items", "players")
+
+    def __init__(self, data):
+        self.data = data
+        self.items = []  # a record's dict, or the offset of a record not yet made one
+        self.players = 0
+
+    def add(self, record):
+        """A record read with its values (its dict)."""
+        self.items.append(record)
+        if record.get("is_player") == 1:
+            self.players += 1
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self.items)))]
+        item = self.items[index]
+        if type(item) is int:
+            item = self.items[index] = _record_dict(self.data, item)
+        return item
+
+    def __iter__(self):
+        for index in range(len(self.items)):
+            yield self[index]
+
+    def __eq__(self, other):
+        if isinstance(other, ClientRecords):
+            other = list(other)
+        return list(self) == other
+
+    def __repr__(self):
+        return f"ClientRecords({list(self)!r})"
+
+    def __reduce__(self):  # pickled as the list it stands for
+        return list, (list(self),)
+
+
+def _quick_record(cur, count, records):
+    """Read the record at the cursor without making its values where it has nothing to flag: each of its ``count``
+    fields terminated, the name and the clan within their limits and valid UTF-8, country, score and Is Player
+    numbers of at most QUICK_DIGITS digits, Is Player 0 or 1, the reserved String (a sixth field) empty. Such a
+    record is kept in ``records`` by its offset; any other is left unread (False), for _read_record's checks."""
+    data, pos = cur.data, cur.pos
+    end = min(cur.end, len(data))
+    start = pos
+    player = 0
+    for index in range(count):
+        if index < 2:
+            stop = _text_end(data, pos, end, NAME_LIMIT if index == 0 else CLAN_LIMIT)
+        elif index < 5:
+            stop = _decimal_end(data, pos, end)
+            if index == 4 and stop >= 0:
+                player = _small_decimal(data, pos, stop)
+                if player < 0 or player > 1:
+                    return False
+        else:
+            stop = pos if pos < end and data[pos] == 0 else -1
+        if stop < 0:
+            return False
+        pos = stop + 1
+    cur.pos = pos
+    records.items.append(start)
+    records.players += player
+    return True
+
+
+def _text_end(data, pos, end, limit):
+    """The terminator's offset of the String at ``pos`` where it holds at most ``limit`` bytes of valid UTF-8;
+    else -1."""
+    stop, high = pos, 0
+    while stop < end:
+        byte = data[stop]
+        if byte == 0:
+            break
+        high |= byte
+        stop += 1
+    if stop >= end or stop - pos > limit:
+        return -1
+    if high & 0x80 and not utf8_valid(data, pos, stop):
+        return -1
+    return stop
+
+
+def utf8_valid(data, start, stop):
+    """Whether data[start:stop] is well-formed UTF-8 (The Unicode Standard, table 3-7), as Python's strict decoder
+    takes it, without decoding it."""
+    pos = start
+    while pos < stop:
+        lead = data[pos]
+        if lead < 0x80:
+            pos += 1
+            continue
+        if 0xC2 <= lead <= 0xDF:
+            size, low, high = 2, 0x80, 0xBF
+        elif 0xE0 <= lead <= 0xEF:
+            size = 3
+            low, high = (0xA0, 0xBF) if lead == 0xE0 else (0x80, 0x9F) if lead == 0xED else (0x80, 0xBF)
+        elif 0xF0 <= lead <= 0xF4:
+            size = 4
+            low, high = (0x90, 0xBF) if lead == 0xF0 else (0x80, 0x8F) if lead == 0xF4 else (0x80, 0xBF)
+        else:
+            return False
+        if pos + size > stop or not low <= data[pos + 1] <= high:
+            return False
+        for index in range(pos + 2, pos + size):
+            if not 0x80 <= data[index] <= 0xBF:
+                return False
+        pos += size
+    return True
+
+
+def _decimal_end(data, pos, end):
+    """The terminator's offset of the Decimal String at ``pos`` where it is a number of 1 to QUICK_DIGITS
+    digits, a minus sign first where negative; else -1."""
+    first = pos + 1 if pos + 1 < end and data[pos] == 0x2D else pos  # 0x2D: "-"
+    stop = first
+    while stop < end and 0x30 <= data[stop] <= 0x39:
+        stop += 1
+    if stop == first or stop - first > QUICK_DIGITS or stop >= end or data[stop] != 0:
+        return -1
+    return stop
+
+
+def _small_decimal(data, start, stop):
+    """The number of a Decimal String that _decimal_end found to be one."""
+    first = start + 1 if data[start] == 0x2D else start
+    value = 0
+    for index in range(first, stop):
+        value = value * 10 + data[index] - 0x30
+    return -value if first > start else value
+
+
+def _record_dict(data, start):
+    """The dict of a record that _quick_record kept by its offset: the one _client_record makes."""
+    values = []
+    pos = start
+    for index in range(5):
+        stop = data.index(b"\0", pos)
+        values.append(data[pos:stop].decode("utf-8") if index < 2 else _small_decimal(data, pos, stop))
+        pos = stop + 1
+    return {"name": values[0], "clan": values[1], "country": values[2], "score": values[3], "is_player": values[4]}
 
 
 # checks ----------------------------------------------------------------------------------------------
