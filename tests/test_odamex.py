@@ -8,11 +8,14 @@ import json
 import struct
 
 import capkit
+import pytest
 import odamex_peer as od
 from conftest import capture, jsonl, run_cli
+
+import dissect as dissect_api
 from helpers import codes, dissect, field, span
 
-from dissect.dissectors.odamex import EXTENSION_BOOLS, F, W, _choose_layout, _tried_layout
+from dissect.dissectors.odamex import EXTENSION_BOOLS, F, W, _choose_layout, _tried_layout, full_values
 
 
 def u8(value):
@@ -83,8 +86,9 @@ def severe(msg):
 def same_without_tree(payload):
     """The summary path decodes to the same values, findings and info as the tree path."""
     full, light = dissect("odamex", payload), dissect("odamex", payload, tree=False)
-    assert light.values == full.values and light.info == full.info
+    assert light.info == full.info
     assert [(f.code, f.offset) for f in light.findings] == [(f.code, f.offset) for f in full.findings]
+    assert full_values(light) is light.values and light.values == full.values and "unread" not in light.values
     return full
 
 
@@ -616,3 +620,57 @@ def test_a_server_ip_given_as_bytes_shows_as_a_dotted_quad():
     shown = [display_of(Field(spec.key, spec.name, 0, 4, value, spec.fmt))
              for value in (bytes([192, 0, 2, 1]), bytes([0, 255, 10, 7]), b"\x01\x02\x03", "198.51.100.9")]
     assert shown == ["192.0.2.1", "0.255.10.7", "01 02 03", "198.51.100.9"]
+
+
+# Without a tree (the summary and --stats), a reply the layout walk finds to fit cleanly is read for its head and
+# game mode only; full_values reads the rest when something asks for it (an analysis record's result).
+SUMMARY_PLAYERS = (("alice", 12, 40, 1), ("bob", -3, 120, 0))
+HEAD_VALUES = {"tag": 5560020, "token": 9, "name": "summary", "players": 2, "max_players": 8, "map": "MAP07",
+               "pwads": ["ukraine.wad", "extra.wad"]}
+TWO_PWADS = (("ukraine.wad", od.HASH), ("extra.wad", od.HASH))
+
+
+@pytest.mark.parametrize("layout, mode, modes, unread", [
+    ("real", "ctf", {"deathmatch": False, "skill": 3, "teamplay": False, "ctf": True, "mode": "CTF"},
+     ("real", 3, False, True)),
+    ("spec", None, {"game_type": 1, "skill": 3, "teamplay": True, "ctf": True, "mode": "Deathmatch CTF"},
+     ("spec", 3, False, False)),
+    ("compact", None, {"game_type": 1, "skill": 3, "teamplay": False, "ctf": True, "mode": "Deathmatch CTF"},
+     ("spec_compact", 3, False, False)),
+])
+def test_a_clean_reply_without_a_tree_reads_its_head_and_mode(layout, mode, modes, unread):
+    teamplay = layout == "spec"
+    payload = od.server_info(token=9, name="summary", map_name="MAP07", players=SUMMARY_PLAYERS, pwads=TWO_PWADS,
+                             layout=layout, mode=mode, teamplay=teamplay, ctf=True,
+                             team_scores={"blue": 1, "red": 2})
+    light, full = dissect("odamex", payload, tree=False), dissect("odamex", payload)
+    assert light.findings == [] or [f.code for f in light.findings] == [f.code for f in full.findings]
+    expected = dict(HEAD_VALUES, **modes, unread=unread, layout=unread[0], echoed_key=False, extension=unread[3])
+    if unread[3]:  # the extension's note points at its first byte
+        expected["extension_offset"] = len(payload) - len(od.extension_block(len(SUMMARY_PLAYERS)))
+    assert light.values == expected and light.info == full.info
+    assert "player_list" in full.values and "website" in full.values
+    assert full_values(light) == full.values and "unread" not in light.values
+    assert [p["name"] for p in light.values["player_list"]] == ["alice", "bob"]
+
+
+def test_a_reply_without_a_clean_fit_is_read_whole_without_a_tree():
+    payload = od.server_info(players=(("alice", 1, 2, 0),), max_players=0, layout="real")  # more players than slots
+    light, full = dissect("odamex", payload, tree=False), dissect("odamex", payload)
+    assert "odamex.too_many_players" in codes(light) and "unread" not in light.values
+    assert light.values == full.values
+
+
+def test_analysis_results_without_a_tree_read_the_whole_reply(tmp_path):
+    path = tmp_path / "odamex.pcap"
+    request, reply = od.request(), od.server_info(players=SUMMARY_PLAYERS, layout="real", mode="dm")
+    launcher, server = ("10.0.0.9", 40000), ("10.0.0.2", 10666)
+    capkit.write_pcap(path, [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *server, request))),
+                             (1.5, capkit.ethernet(capkit.udp_packet(*server, *launcher, reply)))])
+    results = {}
+    for tree in (False, True):
+        with dissect_api.open(str(path), tree=tree) as cap:
+            results[tree] = [r.result for r in cap if r.kind == "analysis"]
+    assert results[False] == results[True] and len(results[True]) == 1
+    info = results[True][0]["info"]
+    assert [p["name"] for p in info["player_list"]] == ["alice", "bob"] and info["website"] == "https://odamex.example"

@@ -4,7 +4,7 @@ from functools import partial
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, put, refreshed
-from ..dissectors.odamex import F, REAL, SPEC_TEAMS, real_teams
+from ..dissectors.odamex import F, REAL, SPEC_TEAMS, full_values, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_latest, merge_timings
@@ -78,7 +78,7 @@ class OdamexAnalyzer(Analyzer):
             data.get("name"), data.get("map"), data.get("players"), data.get("max_players"), data.get("mode"),
             data.get("layout"), result.get("response_time")))
         summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
-        return AnalysisRecord("odamex", "server_info", frames, partial(_server_result, data, result), [], summary)
+        return AnalysisRecord("odamex", "server_info", frames, partial(_server_result, msg, result), [], summary)
 
     def finish(self):
         return []
@@ -103,8 +103,9 @@ class OdamexAnalyzer(Analyzer):
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
 
 
-def _server_result(data, result):
-    """A server info reply's result, built when a view reads it."""
+def _server_result(msg, result):
+    """A server info reply's result, built when a view reads it (from the reply's whole values)."""
+    data = full_values(msg)
     info = {key: data.get(key) for key in INFO_KEYS}
     info["player_list"] = _named_teams(data)
     if data.get("ext"):

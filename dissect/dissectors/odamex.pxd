@@ -91,6 +91,10 @@ cpdef Message _fork(bytes data, Message shared)
 @cython.locals(index=Py_ssize_t)
 cpdef bint _zeros_and_ones(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 
+@cython.locals(reader=_ServerInfo, values=dict, real=bint, data=bytes, end=Py_ssize_t, pos=Py_ssize_t)
+cpdef _summary_read(Cursor cur, Message msg, _Candidate choice)
+@cython.locals(values=dict, read=Message)
+cpdef dict full_values(Message msg)
 @cython.locals(reader=_ServerInfo)
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)

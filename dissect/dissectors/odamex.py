@@ -380,6 +380,8 @@ class Odamex(Dissector):
                 msg.values.update(fitted.values)
                 msg.findings.extend(fitted.findings)
                 cur.pos = cur.end
+            elif fitted is None and broken is None and not cur.tree:
+                _summary_read(cur, msg, choice)
             else:
                 _reader(cur, msg, choice).read()
             if cur.remaining():
@@ -1019,6 +1021,45 @@ def _zeros_and_ones(data, start, stop):
         if data[index] > 1:
             return False
     return True
+
+
+def _summary_read(cur, msg, choice):
+    """A reply that the walk found to fit ``choice`` cleanly, read without a tree: its head and its game mode (what
+    the info line and the servers seen show), the rest left for ``full_values`` (``values["unread"]`` says how to
+    read it). A clean fit has nothing to flag: what is left unread holds no finding."""
+    reader = _reader(cur, msg, choice)
+    reader.head()
+    values = msg.values
+    real = choice.layout == REAL
+    if real:
+        reader._real_modes()
+    else:
+        reader._spec_modes()
+    data, end = cur.data, cur.end
+    if not real or choice.extension:  # the spec's CTF bool, and the extension's offset, lie past the players
+        pos = _walk_players(data, cur.pos, end, values["players"], choice, values["teamplay"], real and values["ctf"])
+        pos = _after_strings(data, pos, end, len(values["pwads"]))  # the PWAD hashes
+        if not real:
+            values["ctf"] = data[pos] == 1
+            values["mode"] = _spec_mode(values)
+            pos += 1
+        if choice.extension:  # its note points there
+            values["extension_offset"] = _walk_teams(data, _after_string(data, pos, end), end, choice.layout,
+                                                     choice.teams, values["teamplay"] or values["ctf"])
+    values["unread"] = (choice.layout, choice.teams, choice.echo, choice.extension)
+    cur.pos = cur.end
+
+
+def full_values(msg):
+    """A server-info reply's ``msg.values`` as a reading with a tree has them: where the reading without one left the
+    rest of a clean reply unread, it is read now (once: the values are completed in place)."""
+    values = msg.values
+    unread = values.pop("unread", None)
+    if unread is not None:
+        read = new_message("odamex", msg.payload, 0)
+        _reader(new_cursor(read, msg.payload, False, 4), read, _Candidate(*unread)).read()
+        values.update(read.values)
+    return values
 
 
 def _reader(cur, msg, candidate):
