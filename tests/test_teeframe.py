@@ -386,6 +386,7 @@ def test_records_without_a_tree_are_kept_by_their_offsets():
     assert records.items == [head, head + sizes[0], head + sum(sizes[:2]), head + sum(sizes[:3]),
                              head + sum(sizes[:4])]
     assert [child.offset for child in full.fields_with("teeframe.client")] == records.items
+    assert (records.base, records.stop, records.data) == (head, len(payload), payload[head:])  # only their bytes
     assert records[2] == {"name": "a", "clan": "b", "country": 7, "score": 7, "is_player": 0}
     assert records.items[2] == records[2] and type(records.items[3]) is int  # made when read, and kept
     assert records == full.values["clients"] and list(records) == list(full.values["clients"])
@@ -417,6 +418,13 @@ def test_records_with_something_to_check_are_read_with_their_checks(client):
     records = light.values["clients"]
     assert [type(item) for item in records.items] == [int, dict, int]
     assert records == full.values["clients"] and light.info == full.info
+    assert records.data == payload[records.base:] and records.base == payload.index(b"ok\0")
+
+
+def test_a_packet_without_records_kept_by_their_offsets_keeps_none_of_its_bytes():
+    payload = tf.iext(7, [("x" * 17, "", 0, 0, 1)], map_crc=1, name="n" * 1000)  # a long name: read with checks
+    records = dissect("teeframe", payload, tree=False).values["clients"]
+    assert [type(item) for item in records.items] == [dict] and records.data == b"" and records.base == -1
 
 
 def test_a_reserved_string_and_a_cut_record_are_read_with_their_checks():

@@ -49,6 +49,8 @@ cdef list PACKET_NUMBERS
 cdef tuple INFO_KEYS
 cdef dict INFO_TEMPLATE
 cpdef str _packet_list(dict records)
+@cython.locals(info=dict)
+cpdef dict _info(dict values)
 cpdef Py_ssize_t _players(records) except -1
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)

@@ -45,7 +45,7 @@ class _Response:
         self.server = server
         self.client = client
         self.token = token
-        self.info = None            # the iext / inf3 (packet 0) fields
+        self.info = None            # the iext / inf3 (packet 0) values: its msg.values
         self.records = {}           # packet number (0 to 63) -> list of client records
         self.frames = []
         self.first_ts = None
@@ -180,10 +180,7 @@ class TeeFrameAnalyzer(Analyzer):
         if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
         if number == 0:
-            info = response.info = INFO_TEMPLATE.copy()  # its keys in order: filled, not grown key by key
-            for key in INFO_KEYS:
-                info[key] = values.get(key)
-            info["identifier"] = values["identifier"]
+            response.info = values  # its INFO_KEYS, read with get; the result's info is made of them when read
             response.clients_omitted = bool(values.get("clients_omitted"))
 
     def _keep(self, response, records, out):
@@ -251,9 +248,9 @@ class TeeFrameAnalyzer(Analyzer):
                 f"the inf3 list may be cut: {response.collected()} records for Num Clients {info.get('num_clients')} "
                 f"and Num Players {info.get('num_players')}; the is-player count is not compared"))
             return
-        if response.collected() != info["num_clients"]:
+        if response.collected() != info.get("num_clients"):
             findings.append(W.count_mismatch.at(f"{response.collected()} client records collected but Num Clients "
-                                                f"is {info['num_clients']}"))
+                                                f"is {info.get('num_clients')}"))
         if response.dropped_records:
             return  # the is-player count needs every record
         players = 0
@@ -301,7 +298,7 @@ class TeeFrameAnalyzer(Analyzer):
 def _result(response, info, expected, collected, complete, elapsed):
     """An assembled response's result, built when a view reads it."""
     out = {"server": response.server, "client": response.client, "token": response.token,
-           "info": info or None, "num_clients": expected, "records": collected,
+           "info": _info(info) if info else None, "num_clients": expected, "records": collected,
            "clients": _clients(response), "packets": sorted(response.records), "complete": complete}
     if response.request is not None:
         out["request_frame"] = response.request[0]
@@ -309,6 +306,15 @@ def _result(response, info, expected, collected, complete, elapsed):
     if response.clients_omitted:
         out["clients_omitted"] = True
     return out
+
+
+def _info(values):
+    """The fields of packet 0 that a response's result shows, from its values."""
+    info = INFO_TEMPLATE.copy()  # its keys in order: filled, not grown key by key
+    for key in INFO_KEYS:
+        info[key] = values.get(key)
+    info["identifier"] = values["identifier"]
+    return info
 
 
 PACKET_NUMBERS = [str(number) for number in range(LAST_PACKET_NUMBER + 1)]  # the only keys of a response's records

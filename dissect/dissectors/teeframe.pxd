@@ -63,9 +63,11 @@ cpdef _check_text(Cursor cur, spec, unicode value, Py_ssize_t offset, Py_ssize_t
 
 cdef class ClientRecords:
     cdef public bytes data
+    cdef public Py_ssize_t base, stop
     cdef public list items
     cdef public Py_ssize_t players
     cpdef add(self, dict record)
+    cpdef keep_bytes(self)
 
 @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, start=Py_ssize_t, player=cython.longlong, index=Py_ssize_t,
                stop=Py_ssize_t)

@@ -653,6 +653,7 @@ def _client_records(cur, msg, fields):
         if record is None:
             break
         records.add(record)
+    records.keep_bytes()
     return len(records)
 
 
@@ -734,14 +735,23 @@ class ClientRecords:
     """A reply's client records as the analysis reads them: a sequence of dicts (``{"name", "clan", "country",
     "score", "is_player"}``; the 0.5 replies' ``{"name", "score"}``). A record read without its values (the
     views that show no fields) is kept by its offset in the message and made into its dict when read;
-    ``players`` counts the records with Is Player 1 without making them."""
+    ``players`` counts the records with Is Player 1 without making them. Once the packet is read, only the bytes
+    from the first record kept by its offset to the end of the last are kept (``keep_bytes``): at most 91 bytes
+    for each such record, fewer than its dict would hold, and the bytes of any record read with its values
+    between them (as long as the texts its dict holds)."""
 
-    __slots__ = ("data", "items", "players")
+    __slots__ = ("data", "base", "stop", "items", "players")
 
     def __init__(self, data):
-        self.data = data
-        self.items = []  # a record's dict, or the offset of a record not yet made one
+        self.data = data  # the message's bytes while it is read, then those of the records kept by their offset
+        self.base = -1    # the offset in the message of data's first byte once kept; -1 while no record is
+        self.stop = 0     # the end of the last record kept by its offset
+        self.items = []   # a record's dict, or the offset of a record not yet made one
         self.players = 0
+
+    def keep_bytes(self):
+        """The packet is read: keep only the bytes from the first record kept by its offset to the last one's end."""
+        self.data = self.data[self.base:self.stop] if self.base >= 0 else b""
 
     def add(self, record):
         """A record read with its values (its dict)."""
@@ -757,7 +767,7 @@ class ClientRecords:
             return [self[position] for position in range(*index.indices(len(self.items)))]
         item = self.items[index]
         if type(item) is int:
-            item = self.items[index] = _record_dict(self.data, item)
+            item = self.items[index] = _record_dict(self.data, item - self.base)
         return item
 
     def __iter__(self):
@@ -800,6 +810,9 @@ def _quick_record(cur, count, records):
             return False
         pos = stop + 1
     cur.pos = pos
+    if records.base < 0:
+        records.base = start
+    records.stop = pos
     records.items.append(start)
     records.players += player
     return True
