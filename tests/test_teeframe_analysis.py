@@ -316,3 +316,19 @@ def test_vanilla_inf3_with_its_whole_list_is_still_checked():
     assert record.findings[0].message.startswith("2 records have Is Player 1 but Num Players is 3")
     _, out = vanilla_exchange(inf3_bytes(8, clients, players=2, num_clients=2), 8)
     assert [f.message.split(" (")[0] for f in out[0].findings] == ["3 client records collected but Num Clients is 2"]
+
+
+def test_a_response_keeps_its_first_packets_values_unless_records_were_dropped(monkeypatch):
+    analyzer = TeeFrameAnalyzer()
+    info = dict(map_crc=1, num_clients=100, players=100, max_players=100, max_clients=100)
+    msg, _ = feed(analyzer, 1, tf.iext(1, [("a", "", 0, 0, 1)] * 5, **info))
+    assert analyzer.pending[(SERVER_EP, CLIENT_EP, 1)].info is msg.values  # no copy made
+    # Past the budget, the records _keep drops must not stay held through the values of packet 0.
+    monkeypatch.setattr(teeframe_analysis, "MAX_HELD_RECORDS", 3)
+    analyzer = TeeFrameAnalyzer()
+    msg, _ = feed(analyzer, 2, tf.iext(2, [("b", "", 0, 0, 1)] * 5, **info))
+    response = analyzer.pending[(SERVER_EP, CLIENT_EP, 2)]
+    assert (response.held, response.dropped_records) == (3, 2)
+    assert "clients" not in response.info and response.info["num_clients"] == 100
+    assert list(response.info) == ["version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players",
+                                   "max_players", "num_clients", "max_clients", "identifier"]

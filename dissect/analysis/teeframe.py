@@ -175,12 +175,15 @@ class TeeFrameAnalyzer(Analyzer):
 
     def _add_packet(self, response, record, msg, number, out):
         values = msg.values
-        records = self._keep(response, values.get("clients") or [], out)
+        clients = values.get("clients") or []
+        records = self._keep(response, clients, out)
         response.records[number] = records
         if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
         if number == 0:
-            response.info = values  # its INFO_KEYS, read with get; the result's info is made of them when read
+            # Its INFO_KEYS, read with get, the result's info made of them when read; where _keep dropped records,
+            # a copy of them, which does not hold the packet's records as its values do.
+            response.info = values if records is clients else _info(values)
             response.clients_omitted = bool(values.get("clients_omitted"))
 
     def _keep(self, response, records, out):
