@@ -8,6 +8,7 @@ import pytest
 import soldat_peer as sp
 import teeframe_peer as tf
 import dissect as dissect_api
+from dissect.dissectors.odamex import full_values
 from helpers import dissect
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -79,6 +80,20 @@ def test_mutations_never_raise(protocol, data):
     check_invariants(full, payload)
     assert sorted(f.code for f in light.findings) == sorted(f.code for f in full.findings)
     assert light.info == full.info
+
+
+# The views without a tree read less of a TeeFrame reply's client records and of an Odamex server-info reply, and
+# read the rest when asked: once read, the values and the findings are the tree path's, whatever the bytes.
+@pytest.mark.parametrize("protocol", ["teeframe", "odamex"])
+@SETTINGS
+@given(data=st.data())
+def test_values_read_without_a_tree_are_the_tree_paths(protocol, data):
+    payload = data.draw(mutated(protocol))
+    full, light = dissect(protocol, payload, tree=True), dissect(protocol, payload, tree=False)
+    if protocol == "odamex":
+        full_values(light)
+    assert light.values == full.values
+    assert [f.as_dict() for f in light.findings] == [f.as_dict() for f in full.findings]
 
 
 def _leaves(msg):
