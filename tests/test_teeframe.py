@@ -416,9 +416,19 @@ def test_records_with_something_to_check_are_read_with_their_checks(client):
     light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
     assert [f.as_dict() for f in light.findings] == [f.as_dict() for f in full.findings]
     records = light.values["clients"]
-    assert [type(item) for item in records.items] == [int, dict, int]
     assert records == full.values["clients"] and light.info == full.info
-    assert records.data == payload[records.base:] and records.base == payload.index(b"ok\0")
+    # A packet that holds a record read with its checks keeps dicts only, not the bytes around that record.
+    assert [type(item) for item in records.items] == [dict, dict, dict] and records.data == b"" and records.base == -1
+
+
+def test_a_long_reserved_string_between_records_is_not_kept():
+    clients = [("a", "", 0, 0, 1), ("r", "", 0, 0, 1, "R" * 60000), ("b", "", 0, 0, 0)]
+    payload = tf.iext(7, clients, map_crc=1)
+    light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
+    records = light.values["clients"]
+    assert records.data == b"" and [type(item) for item in records.items] == [dict, dict, dict]
+    assert records == full.values["clients"] and records.players == 2
+    assert codes(light) == codes(full) == ["teeframe.packet_too_large", "teeframe.reserved_nonempty"]
 
 
 def test_a_packet_without_records_kept_by_their_offsets_keeps_none_of_its_bytes():
@@ -433,7 +443,7 @@ def test_a_reserved_string_and_a_cut_record_are_read_with_their_checks():
     light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
     assert codes(full) == ["teeframe.reserved_nonempty", "teeframe.split_record"]
     assert [f.as_dict() for f in light.findings] == [f.as_dict() for f in full.findings]
-    assert [type(item) for item in light.values["clients"].items] == [int, dict]
+    assert [type(item) for item in light.values["clients"].items] == [dict, dict]
     assert light.values["clients"] == full.values["clients"] and light.values["split_record"] is True
 
 

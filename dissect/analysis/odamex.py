@@ -78,7 +78,11 @@ class OdamexAnalyzer(Analyzer):
             data.get("name"), data.get("map"), data.get("players"), data.get("max_players"), data.get("mode"),
             data.get("layout"), result.get("response_time")))
         summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
-        return AnalysisRecord("odamex", "server_info", frames, partial(_server_result, msg, result), [], summary)
+        # The message itself only where the rest of its reply is to be read (a reading without a tree): a record
+        # that an API user keeps then holds its bytes, not a field tree.
+        unread = msg if "unread" in data else None
+        return AnalysisRecord("odamex", "server_info", frames, partial(_server_result, data, unread, result), [],
+                              summary)
 
     def finish(self):
         return []
@@ -103,9 +107,11 @@ class OdamexAnalyzer(Analyzer):
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
 
 
-def _server_result(msg, result):
-    """A server info reply's result, built when a view reads it (from the reply's whole values)."""
-    data = full_values(msg)
+def _server_result(data, unread, result):
+    """A server info reply's result, built when a view reads it: from its values, completed first where ``unread``
+    (its message) has the rest of the reply to read."""
+    if unread is not None:
+        data = full_values(unread)
     info = {key: data.get(key) for key in INFO_KEYS}
     info["player_list"] = _named_teams(data)
     if data.get("ext"):

@@ -25,7 +25,7 @@ cdef class TeeFrameAnalyzer(Analyzer):
     @cython.locals(response=_Response)
     cpdef _response(self, record, Packet packet, Message msg, tree)
     cpdef _match_request(self, _Response response, record, Message msg, tree)
-    @cython.locals(values=dict, info=dict)
+    @cython.locals(values=dict)
     cpdef _add_packet(self, _Response response, record, Message msg, number, out)
     cpdef _keep(self, _Response response, records, out)
     @cython.locals(findings=list, info=dict)

@@ -45,8 +45,9 @@ class _Response:
         self.server = server
         self.client = client
         self.token = token
-        self.info = None            # the iext / inf3 (packet 0) values: its msg.values
-        self.records = {}           # packet number (0 to 63) -> list of client records
+        self.info = None            # packet 0's msg.values (iext / inf3); a copy of its info fields where
+                                    # records of it were dropped
+        self.records = {}           # packet number (0 to 63) -> its client records (a ClientRecords, or a list)
         self.frames = []
         self.first_ts = None
         self.request = None         # (frame, ts) of the matching request

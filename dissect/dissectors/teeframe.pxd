@@ -63,9 +63,10 @@ cpdef _check_text(Cursor cur, spec, unicode value, Py_ssize_t offset, Py_ssize_t
 
 cdef class ClientRecords:
     cdef public bytes data
-    cdef public Py_ssize_t base, stop
+    cdef public Py_ssize_t origin, base, stop
     cdef public list items
     cdef public Py_ssize_t players
+    cdef public bint checked
     cpdef add(self, dict record)
     cpdef keep_bytes(self)
 

@@ -637,23 +637,25 @@ def _client_records(cur, msg, fields):
     legacy = fields is LEGACY_CLIENT_FIELDS
     quick = not cur.tree and not legacy
     count = len(fields)
-    while not cur.at_end():
-        if quick and _quick_record(cur, count, records):
-            continue
-        if cur.tree:
-            node = cur.open_subtree(CLIENT, None, "Client")
-            try:
-                record = _read_record(cur, msg, fields, legacy, node)
-                if record is not None:
-                    _title(node, record)
-            finally:
-                cur.close_subtree(node)
-        else:  # the summary path: no subtree to open and close
-            record = _read_record(cur, msg, fields, legacy, None)
-        if record is None:
-            break
-        records.add(record)
-    records.keep_bytes()
+    try:
+        while not cur.at_end():
+            if quick and _quick_record(cur, count, records):
+                continue
+            if cur.tree:
+                node = cur.open_subtree(CLIENT, None, "Client")
+                try:
+                    record = _read_record(cur, msg, fields, legacy, node)
+                    if record is not None:
+                        _title(node, record)
+                finally:
+                    cur.close_subtree(node)
+            else:  # the summary path: no subtree to open and close
+                record = _read_record(cur, msg, fields, legacy, None)
+            if record is None:
+                break
+            records.add(record)
+    finally:
+        records.keep_bytes()
     return len(records)
 
 
@@ -736,26 +738,36 @@ class ClientRecords:
     "score", "is_player"}``; the 0.5 replies' ``{"name", "score"}``). A record read without its values (the
     views that show no fields) is kept by its offset in the message and made into its dict when read;
     ``players`` counts the records with Is Player 1 without making them. Once the packet is read, only the bytes
-    from the first record kept by its offset to the end of the last are kept (``keep_bytes``): at most 91 bytes
-    for each such record, fewer than its dict would hold, and the bytes of any record read with its values
-    between them (as long as the texts its dict holds)."""
+    of the records kept by their offsets are kept (``keep_bytes``), at most 91 a record, fewer than a dict holds."""
 
-    __slots__ = ("data", "base", "stop", "items", "players")
+    __slots__ = ("data", "origin", "base", "stop", "items", "players", "checked")
 
     def __init__(self, data):
-        self.data = data  # the message's bytes while it is read, then those of the records kept by their offset
-        self.base = -1    # the offset in the message of data's first byte once kept; -1 while no record is
-        self.stop = 0     # the end of the last record kept by its offset
+        self.data = data  # the message's bytes while it is read, then only those of the records kept by offset
+        self.origin = 0   # the offset in the message of data's first byte
+        self.base = -1    # the offset of the first record kept by its offset; -1 while there is none
+        self.stop = 0     # the end of the last one
         self.items = []   # a record's dict, or the offset of a record not yet made one
         self.players = 0
+        self.checked = False  # whether a record was read with its values (``add``)
 
     def keep_bytes(self):
-        """The packet is read: keep only the bytes from the first record kept by its offset to the last one's end."""
-        self.data = self.data[self.base:self.stop] if self.base >= 0 else b""
+        """The packet is read: keep the bytes from the first record kept by its offset to the end of the last. Where
+        the packet also holds a record read with its values (it had something to flag, and may be long), the records
+        are all made into their dicts instead, and no bytes are kept."""
+        if self.base >= 0 and self.checked:
+            for index in range(len(self.items)):
+                self[index]
+            self.base = -1
+        if self.base < 0:
+            self.data, self.origin = b"", 0
+        else:
+            self.data, self.origin = self.data[self.base:self.stop], self.base
 
     def add(self, record):
         """A record read with its values (its dict)."""
         self.items.append(record)
+        self.checked = True
         if record.get("is_player") == 1:
             self.players += 1
 
@@ -767,7 +779,7 @@ class ClientRecords:
             return [self[position] for position in range(*index.indices(len(self.items)))]
         item = self.items[index]
         if type(item) is int:
-            item = self.items[index] = _record_dict(self.data, item - self.base)
+            item = self.items[index] = _record_dict(self.data, item - self.origin)
         return item
 
     def __iter__(self):
