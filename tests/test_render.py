@@ -145,10 +145,15 @@ def as_json_bytes(*records, lines=True):
     return bytes(out.data)
 
 
+# Where the C writers' digit counts change, and where CPython stops keeping an int in one machine word (2**30 before
+# 3.12, 2**62 from 3.12), on both sides of zero.
+DIGIT_EDGES = [sign * number for number in (9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 10 ** 8 - 1, 10 ** 8,
+                                            2 ** 30 - 1, 2 ** 30, 10 ** 18, 2 ** 62 - 1, 2 ** 62)
+               for sign in (1, -1)] + [10 ** 19, 10 ** 19 - 1]
 ASCII_TEXTS = ["".join(chr((start + i) % 128) for i in range(size)) for size in range(20) for start in (0, 27, 90)]
 WRITTEN_VALUES = [
     *ASCII_TEXTS, 'a"b\\c', "\x7f", "Grünt ☃ 名前 😀 and more than eight", "é\n" * 9,
-    0, 7, -1, 4096, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, -(2 ** 63), None, True, False, b"", b"\x00\xff\x10",
+    0, 7, -1, 4096, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, -(2 ** 63), *DIGIT_EDGES, None, True, False, b"", b"\x00\xff\x10",
     0.0, -0.0, 0.021944, 1e-4, 0.000123, 123.456, 1e16 - 2, -2.5, 1700000000.02686, 1700000000.0, -1700000000.5,
     8589934591.999999, 8589934592.5, 1.0000005, 0.1 + 0.2]
 LEFT_TO_ORJSON = [9.9e-5, 1e16, float("inf"), float("nan"), 2 ** 64, -(2 ** 63) - 1, "a\udc80b", bytearray(b"\x01"),
@@ -278,7 +283,7 @@ def test_decimal_text_is_the_numbers_text_inside_and_outside_its_table(number):
 
 
 @pytest.mark.parametrize("number", [0, 9, 10, 42, 255, 4096, -1, -42, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64,
-                                    -(2 ** 63), -(2 ** 63) - 1, -(2 ** 64), 10 ** 30, -(10 ** 30)])
+                                    -(2 ** 63), -(2 ** 63) - 1, -(2 ** 64), 10 ** 30, -(10 ** 30), *DIGIT_EDGES])
 def test_dec_hex_and_hex_text_are_their_format_specs_texts(number):
     """Compiled, ints of 64 bits are written in C: the texts are format()'s, within 64 bits and past them."""
     magnitude = abs(number)

@@ -34,12 +34,64 @@ cdef extern from *:
         return out;
     }
 
+    /* How many decimal digits ``number`` has. */
+    static inline int dissect_decimal_size(unsigned long long number) {
+        int size = 1;
+        while (number >= 10000) {
+            number /= 10000;
+            size += 4;
+        }
+        return size + (number >= 10) + (number >= 100) + (number >= 1000);
+    }
+
+    /* The decimal digits of ``number``, exactly ``size`` of them (dissect_decimal_size), written backwards from
+       ``end`` two at a time. */
+    static inline void dissect_decimal_back(char *end, unsigned long long number, int size) {
+        static const char pairs[] =
+            "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+            "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+            "8081828384858687888990919293949596979899";
+        while (size >= 2) {
+            unsigned pair = (unsigned)(number % 100);
+            number /= 100;
+            end -= 2;
+            end[0] = pairs[2 * pair];
+            end[1] = pairs[2 * pair + 1];
+            size -= 2;
+        }
+        if (size)
+            *--end = (char)('0' + number);
+    }
+
+    /* An int's value where CPython keeps it in one machine word (its "compact" ints: below 2**30 in magnitude
+       before 3.12, 2**62 from 3.12): 1 and the value; 0 for any other int. Read in place: the views write a
+       million offsets and lengths, and the generic conversion costs more than writing their digits. */
+    static inline int dissect_compact_int(PyObject *number, long long *value) {
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (!PyUnstable_Long_IsCompact((PyLongObject *)number))
+            return 0;
+        *value = (long long)PyUnstable_Long_CompactValue((PyLongObject *)number);
+        return 1;
+    #else
+        Py_ssize_t size = Py_SIZE(number);
+        if (size < -1 || size > 1)
+            return 0;
+        *value = size * (long long)((PyLongObject *)number)->ob_digit[0];
+        return 1;
+    #endif
+    }
+
     /* An int's value from -2**63 to 2**64 - 1 as its sign and magnitude: 1; 0 beyond (or not an int). */
     static inline int dissect_magnitude(PyObject *number, unsigned long long *magnitude, int *negative) {
         int overflow;
         long long value;
         if (!PyLong_CheckExact(number))
             return 0;
+        if (dissect_compact_int(number, &value)) {
+            *negative = value < 0;
+            *magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+            return 1;
+        }
         value = PyLong_AsLongLongAndOverflow(number, &overflow);
         if (value == -1 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -112,6 +164,8 @@ cdef extern from *:
     # The views' C writers (render/output.pxd, text.pxd, jsonout.pxd) write their digits with these.
     char *digits_back "dissect_digits_back" (char *end, unsigned long long number, unsigned base, int width)
     bint int_magnitude "dissect_magnitude" (object number, unsigned long long *magnitude, int *negative)
+    int decimal_size "dissect_decimal_size" (unsigned long long number)
+    void decimal_back "dissect_decimal_back" (char *end, unsigned long long number, int size)
 
 cdef list DECIMALS
 cdef bint _COMPILED

@@ -2,7 +2,7 @@
 # file is the source and runs as it is without them. Every line of output goes through BatchedOutput: the
 # compiled views call write and add_utf8 in C.
 
-from dissect.core.fmt cimport digits_back, int_magnitude  # dissect_buffer_int's reader and digit writer
+from dissect.core.fmt cimport decimal_back, decimal_size, int_magnitude  # dissect_buffer_int's reader and digit writer
 
 cdef class BatchedOutput:
     cdef public object stream, buffer, write_bytes
@@ -63,21 +63,19 @@ cdef extern from *:
     /* An int of -2**63 to 2**64 - 1 in decimal (an int's str; core/fmt.pxd reads it and writes its digits): 1; 0,
        with nothing written, for one beyond (or another object). */
     static inline int dissect_buffer_int(dissect_buffer *buffer, PyObject *value) {
-        unsigned long long magnitude, rest;
-        int negative;
-        Py_ssize_t size;
+        unsigned long long magnitude;
+        int negative, digits;
         char *out;
         if (!dissect_magnitude(value, &magnitude, &negative))
             return 0;
-        size = negative + 1;  /* counted first, so that the digits are written in place: a copy costs more */
-        for (rest = magnitude; rest >= 10; rest /= 10)
-            size++;
-        if (dissect_buffer_reserve(buffer, size) < 0)
+        digits = dissect_decimal_size(magnitude);  /* counted first, so that the digits are written in place */
+        if (dissect_buffer_reserve(buffer, negative + digits) < 0)
             return -1;
-        buffer->size += size;
-        out = dissect_digits_back(buffer->data + buffer->size, magnitude, 10, 1);
+        out = buffer->data + buffer->size;
         if (negative)
-            *--out = '-';
+            *out++ = '-';
+        dissect_decimal_back(out + digits, magnitude, digits);
+        buffer->size += negative + digits;
         return 1;
     }
 
