@@ -15,8 +15,8 @@ from dissect.capture.files import Frame
 from dissect.capture.layers import Packet
 from dissect.core import U32LE
 from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor, cut
-from dissect.core.fmt import dec_hex, decimal_text, endpoint, hex16, hex_text
-from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display
+from dissect.core.fmt import ValueTexts, dec_hex, decimal_text, endpoint, hex16, hex_text
+from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display, display_of
 from dissect.core.tables import FieldTable
 from dissect.pipeline import FrameRecord
 from dissect.render import jsonout
@@ -292,6 +292,39 @@ def test_dec_hex_and_hex_text_are_their_format_specs_texts(number):
     for width in (0, 1, 2, 4, 8, 16, 17, 32, 33, 40):
         assert hex_text(number, width) == format(number, f"0{width}x").join(["0x", ""])
     assert hex16(number) == "0x" + format(number, "04x")
+
+
+def test_value_texts_show_every_value_as_their_formatter_and_read_the_ints_of_their_table():
+    """A ValueTexts formatter's texts are its formatter's, made once for the ints it lists; any other value (a bool
+    too: True == 1, and the formatter shows it its own way), and an int it does not list, go to the formatter."""
+    names = {0: "zero", 1: "one"}
+    calls = []
+
+    def fmt(value):
+        calls.append(value)
+        return f"{names[value]} ({value})" if value in names else repr(value)
+
+    texts = ValueTexts(fmt, [0, 1, 7, True, "x"])
+    assert texts.texts == {0: "zero (0)", 1: "one (1)", 7: "7"} and calls == [0, 1, 7]
+    del calls[:]
+    assert [texts(value) for value in (0, 1, 7)] == ["zero (0)", "one (1)", "7"] and calls == []
+    for value in (2, -1, True, False, "x", None, 2 ** 70, 1.0):
+        assert texts(value) == fmt(value)
+    with pytest.raises(TypeError):  # as the formatter's own lookup raises (display_of then shows the default)
+        texts([1])
+    assert texts(True) == "one (True)"
+    shown = [Field("netquake.test", "n", 0, 1, value, fmt=texts) for value in (1, True, 3)]
+    del calls[:]
+    assert [display_of(field) for field in shown] == ["one (1)", "one (True)", "3"] and calls == [True, 3]
+
+
+def test_the_str_formatter_shows_a_text_as_it_is_and_anything_else_as_str_does():
+    class Text(str):
+        def __str__(self):
+            return "its own"
+
+    shown = [Field("netquake.test", "s", 0, 1, value, fmt=str) for value in ("abc", "", Text("x"), 5, b"\x01")]
+    assert [display_of(field) for field in shown] == ["abc", "", "its own", "5", "b'\\x01'"]
 
 
 def test_dec_hex_and_hex_text_of_known_numbers_and_of_what_is_not_an_int():

@@ -167,6 +167,11 @@ cdef extern from *:
     int decimal_size "dissect_decimal_size" (unsigned long long number)
     void decimal_back "dissect_decimal_back" (char *end, unsigned long long number, int size)
 
+cdef class ValueTexts:
+    cdef readonly object fmt
+    cdef readonly dict texts
+    cpdef text(self, value)
+
 cdef list DECIMALS
 cdef bint _COMPILED
 @cython.locals(text=str)

@@ -1,5 +1,10 @@
 """Display helpers shared by dissectors."""
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators as no-ops (see core/nocython.py)
+    from . import nocython as cython
+
 
 def dec_hex(value):
     """``1193002 (0x12342a)``"""
@@ -21,6 +26,30 @@ def hex_text(value, width):
 
 def hex16(value):
     return hex_text(value, 4)
+
+
+@cython.cclass
+class ValueTexts:
+    """A formatter whose texts for some ints are made once: ``ValueTexts(fmt, values)`` shows every value as ``fmt``
+    does, and an int of ``values`` by the text ``fmt`` gave it. ``display_of`` reads the table in C where a named
+    value's formatter, a Python function, costs a call."""
+
+    __slots__ = ("fmt", "texts")
+
+    def __init__(self, fmt, values):
+        self.fmt = fmt
+        self.texts = {value: fmt(value) for value in values if type(value) is int}
+
+    def __call__(self, value):
+        return self.text(value)
+
+    def text(self, value):
+        """fmt(value)."""
+        if type(value) is int:  # not a bool: True == 1, and a formatter may show it otherwise
+            text = self.texts.get(value)
+            if text is not None:
+                return text
+        return self.fmt(value)
 
 
 def named(names, unknown="unknown"):

@@ -3,7 +3,7 @@
 # class's __slots__ (tests/test_build.py checks), are read and written as C struct members.
 
 cimport cython
-from dissect.core.fmt cimport decimal_text
+from dissect.core.fmt cimport ValueTexts, decimal_text
 
 cdef class Field:
     cdef public object key, name, offset, length, value, fmt, _display, children, generated
@@ -11,6 +11,7 @@ cdef class Field:
 @cython.locals(field=Field)
 cpdef Field new_field(key, name, offset, length, value, fmt, display=*, generated=*)
 cdef _fill(Field field, key, name, offset, length, value, fmt, display, generated)
+@cython.locals(texts=ValueTexts)
 cpdef display_of(Field field)
 cpdef default_display(value)
 

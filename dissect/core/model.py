@@ -9,7 +9,7 @@ try:
 except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
     from . import nocython as cython
 
-from .fmt import decimal_text
+from .fmt import ValueTexts, decimal_text
 
 SEVERITIES = ("chat", "note", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -64,8 +64,15 @@ def _fill(field, key, name, offset, length, value, fmt, display, generated):
 def display_of(field):
     """``field.display``: the text a person reads, computed once from the value and the field's ``fmt``."""
     if field._display is None:
+        fmt = field.fmt
         try:
-            field._display = field.fmt(field.value) if field.fmt else default_display(field.value)
+            if type(fmt) is ValueTexts:
+                texts = fmt
+                field._display = texts.text(field.value)  # a C call when compiled, the texts read in C
+            elif fmt is str and type(field.value) is str:
+                field._display = field.value  # what str() of a str gives
+            else:
+                field._display = fmt(field.value) if fmt else default_display(field.value)
         except (TypeError, ValueError, KeyError):  # a value cut short may not suit its formatter
             field._display = default_display(field.value)
     return field._display

@@ -21,7 +21,7 @@ import re
 import sys
 
 from ..core.cursor import cut
-from ..core.fmt import decimal_text
+from ..core.fmt import ValueTexts, decimal_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -100,7 +100,7 @@ def _number_display(names):
 
     def fmt(value):
         return f"{names[value]} ({decimal_text(value)})" if value in names else decimal_text(value)
-    return fmt
+    return ValueTexts(fmt, names)
 
 
 def _number(text, low=None, high=None, names=None, rule=""):
