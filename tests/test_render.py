@@ -410,6 +410,19 @@ def test_tree_writes_the_same_text_as_utf8_as_it_writes_as_text():
     assert {'    value 0: "Zoë 忍者" [0:4]', '    value 3: "😀 ü" [12:4]', '    value 0: "ü" [0:4]'} <= set(lines)
 
 
+@pytest.mark.parametrize("number, wirelen, caplen", [
+    (1, 60, 60), (0, 0, 0), (999_999, 1514, 96), (10_000, 9, 10), (2 ** 40 - 1, 2 ** 40 - 1, 99_999_999),
+    (2 ** 40, 5, 5), (7, 2 ** 62, 2 ** 70)])
+def test_tree_frame_line_gives_the_numbers_and_bits(number, wirelen, caplen):
+    """Compiled, the Frame line of small ints is written in C; larger ones as Python writes them."""
+    record = record_with([1], number=number)
+    record.wirelen, record.caplen = wirelen, caplen
+    out = io.StringIO()
+    TreeRenderer(out).frame(record)
+    assert out.getvalue().splitlines()[0] == (f"Frame {number}: {wirelen} bytes on wire ({wirelen * 8} bits), "
+                                              f"{caplen} bytes captured ({caplen * 8} bits)")
+
+
 def test_tree_field_lines_written_as_utf8_are_the_text_of_every_kind_of_field():
     """Compiled, a message's field lines go out as one block written in C: the same characters as the text output
     for generated fields with and without a length, children past the deepest indent, names and displays that

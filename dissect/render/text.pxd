@@ -242,6 +242,7 @@ cdef extern from *:
     int _tree_keep "dissect_tree_keep" (object key, object name, Py_ssize_t tag, Py_ssize_t start) except -1
 
 cdef _arrival_line(ts)
+cdef str _frame_title(FrameRecord record)
 cpdef str _frame_span(frames)
 
 cdef extern from "math.h":
@@ -298,3 +299,44 @@ cdef extern from *:
     }
     """
     object _arrival_text "dissect_arrival_text" (double ts, object second)
+
+cdef extern from *:
+    """
+    /* "Frame <number>: <wirelen> bytes on wire (<bits> bits), <caplen> bytes captured (<bits> bits)" where the three
+       are ints from 0 to 2**40 (CPython's compact ints, read in place: core/fmt.pxd); None for any other value. */
+    static inline char *dissect_put_text(char *out, const char *text) {
+        size_t size = strlen(text);
+        memcpy(out, text, size);
+        return out + size;
+    }
+
+    static inline char *dissect_put_decimal(char *out, unsigned long long number) {
+        int size = dissect_decimal_size(number);  /* core/fmt.pxd */
+        dissect_decimal_back(out + size, number, size);
+        return out + size;
+    }
+
+    static inline PyObject *dissect_frame_title(PyObject *number, PyObject *wirelen, PyObject *caplen) {
+        long long values[3];
+        PyObject *given[3] = {number, wirelen, caplen};
+        char text[160], *out = text;
+        int i;
+        for (i = 0; i < 3; i++)
+            if (!PyLong_CheckExact(given[i]) || !dissect_compact_int(given[i], &values[i]) || values[i] < 0
+                    || values[i] >= (1LL << 40))
+                Py_RETURN_NONE;
+        out = dissect_put_text(out, "Frame ");
+        out = dissect_put_decimal(out, values[0]);
+        out = dissect_put_text(out, ": ");
+        out = dissect_put_decimal(out, values[1]);
+        out = dissect_put_text(out, " bytes on wire (");
+        out = dissect_put_decimal(out, values[1] * 8);
+        out = dissect_put_text(out, " bits), ");
+        out = dissect_put_decimal(out, values[2]);
+        out = dissect_put_text(out, " bytes captured (");
+        out = dissect_put_decimal(out, values[2] * 8);
+        out = dissect_put_text(out, " bits)");
+        return dissect_ascii_text(text, out - text);
+    }
+    """
+    object _frame_title_text "dissect_frame_title" (object number, object wirelen, object caplen)

@@ -275,9 +275,7 @@ class TreeRenderer:
 
     def frame(self, record):
         packet = record.packet
-        lines = [f"Frame {record.number}: {decimal_text(record.wirelen)} bytes on wire ({record.wirelen * 8} bits), "
-                 f"{decimal_text(record.caplen)} bytes captured ({record.caplen * 8} bits)",
-                 _arrival_line(record.ts)]
+        lines = [_frame_title(record), _arrival_line(record.ts)]
         if record.linktype is not None:
             lines.append(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})")
         layers = packet.layers
@@ -329,6 +327,15 @@ class TreeRenderer:
         for finding in rec.findings:
             w("    " + self._finding(finding) + "\n")
         w("\n")
+
+
+def _frame_title(record):
+    if _COMPILED:
+        title = _frame_title_text(record.number, record.wirelen, record.caplen)  # C (text.pxd): no int made a text
+        if title is not None:
+            return title
+    return (f"Frame {record.number}: {decimal_text(record.wirelen)} bytes on wire ({record.wirelen * 8} bits), "
+            f"{decimal_text(record.caplen)} bytes captured ({record.caplen * 8} bits)")
 
 
 def _field_lines(fields, depth, lines):
