@@ -22,6 +22,7 @@ from dissect.pipeline import FrameRecord
 from dissect.render import jsonout
 from dissect.render.hexdump import HexRenderer
 from dissect.render.jsonout import JsonRenderer
+from dissect.render.output import BatchedOutput
 from dissect.render.stats import StatsCollector
 from dissect.render.text import SummaryRenderer, TreeRenderer, safe, utc_text
 
@@ -373,20 +374,35 @@ def test_summary_tree_and_hex_escape_format_characters():
     assert '    a  netquake.test.0 [42:4] value 0: "\\u202eregnaR\\u2069"' in out.getvalue().splitlines()
 
 
+class _Batched:
+    """The command's output: a BatchedOutput over a binary stream (compiled, the summary writes its lines in C)."""
+
+    def __init__(self):
+        self.raw = io.BytesIO()
+        self.out = BatchedOutput(io.TextIOWrapper(self.raw, encoding="utf-8", write_through=True))
+
+    def text(self):
+        self.out.flush()
+        return self.raw.getvalue().decode()
+
+
 def test_summary_writes_the_same_lines_as_utf8_as_it_writes_as_text():
     record = record_with([1], info='CCREP_PLAYER_INFO name="Zoë\u202e"')
     record.messages[0].findings.append(Finding("netquake.test", "warning", "odd", 4, 4))
     plain = record_with([1], number=2, info="CCREP_PLAYER_INFO")
+    control = record_with([1], number=3, info="tab\there")  # ASCII, but not printable
     rec = AnalysisRecord("netquake", "player_walk", [1, 2], {}, summary="walk → Zoë")
     for color in (False, True):
-        text, utf8 = io.StringIO(), _BytesOut()
-        for out in (text, utf8):
+        text, utf8, batched = io.StringIO(), _BytesOut(), _Batched()
+        for out in (text, utf8, batched.out):
             renderer = SummaryRenderer(out, color)
             renderer.frame(record)
             renderer.frame(plain)
             renderer.analysis(rec)
-        assert utf8.data.decode() == text.getvalue()
-        first, second, walk = text.getvalue().splitlines()
+            renderer.frame(control)
+        assert utf8.data.decode() == text.getvalue() == batched.text()
+        first, second, walk, third = text.getvalue().splitlines()
+        assert third.endswith("NetQuake    60 tab\\there")
         assert first.endswith(' CCREP_PLAYER_INFO name="Zoë\\u202e"  [warning]' + ("\x1b[0m" if color else ""))
         assert first.startswith("\x1b[33m     1" if color else "     1") and " → " in first
         assert second == ("     2    2.000000        10.0.0.1:26000 → 10.0.0.7:40000        NetQuake    60 "
@@ -498,15 +514,18 @@ def test_arrival_time_line_is_utc_text_and_the_epoch_to_six_places(ts):
     (123456, 0.000001, 2047),        # the last length kept made
     (1234567, 12345.678901, 2048),   # columns wider than their width: they widen, as %6d and %11.6f do
     (3, 1e7, 70000),                 # out of the integer path's range
+    (999999, 999999.999999, 9),      # the widest columns that do not widen
+    (5, 0.0000005, 60),              # half a microsecond, near a tie: formatted
 ])
 def test_summary_columns_are_tsharks_printf_formats(number, elapsed, wirelen):
     record = record_with([1], number=number, info="x")
     record.first_ts, record.ts, record.wirelen = TS, TS + elapsed, wirelen
-    for out in (io.StringIO(), _BytesOut()):
-        renderer = SummaryRenderer(out)
+    for out in (io.StringIO(), _BytesOut(), _Batched()):
+        renderer = SummaryRenderer(out.out if isinstance(out, _Batched) else out)
         renderer.frame(record)
         renderer.frame(record)  # the columns made once, then reused
-        text = out.getvalue() if isinstance(out, io.StringIO) else out.data.decode()
+        text = out.getvalue() if isinstance(out, io.StringIO) else out.text() if isinstance(out, _Batched) else \
+            out.data.decode()
         line = "%6d %11.6f %21s → %-21s %-8s %5d %s\n" % (number, record.ts - TS, "10.0.0.1:26000", "10.0.0.7:40000",
                                                          "NetQuake", wirelen, "x")
         assert text == line * 2

@@ -13,6 +13,7 @@ cdef class BatchedOutput:
     cpdef add_utf8(self, data)
 
 cpdef BatchedOutput utf8_output(out)
+cdef Py_ssize_t _BATCH, _BATCH_BYTES
 
 cdef extern from *:
     """

@@ -7,6 +7,7 @@ class OutputError(Exception):
 
 BATCH = 512             # writes collected before one goes to the stream
 BATCH_BYTES = 1 << 17   # or fewer, once they hold this many characters or bytes (a -V or JSON record is large)
+_BATCH, _BATCH_BYTES = BATCH, BATCH_BYTES  # compiled, C integers (output.pxd): compared for every write
 
 
 class BatchedOutput:
@@ -34,7 +35,7 @@ class BatchedOutput:
             return
         self.parts.append(text)
         self.size += len(text)
-        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
+        if len(self.parts) >= _BATCH or self.size >= _BATCH_BYTES:
             self.flush()
 
     def add_utf8(self, data):
@@ -44,7 +45,7 @@ class BatchedOutput:
             self.binary = True
         self.parts.append(data)
         self.size += len(data)
-        if len(self.parts) >= BATCH or self.size >= BATCH_BYTES:
+        if len(self.parts) >= _BATCH or self.size >= _BATCH_BYTES:
             self.flush()
 
     def flush(self):

@@ -103,8 +103,10 @@ cdef extern from *:
 cpdef protocol_title(key)
 cdef dict _TITLES
 
-@cython.locals(micros=double, whole=cython.longlong)
+@cython.locals(whole=cython.longlong)
 cdef bytes _number_and_time(Py_ssize_t number, double elapsed)
+@cython.locals(micros=double, whole=cython.longlong)
+cdef long long _exact_micros(Py_ssize_t number, double elapsed) except? -2
 @cython.locals(end=Py_ssize_t)
 cdef bytes _digits(Py_ssize_t number, Py_ssize_t seconds, Py_ssize_t micros)
 @cython.locals(start=Py_ssize_t)
@@ -121,7 +123,7 @@ cdef dict _PADDED_TITLES
 @cython.locals(text=bytes)
 cdef bytes _padded_title(key)
 
-cdef bytes ARROW, RESET_BYTES
+cdef bytes ARROW, RESET_BYTES, NEWLINE
 cdef dict _SEVERITY_BYTES, _WORST_TAILS
 
 cdef class SummaryRenderer:
@@ -133,6 +135,8 @@ cdef class SummaryRenderer:
     cpdef frame(self, FrameRecord record)
     @cython.locals(ports=dict, text=bytes, shown=str)
     cdef bytes _column(self, dict table, ip, port, bint left)
+    @cython.locals(packet=Packet, number=Py_ssize_t, elapsed=double, whole=cython.longlong)
+    cdef _line(self, FrameRecord record, worst)
 
 @cython.locals(msg=Message)
 cdef bint _any_message_findings(messages)
@@ -158,6 +162,50 @@ cdef bytes _field_block(list fields)
 cdef _tree_display(Field field)
 cdef _tree_text(text)
 cdef _tree_number(value)
+
+cdef extern from *:
+    """
+    /* A summary line as UTF-8 (text.py: SummaryRenderer._line), into a buffer of output.pxd: its columns' bytes
+       copied, its info copied as it is where it is printable ASCII. */
+    static dissect_buffer dissect_line_out = {NULL, 0, 0};
+
+    static inline int dissect_line_bytes(PyObject *data) {
+        return dissect_buffer_raw(&dissect_line_out, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    }
+
+    /* 1: the text copied; 0: nothing written, the text is not printable ASCII (safe() and encode() then make it). */
+    static inline int dissect_line_plain(PyObject *text) {
+        if (dissect_ascii_printable(text) != 1)
+            return 0;
+        return dissect_buffer_raw(&dissect_line_out, (const char *)PyUnicode_1BYTE_DATA(text),
+                                  PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
+    }
+
+    /* The No. and Time columns, "%6d %4d.%06d ", of numbers that are not negative (_exact_micros). */
+    static inline int dissect_line_head(long long number, long long seconds, long long micros) {
+        char text[64], *end = text + sizeof(text), *out = end;
+        *--out = ' ';
+        out = dissect_digits_back(out, (unsigned long long)micros, 10, 6);  /* core/fmt.pxd */
+        *--out = '.';
+        out = dissect_digits_back(out, (unsigned long long)seconds, 10, 1);
+        while (end - out < 12)
+            *--out = ' ';  /* "%4d." after the space: 4 + 8 */
+        *--out = ' ';
+        end = out;
+        out = dissect_digits_back(out, (unsigned long long)number, 10, 1);
+        while (end - out < 6)
+            *--out = ' ';
+        return dissect_buffer_raw(&dissect_line_out, out, text + sizeof(text) - out);
+    }
+
+    static inline PyObject *dissect_line_take(void) {
+        return dissect_buffer_take(&dissect_line_out);
+    }
+    """
+    int _line_bytes "dissect_line_bytes" (bytes data) except -1
+    int _line_plain "dissect_line_plain" (str text) except -1
+    int _line_head "dissect_line_head" (long long number, long long seconds, long long micros) except -1
+    bytes _line_take "dissect_line_take" ()
 
 cdef extern from *:
     """

@@ -96,6 +96,9 @@ class SummaryRenderer:
         # arrow would make two bytes a character, to widen while joining and then to encode. What safe() returns
         # encodes as it is (it escapes lone surrogates), so the info takes the codec's shortest path.
         worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
+        if _COMPILED and self.batched is not None:
+            self.batched.add_utf8(self._line(record, worst))
+            return
         head = _number_and_time(record.number, record.ts - record.first_ts)
         source = self._column(self.sources, packet.src, packet.sport, False)
         destination = self._column(self.destinations, packet.dst, packet.dport, True)
@@ -114,6 +117,31 @@ class SummaryRenderer:
             self.write_bytes(line)
         else:
             self.out.write(line.decode("utf-8"))
+
+    def _line(self, record, worst):
+        """frame's line as UTF-8, its parts copied into a C buffer (text.pxd) rather than joined (compiled only)."""
+        packet = record.packet
+        if worst and self.color:
+            _line_bytes(_SEVERITY_BYTES[worst])
+        number, elapsed = record.number, record.ts - record.first_ts
+        whole = _exact_micros(number, elapsed)
+        if whole >= 0:
+            _line_head(number, whole // 1000000, whole % 1000000)
+        else:
+            _line_bytes(_number_and_time(number, elapsed))
+        _line_bytes(self._column(self.sources, packet.src, packet.sport, False))
+        _line_bytes(ARROW)
+        _line_bytes(self._column(self.destinations, packet.dst, packet.dport, True))
+        _line_bytes(_padded_title(record.protocol))
+        _line_bytes(_length_column(record.wirelen))
+        if not _line_plain(record.info):
+            _line_bytes(safe(record.info).encode())
+        if worst:
+            _line_bytes(_WORST_TAILS[worst])
+            if self.color:
+                _line_bytes(RESET_BYTES)
+        _line_bytes(NEWLINE)
+        return _line_take()
 
     def _column(self, table, ip, port, left):
         """An endpoint's column as UTF-8: padded to 21 characters, the Destination's with the space after it."""
@@ -144,6 +172,7 @@ class SummaryRenderer:
 
 PADDED_ENDPOINTS = 2048
 ARROW = " → ".encode()
+NEWLINE = b"\n"
 RESET_BYTES = RESET.encode()
 _SEVERITY_BYTES = {severity: color.encode() for severity, color in SEVERITY_COLOR.items()}
 _WORST_TAILS = {severity: f"  [{severity}]".encode() for severity in SEVERITIES}
@@ -181,14 +210,23 @@ def _number_and_time(number, elapsed):
     three times as much as printing its microseconds as integers, and rounding them gives the same digits unless
     they lie near a tie, where the product's rounding error could tip it: there, and out of range, the float
     is formatted."""
+    whole = _exact_micros(number, elapsed)
+    if whole >= 0:
+        if _COMPILED:
+            return _digits(number, whole // 1000000, whole % 1000000)
+        return f"{number:6d} {whole // 1000000:4d}.{whole % 1000000:06d} ".encode()
+    return f"{number:6d} {elapsed:11.6f} ".encode()
+
+
+def _exact_micros(number, elapsed):
+    """``elapsed`` in whole microseconds, where printing them gives the Time column's digits; -1 where the float is
+    to be formatted (see _number_and_time)."""
     if 0.0 < elapsed < 1e6 and number >= 0:
         micros = elapsed * 1e6
         whole = int(micros + 0.5)
         if abs(micros - whole) < 0.499:
-            if _COMPILED:
-                return _digits(number, whole // 1000000, whole % 1000000)
-            return f"{number:6d} {whole // 1000000:4d}.{whole % 1000000:06d} ".encode()
-    return f"{number:6d} {elapsed:11.6f} ".encode()
+            return whole
+    return -1
 
 
 def _digits(number, seconds, micros):
