@@ -410,6 +410,32 @@ def test_summary_writes_the_same_lines_as_utf8_as_it_writes_as_text():
         assert walk == "       [netquake player_walk] walk → Zoë (frames 1,2)"
 
 
+def test_summary_analysis_lines_as_utf8_are_the_text_of_every_kind_of_record():
+    """Compiled, an analysis record's summary lines are written in C: the same characters as the text output for
+    frames none, one, six, seven and not ints, summaries and messages to escape, names that are not text."""
+    findings = [Finding("soldat.test", "warning", "bad\x1b[2J ☃", None, None), Finding("x", "note", "fine", 1, 2)]
+    records = [AnalysisRecord("netquake", "player_walk", frames, {}, findings=found, summary=summary)
+               for frames, found, summary in (([], [], "none"), ([7], findings, "walk → Zoë"),
+                                             ([1, 2, 3, 4, 5, 4096], [], "tab\there"),
+                                             ([1, 2, 3, 4, 5, 6, 7], findings[1:], "seven"),
+                                             ([2 ** 70, -1, None], [], "odd frames"))]
+    records.append(AnalysisRecord(12, None, [3], {}, summary="names"))
+    text, batched = io.StringIO(), _Batched()
+    for out in (text, batched.out):
+        renderer = SummaryRenderer(out)
+        for rec in records:
+            renderer.analysis(rec)
+    assert batched.text() == text.getvalue()
+    assert text.getvalue().splitlines() == [
+        "       [netquake player_walk] none (frames none)",
+        "       [netquake player_walk] walk → Zoë (frames 7)",
+        "           warning: soldat.test: bad\\x1b[2J ☃", "           note: x: fine",
+        "       [netquake player_walk] tab\\there (frames 1,2,3,4,5,4096)",
+        "       [netquake player_walk] seven (frames 1-7, 7 in all)", "           note: x: fine",
+        "       [netquake player_walk] odd frames (frames 1180591620717411303424,-1,None)",
+        "       [12 None] names (frames 3)"]
+
+
 def test_tree_writes_the_same_text_as_utf8_as_it_writes_as_text():
     """-V goes out as each frame's UTF-8 where the output takes it (compiled, line by line: lines of ASCII copied,
     the others encoded): frames with names in other scripts (Latin-1, two- and four-byte UTF-8, empty, ASCII

@@ -124,6 +124,8 @@ cdef dict _PADDED_TITLES
 cdef bytes _padded_title(key)
 
 cdef bytes ARROW, RESET_BYTES, NEWLINE
+@cython.locals(index=Py_ssize_t, finding=Finding)
+cdef bytes _analysis_line(rec)
 cdef dict _SEVERITY_BYTES, _WORST_TAILS
 
 cdef class SummaryRenderer:
@@ -198,6 +200,30 @@ cdef extern from *:
         return dissect_buffer_raw(&dissect_line_out, out, text + sizeof(text) - out);
     }
 
+    /* What f"{value}" writes, as UTF-8 (errors replaced). */
+    static inline int dissect_line_text(PyObject *value) {
+        PyObject *text, *encoded;
+        int written;
+        if (PyUnicode_CheckExact(value) && PyUnicode_IS_ASCII(value))
+            return dissect_buffer_raw(&dissect_line_out, (const char *)PyUnicode_1BYTE_DATA(value),
+                                      PyUnicode_GET_LENGTH(value));
+        text = PyObject_Format(value, NULL);
+        if (text == NULL)
+            return -1;
+        encoded = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+        Py_DECREF(text);
+        if (encoded == NULL)
+            return -1;
+        written = dissect_buffer_raw(&dissect_line_out, PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
+        Py_DECREF(encoded);
+        return written;
+    }
+
+    /* An int's digits (output.pxd): 1; 0, with nothing written, for any other value. */
+    static inline int dissect_line_int(PyObject *value) {
+        return dissect_buffer_int(&dissect_line_out, value);
+    }
+
     static inline PyObject *dissect_line_take(void) {
         return dissect_buffer_take(&dissect_line_out);
     }
@@ -205,6 +231,8 @@ cdef extern from *:
     int _line_bytes "dissect_line_bytes" (bytes data) except -1
     int _line_plain "dissect_line_plain" (str text) except -1
     int _line_head "dissect_line_head" (long long number, long long seconds, long long micros) except -1
+    int _line_text "dissect_line_text" (object value) except -1
+    int _line_int "dissect_line_int" (object value) except -1
     bytes _line_take "dissect_line_take" ()
 
 cdef extern from *:

@@ -161,6 +161,9 @@ class SummaryRenderer:
         return text
 
     def analysis(self, rec):
+        if _COMPILED and self.write_bytes is not None:
+            self.write_bytes(_analysis_line(rec))
+            return
         text = f"       [{rec.protocol} {rec.name}] {safe(rec.summary)} (frames {_frame_span(rec.frames)})"
         for finding in rec.findings:
             text += f"\n           {finding.severity}: {finding.code}: {safe(finding.message)}"
@@ -168,6 +171,36 @@ class SummaryRenderer:
             self.write_bytes((text + "\n").encode("utf-8", "replace"))
         else:
             self.out.write(text + "\n")
+
+
+def _analysis_line(rec):
+    """SummaryRenderer.analysis's text as UTF-8, written into the C buffer of the summary lines (compiled only)."""
+    _line_bytes(b"       [")
+    _line_text(rec.protocol)
+    _line_bytes(b" ")
+    _line_text(rec.name)
+    _line_bytes(b"] ")
+    _line_text(safe(rec.summary))
+    _line_bytes(b" (frames ")
+    frames = rec.frames
+    if frames and len(frames) <= 6:
+        for index in range(len(frames)):
+            if index:
+                _line_bytes(b",")
+            if not _line_int(frames[index]):
+                _line_text(decimal_text(frames[index]))
+    else:
+        _line_text(_frame_span(frames))
+    _line_bytes(b")")
+    for finding in rec.findings:
+        _line_bytes(b"\n           ")
+        _line_text(finding.severity)
+        _line_bytes(b": ")
+        _line_text(finding.code)
+        _line_bytes(b": ")
+        _line_text(safe(finding.message))
+    _line_bytes(b"\n")
+    return _line_take()
 
 
 PADDED_ENDPOINTS = 2048
