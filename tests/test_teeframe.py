@@ -273,6 +273,48 @@ def test_bad_is_player_reported_beside_a_bad_country():
     assert {"teeframe.bad_decimal", "teeframe.bad_is_player"} <= set(codes(msg))
 
 
+# A client record's node: its name and value from the name, its display from the other values; the numbers' texts
+# as str() writes them (decimal_text's table, a C long long's digits, or beyond), "None" where there is no number.
+@pytest.mark.parametrize(("country", "score", "is_player", "shown"), [
+    (276, -9999, 1, "country 276, score -9999, player"),
+    (-1, 4095, 0, "country -1, score 4095, spectator"),
+    (0, 4096, 2, "country 0, score 4096, spectator"),
+    ("x", "-0", "", "country None, score 0, spectator"),
+    ("007", "9" * 18, 1, "country 7, score 999999999999999999, player"),
+    (-2 ** 63, 2 ** 63 - 1, 1, "country -9223372036854775808, score 9223372036854775807, player"),
+    (-2 ** 63 - 1, 2 ** 63, 1, "country -9223372036854775809, score 9223372036854775808, player"),
+    (1, "-" + "5" * 30, "1", "country 1, score -" + "5" * 30 + ", player"),
+])
+def test_client_title_shows_the_records_values(country, score, is_player, shown):
+    record = tf.client_record("Tëe", "Clan", country, score, is_player)
+    msg = dissect("teeframe", small_iext(map_crc=1, clients=[]) + record + tf.client_record("b", "", 1, 2, 0))
+    first, second = msg.fields_with("teeframe.client")
+    start = len(small_iext(map_crc=1, clients=[]))
+    assert (first.offset, first.length, first.name, first.value) == (start, len(record), 'Client "Tëe"', "Tëe")
+    assert first.display == f'clan "Clan", {shown}'
+    assert (second.offset, second.name, second.display) == (start + len(record), 'Client "b"',
+                                                           'clan "", country 1, score 2, spectator')
+    values = [child.value for child in first.children[2:5]]
+    assert msg.values["clients"][0] == {"name": "Tëe", "clan": "Clan", "country": values[0], "score": values[1],
+                                        "is_player": values[2]}
+    assert msg.values["clients"].players == (values[2] == 1)
+
+
+def test_a_05_record_title_shows_its_score():
+    s = tf.s
+    body = s(7) + s("0.5.1") + s("old") + s("dm1") + s("DM") + s(0) + s(-1) + s(2) + s(16)
+    records = s("tee") + s(5) + s("bob") + s("-" + "9" * 20) + s("x") + s("y")
+    msg = dissect("teeframe", b"\xff" * 10 + b"inf2" + body + records)
+    clients = msg.fields_with("teeframe.client")
+    assert [(c.offset, c.length, c.name, c.value, c.display) for c in clients] == [
+        (43, 6, 'Client "tee"', "tee", "score 5"),
+        (49, 26, 'Client "bob"', "bob", "score -" + "9" * 20),
+        (75, 4, 'Client "x"', "x", "score None")]
+    assert msg.values["clients"] == [{"name": "tee", "score": 5}, {"name": "bob", "score": -int("9" * 20)},
+                                     {"name": "x", "score": None}]
+    assert msg.values["clients"].players == 0
+
+
 # The shared cursor reads no number longer than its own limit; should that limit be above what int()
 # converts (4300 digits), int()'s ValueError must still not cost the rest of the message.
 @pytest.fixture(params=["cursor limit", "int() limit"])
@@ -308,6 +350,7 @@ def test_a_long_number_in_a_client_record_keeps_the_record():
     assert len(first.children) == 6
     assert [c["name"] for c in msg.values["clients"]] == ["a", "c"]
     assert msg.values["clients"][0]["score"] is None and msg.values["clients"][1]["score"] == 3
+    assert (first.name, first.display) == ('Client "a"', 'clan "b", country 1, score None, player')
 
 
 @pytest.mark.parametrize("tree", [True, False])
@@ -425,6 +468,8 @@ def test_a_long_reserved_string_between_records_is_not_kept():
     clients = [("a", "", 0, 0, 1), ("r", "", 0, 0, 1, "R" * 60000), ("b", "", 0, 0, 0)]
     payload = tf.iext(7, clients, map_crc=1)
     light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)
+    kept = full.values["clients"].items  # with a tree, each record's values until it is read: the String not among them
+    assert [type(item) for item in kept] == [list, list, list] and not any("R" * 60000 in item for item in kept)
     records = light.values["clients"]
     assert records.data == b"" and [type(item) for item in records.items] == [dict, dict, dict]
     assert records == full.values["clients"] and records.players == 2
@@ -434,7 +479,7 @@ def test_a_long_reserved_string_between_records_is_not_kept():
 def test_a_packet_without_records_kept_by_their_offsets_keeps_none_of_its_bytes():
     payload = tf.iext(7, [("x" * 17, "", 0, 0, 1)], map_crc=1, name="n" * 1000)  # a long name: read with checks
     records = dissect("teeframe", payload, tree=False).values["clients"]
-    assert [type(item) for item in records.items] == [dict] and records.data == b"" and records.base == -1
+    assert [type(item) for item in records.items] == [list] and records.data == b"" and records.base == -1
 
 
 def test_a_reserved_string_and_a_cut_record_are_read_with_their_checks():

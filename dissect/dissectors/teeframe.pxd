@@ -52,11 +52,15 @@ cpdef _decimal(Cursor cur, spec, allow_negative=*)
 
 @cython.locals(records=ClientRecords, legacy=bint, quick=bint, count=Py_ssize_t, node=Field)
 cpdef _client_records(Cursor cur, Message msg, tuple fields)
-cpdef _read_record(Cursor cur, Message msg, tuple fields, bint legacy, node)
-cpdef _title(Field node, dict record)
+@cython.locals(start=Py_ssize_t)
+cpdef list _read_record(Cursor cur, Message msg, tuple fields, bint legacy, node)
+cpdef _title(Field node, list values)
+@cython.locals(number=cython.longlong)
+cpdef str _number_text(value)
 @cython.locals(values=list, name=unicode, clan=unicode, name_size=Py_ssize_t, clan_size=Py_ssize_t)
-cpdef dict _client_record(Cursor cur, tuple fields, node)
-cpdef dict _legacy_record(Cursor cur, tuple fields, node)
+cpdef list _client_record(Cursor cur, tuple fields, node)
+@cython.locals(values=list)
+cpdef list _legacy_record(Cursor cur, tuple fields, node)
 cpdef list _record_values(Cursor cur, tuple fields, node)
 @cython.locals(limits=dict, size=Py_ssize_t)
 cpdef _check_text(Cursor cur, spec, unicode value, Py_ssize_t offset, Py_ssize_t length)
@@ -67,7 +71,7 @@ cdef class ClientRecords:
     cdef public list items
     cdef public Py_ssize_t players
     cdef public bint checked
-    cpdef add(self, dict record)
+    cpdef add(self, list values)
     cpdef keep_bytes(self)
 
 @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, start=Py_ssize_t, player=cython.longlong, index=Py_ssize_t,
@@ -84,3 +88,4 @@ cdef Py_ssize_t _decimal_end(bytes data, Py_ssize_t pos, Py_ssize_t end)
 cdef long long _small_decimal(bytes data, Py_ssize_t start, Py_ssize_t stop)
 @cython.locals(values=list, pos=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t)
 cpdef dict _record_dict(bytes data, Py_ssize_t start)
+cpdef dict _values_dict(list values)

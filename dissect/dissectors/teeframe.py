@@ -644,23 +644,24 @@ def _client_records(cur, msg, fields):
             if cur.tree:
                 node = cur.open_subtree(CLIENT, None, "Client")
                 try:
-                    record = _read_record(cur, msg, fields, legacy, node)
-                    if record is not None:
-                        _title(node, record)
+                    values = _read_record(cur, msg, fields, legacy, node)
+                    if values is not None:
+                        _title(node, values)
                 finally:
                     cur.close_subtree(node)
             else:  # the summary path: no subtree to open and close
-                record = _read_record(cur, msg, fields, legacy, None)
-            if record is None:
+                values = _read_record(cur, msg, fields, legacy, None)
+            if values is None:
                 break
-            records.add(record)
+            records.add(values)
     finally:
         records.keep_bytes()
     return len(records)
 
 
 def _read_record(cur, msg, fields, legacy, node):
-    """One client record, or None where the packet ends inside it: that is flagged and the rest skipped."""
+    """The values of one client record (``_record_values``), or None where the packet ends inside it: that is
+    flagged and the rest skipped."""
     start = cur.pos
     try:
         return _legacy_record(cur, fields, node) if legacy else _client_record(cur, fields, node)
@@ -691,16 +692,16 @@ def _client_record(cur, fields, node):
         cur.finding(W.bad_is_player, f"Is Player is {is_player}", cur.start(4), cur.start(5) - cur.start(4))
     if len(fields) > 5 and values[5]:
         _reserved_nonempty(cur, values[5], cur.start(5), cur.start(6) - cur.start(5))
-    return {"name": name, "clan": clan, "country": country, "score": score, "is_player": is_player}
+    return values
 
 
 def _legacy_record(cur, fields, node):
-    name, score = _record_values(cur, fields, node)
+    values = _record_values(cur, fields, node)
     offset, length, _ = cur.span(0)
-    _check_text(cur, fields[0][0], name, offset, length)
-    if score is None:
+    _check_text(cur, fields[0][0], values[0], offset, length)
+    if values[1] is None:
         _not_decimal(cur, fields[1][0], *cur.span(1))
-    return {"name": name, "score": score}
+    return values
 
 
 def _record_values(cur, fields, node):
@@ -735,8 +736,9 @@ def _record_slowly(cur, fields, node, start):
 # client records kept by their place -------------------------------------------------------------------
 class ClientRecords:
     """A reply's client records as the analysis reads them: a sequence of dicts (``{"name", "clan", "country",
-    "score", "is_player"}``; the 0.5 replies' ``{"name", "score"}``). A record read without its values (the
-    views that show no fields) is kept by its offset in the message and made into its dict when read;
+    "score", "is_player"}``; the 0.5 replies' ``{"name", "score"}``). A record read with its values is kept as
+    their list, and a record read without them (the views that show no fields) by its offset in the message;
+    either is made into its dict when read (-V reads none);
     ``players`` counts the records with Is Player 1 without making them. Once the packet is read, only the bytes
     of the records kept by their offsets are kept (``keep_bytes``), at most 91 a record, fewer than a dict holds."""
 
@@ -747,7 +749,7 @@ class ClientRecords:
         self.origin = 0   # the offset in the message of data's first byte
         self.base = -1    # the offset of the first record kept by its offset; -1 while there is none
         self.stop = 0     # the end of the last one
-        self.items = []   # a record's dict, or the offset of a record not yet made one
+        self.items = []   # a record's dict; or its values or its offset, not yet made one
         self.players = 0
         self.checked = False  # whether a record was read with its values (``add``)
 
@@ -764,11 +766,14 @@ class ClientRecords:
         else:
             self.data, self.origin = self.data[self.base:self.stop], self.base
 
-    def add(self, record):
-        """A record read with its values (its dict)."""
-        self.items.append(record)
+    def add(self, values):
+        """A record read with its values (their list: ``_record_values``), kept without the reserved String, which
+        its dict does not hold and which may be long."""
+        if len(values) > 5:
+            del values[5:]
+        self.items.append(values)
         self.checked = True
-        if record.get("is_player") == 1:
+        if len(values) > 4 and values[4] == 1:
             self.players += 1
 
     def __len__(self):
@@ -778,7 +783,9 @@ class ClientRecords:
         if isinstance(index, slice):
             return [self[position] for position in range(*index.indices(len(self.items)))]
         item = self.items[index]
-        if type(item) is int:
+        if type(item) is list:
+            item = self.items[index] = _values_dict(item)
+        elif type(item) is int:
             item = self.items[index] = _record_dict(self.data, item - self.origin)
         return item
 
@@ -904,6 +911,14 @@ def _record_dict(data, start):
         stop = data.index(b"\0", pos)
         values.append(data[pos:stop].decode("utf-8") if index < 2 else _small_decimal(data, pos, stop))
         pos = stop + 1
+    return _values_dict(values)
+
+
+def _values_dict(values):
+    """The dict of a record's values: a client record's five or six (the reserved String is not kept), a 0.5
+    record's two."""
+    if len(values) == 2:
+        return {"name": values[0], "score": values[1]}
     return {"name": values[0], "clan": values[1], "country": values[2], "score": values[3], "is_player": values[4]}
 
 
@@ -945,15 +960,28 @@ def _long_number(cur, spec):
     return None
 
 
-def _title(node, record):
-    name = record["name"]
+def _title(node, values):
+    """A record's node named by its values (``_record_values``'s list)."""
+    name = values[0]
     node.name = f'Client "{name}"'
     node.value = name
-    if "clan" in record:
-        node.display = (f'clan "{record["clan"]}", country {decimal_text(record["country"])}, score '
-                        f'{decimal_text(record["score"])}, {"player" if record["is_player"] == 1 else "spectator"}')
+    if len(values) > 2:
+        node.display = (f'clan "{values[1]}", country {_number_text(values[2])}, score {_number_text(values[3])}, '
+                        f'{"player" if values[4] == 1 else "spectator"}')
     else:
-        node.display = f"score {decimal_text(record['score'])}"
+        node.display = f"score {_number_text(values[1])}"
+
+
+def _number_text(value):
+    """``decimal_text(value)``: an int's digits, "None" for None. Compiled, an int of 64 bits (most scores are
+    beyond decimal_text's table) is written from a C integer, not through str()."""
+    if type(value) is not int:
+        return decimal_text(value)
+    try:
+        number = value  # compiled: a C long long, OverflowError beyond
+    except OverflowError:
+        return decimal_text(value)
+    return f"{number}"
 
 
 LEGACY_DECODERS = {
