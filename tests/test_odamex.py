@@ -5,6 +5,7 @@ and as the spec's table reads (the spec layout), so the offsets below can be che
 """
 
 import json
+import pickle
 import struct
 
 import capkit
@@ -15,7 +16,8 @@ from conftest import capture, jsonl, run_cli
 import dissect as dissect_api
 from helpers import codes, dissect, field, span
 
-from dissect.dissectors.odamex import EXTENSION_BOOLS, F, W, _choose_layout, _tried_layout, full_values
+from dissect.dissectors.odamex import (EXTENSION_BOOLS, F, W, MasterEntries, _choose_layout, _tried_layout, entry_text,
+                                       full_values)
 
 
 def u8(value):
@@ -133,6 +135,49 @@ def test_master_list_count_mismatch_and_partial_entry():
     # the entry cut short is closed as the others: its node spans the bytes it read, its value never set
     assert [(s.offset, s.length, s.value) for s in cut.fields_with("odamex.server")] == [
         (6, 6, "10.0.0.1:10666"), (12, 3, None)]
+
+
+# Entries 6-11, 12-17 and 18-23, then 2 bytes of a fourth.
+MASTER_BYTES = (i32(777123) + i16(4) + bytes([10, 0, 0, 1]) + struct.pack("<H", 10666)
+                + bytes([192, 0, 2, 255]) + struct.pack("<H", 1) + bytes([0, 255, 10, 7]) + struct.pack("<H", 65535)
+                + b"\x01\x02")
+MASTER_TEXTS = ["10.0.0.1:10666", "192.0.2.255:1", "0.255.10.7:65535"]
+
+
+def test_master_entries_without_a_tree_are_kept_as_their_bytes():
+    light, full = dissect("odamex", MASTER_BYTES, tree=False), dissect("odamex", MASTER_BYTES)
+    servers = light.values["servers"]
+    assert type(servers) is MasterEntries and servers.texts is None  # no text made while decoding
+    assert servers.data == MASTER_BYTES[6:24] and len(servers.data) == 3 * 6  # the entries' bytes alone, trimmed
+    assert servers.keys() == [10666 << 32 | 0x0A000001, 1 << 32 | 0xC00002FF, 65535 << 32 | 0x00FF0A07]
+    assert [entry_text(key) for key in servers.keys()] == MASTER_TEXTS and servers.texts is None
+    assert len(servers) == 3 and servers  # read without making the texts
+    assert servers[1] == "192.0.2.255:1" and servers[-1] == "0.255.10.7:65535"
+    assert servers[1:] == MASTER_TEXTS[1:] and type(servers[1:]) is list and servers[::-2] == MASTER_TEXTS[::-2]
+    with pytest.raises(IndexError):
+        servers[3]
+    assert list(servers) == MASTER_TEXTS and servers.texts == MASTER_TEXTS
+    assert servers == MASTER_TEXTS and MASTER_TEXTS == servers and not servers != MASTER_TEXTS
+    assert servers != MASTER_TEXTS[:2] and servers != tuple(MASTER_TEXTS) and "10.0.0.1:10666" in servers
+    assert repr(servers) == f"MasterEntries({MASTER_TEXTS!r})"
+    # the tree path makes the texts with the fields: the same entries, the same values and findings
+    assert full.values["servers"].texts == MASTER_TEXTS and full.values["servers"] == servers
+    assert light.values == full.values and light.info == full.info == "Master server list: 3 servers (count says 4)"
+    assert [f.as_dict() for f in light.findings] == [f.as_dict() for f in full.findings]
+    assert [(f.code, f.offset, f.length) for f in light.findings] == [("odamex.truncated", 24, 2),
+                                                                      ("odamex.count_mismatch", 4, 2)]
+
+
+def test_master_entries_pickle_as_the_list_they_stand_for():
+    for tree in (False, True):
+        servers = dissect("odamex", MASTER_BYTES, tree=tree).values["servers"]
+        copied = pickle.loads(pickle.dumps(servers))
+        assert type(copied) is list and copied == MASTER_TEXTS
+    empty = dissect("odamex", od.master_list([]), tree=False).values["servers"]
+    assert empty.data == b"" and len(empty) == 0 and not empty and empty == [] and empty.keys() == []
+    assert pickle.loads(pickle.dumps(empty)) == []
+    assert MasterEntries(MASTER_BYTES[6:24]) == MasterEntries(MASTER_BYTES[6:24], list(MASTER_TEXTS))
+    assert MasterEntries(MASTER_BYTES[6:24]) != MasterEntries(MASTER_BYTES[6:18])
 
 
 def test_unknown_tag_when_forced():
@@ -674,3 +719,80 @@ def test_analysis_results_without_a_tree_read_the_whole_reply(tmp_path):
     assert results[False] == results[True] and len(results[True]) == 1
     info = results[True][0]["info"]
     assert [p["name"] for p in info["player_list"]] == ["alice", "bob"] and info["website"] == "https://odamex.example"
+
+
+def _listings(tmp_path, lists, monkeypatch, limit):
+    """Master lists (master, [servers]) in one capture, read with ``limit`` servers listed at most: the stats' servers
+    of one pipeline, and of two that each read one master's lists, merged."""
+    import dissect.analysis.odamex as analysis
+    from dissect.capture.sources import open_capture
+    from dissect.pipeline import Pipeline
+    from dissect.registry import Registry
+    monkeypatch.setattr(analysis, "MAX_LISTED", limit)
+    frames = [capkit.ethernet(capkit.udp_packet(master, 15000, "10.0.0.9", 40000, od.master_list(servers)))
+              for master, servers in lists]
+    path = tmp_path / "masters.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, frame) for n, frame in enumerate(frames)])
+    one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
+    for frame, (master, _) in zip(open_capture(path), lists):
+        one.frame(frame)
+        owner = 0 if master == lists[0][0] else 1
+        workers[owner].frame(frame)
+        workers[1 - owner].skip(frame)
+    merged = workers[0].analyzers["odamex"]
+    merged.merge(workers[1].analyzers["odamex"])
+    analyzer = one.analyzers["odamex"]
+    assert len(analyzer.listed) == len(merged.listed) <= limit
+    return analyzer, [(s["server"], s["listed_by"], s["last_frame"]) for s in analyzer.stats()["servers"]], [
+        (s["server"], s["listed_by"], s["last_frame"]) for s in merged.stats()["servers"]]
+
+
+def test_listed_servers_evict_the_least_recently_listed(tmp_path, monkeypatch):
+    a, b = "10.0.0.4", "10.0.0.5"
+    s1, s2, s3, s4, s5 = (("198.51.100.1", 10666), ("198.51.100.2", 10666), ("198.51.100.3", 10667),
+                          ("198.51.100.4", 1), ("203.0.113.255", 65535))
+    analyzer, stats, merged = _listings(tmp_path, [(a, [s1, s2, s3, s4]), (b, [s2, s5]), (a, [s4])], monkeypatch, 3)
+    # after a's first list: s2 s3 s4 (s1 evicted); after b's: s4 s2 s5 (s3 evicted); a's second: s2 s5 s4
+    assert stats == [("198.51.100.2:10666", ["10.0.0.4:15000", "10.0.0.5:15000"], 2),
+                     ("203.0.113.255:65535", ["10.0.0.5:15000"], 2), ("198.51.100.4:1", ["10.0.0.4:15000"], 3)]
+    assert [entry_text(key) for key in analyzer.listed.keys()] == [server for server, _, _ in stats]
+    assert merged == stats  # the workers' tables merged: the same servers, order and masters
+    _, unbounded, _ = _listings(tmp_path, [(a, [s1, s2, s3, s4]), (b, [s2, s5]), (a, [s4])], monkeypatch, 10)
+    assert [server for server, _, _ in unbounded] == ["198.51.100.1:10666", "198.51.100.3:10667",
+                                                      "198.51.100.2:10666", "203.0.113.255:65535", "198.51.100.4:1"]
+
+
+def test_master_list_results_are_lists_of_texts_with_and_without_a_tree(tmp_path):
+    path = tmp_path / "master.pcap"
+    launcher, master = ("10.0.0.9", 40000), ("10.0.0.4", 15000)
+    capkit.write_pcap(path, [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *master, od.request()))),
+                             (1.5, capkit.ethernet(capkit.udp_packet(*master, *launcher, MASTER_BYTES)))])
+    results = {}
+    for tree in (False, True):
+        with dissect_api.open(str(path), tree=tree) as cap:
+            results[tree] = [r.result for r in cap if r.kind == "analysis"]
+    assert results[False] == results[True] and len(results[True]) == 1
+    result = results[False][0]
+    assert type(result["servers"]) is list and result["servers"] == MASTER_TEXTS
+    assert list(result) == ["launcher", "master", "request_frame", "response_time", "request_was", "server_count",
+                            "servers"]
+    assert (result["server_count"], result["request_was"]) == (4, "master list request")
+
+
+@pytest.mark.parametrize("tree", [False, True])
+def test_a_master_list_cut_before_its_count_is_reported_with_the_others(tmp_path, tree):
+    """The reply ends inside its server count: its frame is malformed, its record lists no server, and the frames
+    around it are dissected as ever."""
+    path = tmp_path / "cut.pcap"
+    launcher, master = ("10.0.0.9", 40000), ("10.0.0.4", 15000)
+    capkit.write_pcap(path, [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *master, od.request()))),
+                             (1.5, capkit.ethernet(capkit.udp_packet(*master, *launcher, MASTER_BYTES[:5]))),
+                             (2.0, capkit.ethernet(capkit.udp_packet(*master, *launcher, MASTER_BYTES)))])
+    with dissect_api.open(str(path), tree=tree) as cap:
+        records = list(cap)
+    analyses = [r for r in records if r.kind == "analysis"]
+    assert [r.result["servers"] for r in analyses] == [[], MASTER_TEXTS]
+    assert [r.summary for r in analyses] == ["master list from 10.0.0.4:15000: 0 servers",
+                                             "master list from 10.0.0.4:15000: 3 servers"]
+    cut = [r for r in records if r.kind == "frame"][1]
+    assert cut.info == "master_list [Malformed]" and "servers" not in cut.messages[0].values

@@ -8,6 +8,7 @@ from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, put, refreshed
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
+from dissect.dissectors.odamex cimport MasterEntries
 from dissect.capture.layers cimport Packet
 
 cdef class OdamexAnalyzer(Analyzer):
@@ -16,7 +17,7 @@ cdef class OdamexAnalyzer(Analyzer):
     cdef public ServersSeen servers
     @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
-    @cython.locals(listing=dict)
+    @cython.locals(listing=dict, servers=MasterEntries)
     cpdef _master_list(self, master, Message msg, dict result, list frames)
     @cython.locals(data=dict)
     cpdef _server_info(self, server, Message msg, dict result, list frames)

@@ -4,7 +4,7 @@ from functools import partial
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, put, refreshed
-from ..dissectors.odamex import F, REAL, SPEC_TEAMS, full_values, real_teams
+from ..dissectors.odamex import F, REAL, SPEC_TEAMS, MasterEntries, entry_text, full_values, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_latest, merge_timings
@@ -24,7 +24,8 @@ class OdamexAnalyzer(Analyzer):
     def __init__(self):
         self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
-        self.listed = BoundedDict(MAX_LISTED)       # server named by a master reply -> {masters, last_frame}
+        # server named by a master reply, as its key (MasterEntries.keys) -> {masters, last_frame}
+        self.listed = BoundedDict(MAX_LISTED)
         self.timings = {"master_list": Timing(), "server_info": Timing()}
         self.requests = 0
         self.answered = 0
@@ -57,20 +58,21 @@ class OdamexAnalyzer(Analyzer):
         return [self._server_info(peer, msg, result, frames)]
 
     def _master_list(self, master, msg, result, frames):
-        servers = msg.values.get("servers") or []
+        servers = msg.values.get("servers")
+        if servers is None:  # the reply ends before its server count
+            servers = NO_ENTRIES
         listed, frame = self.listed, frames[-1]
-        for server in servers:
-            listing = refreshed(listed, server)
+        for key in servers.keys():
+            listing = refreshed(listed, key)
             if listing is None:
-                put(listed, server, {"masters": [master], "last_frame": frame})
+                put(listed, key, {"masters": [master], "last_frame": frame})
                 continue
             if master not in listing["masters"]:
                 listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
             listing["last_frame"] = frame
-        result.update(request_was="master list request", server_count=msg.values.get("server_count"),
-                      servers=servers)
+        result.update(request_was="master list request", server_count=msg.values.get("server_count"))
         summary = f"master list from {master}: {len(servers)} servers"
-        return AnalysisRecord("odamex", "master_list", frames, result, [], summary)
+        return AnalysisRecord("odamex", "master_list", frames, partial(_master_result, result, servers), [], summary)
 
     def _server_info(self, server, msg, result, frames):
         data = msg.values
@@ -95,16 +97,26 @@ class OdamexAnalyzer(Analyzer):
         merge_latest(self.listed, other.listed, _merge_listings)
 
     def stats(self):
+        listed = {entry_text(key): listing for key, listing in self.listed.items()}
         servers = []
         for server in self.servers.entries():
-            listing = self.listed.get(server["server"])
+            listing = listed.get(server["server"])
             servers.append(dict(server, listed_by=listing["masters"] if listing else []))
-        for address, listing in self.listed.items():
+        for address, listing in listed.items():
             if address not in self.servers:
                 servers.append({"server": address, "listed_by": listing["masters"], "responses": 0,
                                 "last_frame": listing["last_frame"]})
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
+
+
+NO_ENTRIES = MasterEntries(b"")
+
+
+def _master_result(result, servers):
+    """A master list's result, built when a view reads it: its servers' texts."""
+    result["servers"] = list(servers)
+    return result
 
 
 def _server_result(data, unread, result):

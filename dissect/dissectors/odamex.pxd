@@ -105,8 +105,21 @@ cpdef bint _claims(bytes payload, bint on_port) except -1
 cpdef str _master_entry(Cursor cur)
 
 @cython.locals(data=bytes, start=Py_ssize_t, stop=Py_ssize_t, size=Py_ssize_t, count=Py_ssize_t,
-               index=Py_ssize_t, pos=Py_ssize_t, entries=list, octets=list, tree=bint)
-cpdef list _master_entries(Cursor cur)
+               index=Py_ssize_t, texts=list)
+cpdef MasterEntries _master_entries(Cursor cur)
+
+# A master list's entries, read by the analysis in C: their keys without their texts.
+cdef Py_ssize_t ENTRY_SIZE
+@cython.final
+cdef class MasterEntries:
+    cdef public bytes data
+    cdef public list texts
+    @cython.locals(data=bytes, keys=list, index=Py_ssize_t, pos=Py_ssize_t, each=Py_ssize_t,
+                   key=cython.longlong)
+    cpdef list keys(self)
+    @cython.locals(texts=list, data=bytes, octets=list, index=Py_ssize_t, pos=Py_ssize_t)
+    cpdef list texts_made(self)
+cpdef str entry_text(long long key)
 @cython.locals(address=str, entry=str, port=Py_ssize_t, node=Field)
 cpdef str _entry_with_fields(Cursor cur, bytes data, Py_ssize_t pos)
 # A master list's entry fields, read in C for each of its hundreds of entries (a FieldSpec's attributes are C

@@ -46,6 +46,7 @@ EXTENSION_MARKER_1 = 0x01020304
 EXTENSION_MARKER_2 = 0x01020305
 SERVER_PORT, MASTER_PORT = 10666, 15000
 MASTER_ENTRY = struct.Struct("<4sH")  # a master list's server: IPv4 address, port
+ENTRY_SIZE = MASTER_ENTRY.size
 
 GAME_TYPES = {0: "COOP", 1: "Deathmatch", 2: "Deathmatch 2.0"}
 SKILLS = {0: "ITYTD", 1: "HNTR", 2: "HMP", 3: "UV", 4: "NM"}
@@ -354,12 +355,11 @@ class Odamex(Dissector):
     def _master_list(self, cur, msg):
         msg.name = "master_list"
         count = cur.number(I16LE, F.server_count)
-        servers = []
+        servers = _master_entries(cur)
         msg.values.update(server_count=count, servers=servers)
         try:
-            servers += _master_entries(cur)
-            while cur.remaining():
-                servers.append(_master_entry(cur))
+            if cur.remaining():
+                _master_entry(cur)  # a partial entry: it adds its fields and raises Truncated where they end
         except Truncated as exc:
             cur.finding(W.truncated, f"{exc.available} bytes left where a server entry needs 6 (an IP of 4 bytes, "
                                      f"then a short port)", exc.offset, exc.available)
@@ -463,27 +463,80 @@ def _dotted(data, pos):
 
 
 def _master_entries(cur):
-    """The whole entries from here in one loop over the bytes (in C in the compiled build): the values
-    _master_entry reads, with a tree the fields it adds (see _entry_with_fields), and the cursor left where it
-    leaves it. A partial entry at the end is left to _master_entry (it reports it)."""
-    data, start, size = cur.data, cur.pos, MASTER_ENTRY.size
+    """The whole entries from here, a MasterEntries (with a tree, their texts made as the fields are, see
+    _entry_with_fields), and the cursor left where _master_entry leaves it. A partial entry at the end is left to
+    _master_entry (it reports it)."""
+    data, start, size = cur.data, cur.pos, ENTRY_SIZE
     count = (cur.end - start) // size
-    if count == 0:
-        return []
-    entries = []
-    octets = OCTETS
-    tree = cur.tree
-    for index in range(count):
-        pos = start + index * size
-        if tree:
-            entries.append(_entry_with_fields(cur, data, pos))
-        else:  # _dotted's text and the little-endian port in one join: the summary makes no address text apart
-            entries.append(f"{octets[data[pos]]}.{octets[data[pos + 1]]}.{octets[data[pos + 2]]}."
-                           f"{octets[data[pos + 3]]}:{data[pos + 4] | data[pos + 5] << 8}")
     stop = start + count * size
-    cur.pos = stop
-    cur.last_offset, cur.last_length = stop - 2, 2  # the last port read
-    return entries
+    texts = None
+    if cur.tree:
+        texts = [_entry_with_fields(cur, data, start + index * size) for index in range(count)]
+    if count:
+        cur.pos = stop
+        cur.last_offset, cur.last_length = stop - 2, 2  # the last port read
+    return MasterEntries(data[start:stop], texts)
+
+
+class MasterEntries:
+    """A master list's entries (``msg.values["servers"]``): a sequence of their "a.b.c.d:port" texts, which reads as
+    the list of them (indexes, slices, iteration, ==, pickling). Kept as the entries' bytes, 6 an entry, the texts
+    made when first read; ``keys()`` gives the entries as numbers without their texts (see ``entry_text``)."""
+
+    __slots__ = ("data", "texts")
+
+    def __init__(self, data, texts=None):
+        self.data = data    # the entries' bytes: each an IPv4 address, then a little-endian port
+        self.texts = texts  # their texts once made (with a tree, as the fields are); None before
+
+    def keys(self):
+        """The entries each as one number, its port << 32 | its address (as the analysis keys the servers listed:
+        the address's last byte, in the low bits, spreads them in a dict where most share a port)."""
+        data = self.data
+        keys = []
+        for index in range(len(data) // ENTRY_SIZE):
+            pos = index * ENTRY_SIZE
+            key = data[pos + 4] | data[pos + 5] << 8
+            for each in range(pos, pos + 4):
+                key = key << 8 | data[each]
+            keys.append(key)
+        return keys
+
+    def texts_made(self):
+        texts = self.texts
+        if texts is None:
+            data, octets = self.data, OCTETS
+            texts = self.texts = []
+            for index in range(len(data) // ENTRY_SIZE):
+                pos = index * ENTRY_SIZE
+                texts.append(f"{octets[data[pos]]}.{octets[data[pos + 1]]}.{octets[data[pos + 2]]}."
+                             f"{octets[data[pos + 3]]}:{data[pos + 4] | data[pos + 5] << 8}")
+        return texts
+
+    def __len__(self):
+        return len(self.data) // ENTRY_SIZE
+
+    def __getitem__(self, index):
+        return self.texts_made()[index]  # a slice: a list, as a list's is
+
+    def __iter__(self):
+        return iter(self.texts_made())
+
+    def __eq__(self, other):
+        if isinstance(other, MasterEntries):
+            return self.data == other.data  # one text an entry's bytes, and one entry's bytes a text
+        return self.texts_made() == other
+
+    def __repr__(self):
+        return f"MasterEntries({self.texts_made()!r})"
+
+    def __reduce__(self):  # pickled as the list it stands for
+        return list, (self.texts_made(),)
+
+
+def entry_text(key):
+    """The "a.b.c.d:port" text of one of ``MasterEntries.keys()``."""
+    return f"{key >> 24 & 255}.{key >> 16 & 255}.{key >> 8 & 255}.{key & 255}:{key >> 32}"
 
 
 def _entry_with_fields(cur, data, pos):
