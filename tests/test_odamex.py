@@ -706,18 +706,26 @@ def test_a_reply_without_a_clean_fit_is_read_whole_without_a_tree():
     assert light.values == full.values
 
 
-def test_analysis_results_without_a_tree_read_the_whole_reply(tmp_path):
-    path = tmp_path / "odamex.pcap"
-    request, reply = od.request(), od.server_info(players=SUMMARY_PLAYERS, layout="real", mode="dm")
-    launcher, server = ("10.0.0.9", 40000), ("10.0.0.2", 10666)
-    capkit.write_pcap(path, [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *server, request))),
-                             (1.5, capkit.ethernet(capkit.udp_packet(*server, *launcher, reply)))])
+def _results_both_ways(path, peer, *replies):
+    """The analysis records' results of a launcher's request to ``peer`` and ``peer``'s replies, read with and
+    without a tree: asserted equal, and given once."""
+    launcher = ("10.0.0.9", 40000)
+    frames = [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *peer, od.request())))]
+    frames += [(1.5 + i, capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply))) for i, reply in enumerate(replies)]
+    capkit.write_pcap(path, frames)
     results = {}
     for tree in (False, True):
         with dissect_api.open(str(path), tree=tree) as cap:
             results[tree] = [r.result for r in cap if r.kind == "analysis"]
-    assert results[False] == results[True] and len(results[True]) == 1
-    info = results[True][0]["info"]
+    assert results[False] == results[True]
+    return results[False]
+
+
+def test_analysis_results_without_a_tree_read_the_whole_reply(tmp_path):
+    reply = od.server_info(players=SUMMARY_PLAYERS, layout="real", mode="dm")
+    results = _results_both_ways(tmp_path / "odamex.pcap", ("10.0.0.2", 10666), reply)
+    assert len(results) == 1
+    info = results[0]["info"]
     assert [p["name"] for p in info["player_list"]] == ["alice", "bob"] and info["website"] == "https://odamex.example"
 
 
@@ -763,16 +771,9 @@ def test_listed_servers_evict_the_least_recently_listed(tmp_path, monkeypatch):
 
 
 def test_master_list_results_are_lists_of_texts_with_and_without_a_tree(tmp_path):
-    path = tmp_path / "master.pcap"
-    launcher, master = ("10.0.0.9", 40000), ("10.0.0.4", 15000)
-    capkit.write_pcap(path, [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *master, od.request()))),
-                             (1.5, capkit.ethernet(capkit.udp_packet(*master, *launcher, MASTER_BYTES)))])
-    results = {}
-    for tree in (False, True):
-        with dissect_api.open(str(path), tree=tree) as cap:
-            results[tree] = [r.result for r in cap if r.kind == "analysis"]
-    assert results[False] == results[True] and len(results[True]) == 1
-    result = results[False][0]
+    results = _results_both_ways(tmp_path / "master.pcap", ("10.0.0.4", 15000), MASTER_BYTES)
+    assert len(results) == 1
+    result = results[0]
     assert type(result["servers"]) is list and result["servers"] == MASTER_TEXTS
     assert list(result) == ["launcher", "master", "request_frame", "response_time", "request_was", "server_count",
                             "servers"]
