@@ -711,7 +711,8 @@ def _results_both_ways(path, peer, *replies):
     without a tree: asserted equal, and given once."""
     launcher = ("10.0.0.9", 40000)
     frames = [(1.0, capkit.ethernet(capkit.udp_packet(*launcher, *peer, od.request())))]
-    frames += [(1.5 + i, capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply))) for i, reply in enumerate(replies)]
+    frames += [(1.5 + i, capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply)))
+               for i, reply in enumerate(replies)]
     capkit.write_pcap(path, frames)
     results = {}
     for tree in (False, True):

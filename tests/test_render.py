@@ -154,7 +154,8 @@ DIGIT_EDGES = [sign * number for number in (9, 10, 99, 100, 999, 1000, 9999, 100
 ASCII_TEXTS = ["".join(chr((start + i) % 128) for i in range(size)) for size in range(20) for start in (0, 27, 90)]
 WRITTEN_VALUES = [
     *ASCII_TEXTS, 'a"b\\c', "\x7f", "Grünt ☃ 名前 😀 and more than eight", "é\n" * 9,
-    0, 7, -1, 4096, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, -(2 ** 63), *DIGIT_EDGES, None, True, False, b"", b"\x00\xff\x10",
+    0, 7, -1, 4096, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, -(2 ** 63), *DIGIT_EDGES, None, True, False, b"",
+    b"\x00\xff\x10",
     0.0, -0.0, 0.021944, 1e-4, 0.000123, 123.456, 1e16 - 2, -2.5, 1700000000.02686, 1700000000.0, -1700000000.5,
     8589934591.999999, 8589934592.5, 1.0000005, 0.1 + 0.2]
 LEFT_TO_ORJSON = [9.9e-5, 1e16, float("inf"), float("nan"), 2 ** 64, -(2 ** 63) - 1, "a\udc80b", bytearray(b"\x01"),
