@@ -5,6 +5,8 @@
 cimport cython
 from dissect.core.cursor cimport Cursor, unpack
 from dissect.core.model cimport Message
+from dissect.core.bounded cimport put
+from dissect.capture.layers cimport Packet
 from dissect.core.fmt cimport hex16, hex_text
 
 @cython.locals(names=dict)
@@ -29,5 +31,7 @@ cpdef _player_info(Cursor cur, Message msg)
 cpdef _rule_info(Cursor cur, Message msg)
 @cython.locals(pos=Py_ssize_t, little=cython.longlong, big=cython.longlong)
 cpdef _long_order(Cursor cur, long long low, long long high)
+@cython.locals(values=dict)
+cpdef _observe(dissector, Packet packet, Message msg)
 cpdef _remember(dissector, tuple conversation)
 cpdef tuple _conversation(src, sport, dst, dport)

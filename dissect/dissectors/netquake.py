@@ -16,7 +16,7 @@ sequence number; their game messages are not decoded.
 """
 
 from ..core import I32BE, I32LE, U16BE, U32BE
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put
 from ..core.cursor import unpack
 from ..core.fmt import hex16, hex_text
 from ..core.tables import FieldTable, FindingTable
@@ -214,14 +214,8 @@ class NetQuake(Dissector):
             in self.conversations
 
     def observe(self, packet, msg):
-        values = msg.values
-        command = values.get("command")
-        if packet is None or command is None:
-            return
-        _remember(self, _conversation(packet.src, packet.sport, packet.dst, packet.dport))
-        if command == CCREP_ACCEPT and isinstance(values.get("port"), int):
-            # The game runs between the client and the port the server accepted it on.
-            _remember(self, _conversation(packet.src, values["port"], packet.dst, packet.dport))
+        if packet is not None:
+            _observe(self, packet, msg)
 
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):
@@ -382,9 +376,21 @@ def _long_order(cur, low, high):
     return I32LE
 
 
+def _observe(dissector, packet, msg):
+    """NetQuake.observe's work, its packet's addresses read in C when compiled."""
+    values = msg.values
+    command = values.get("command")
+    if command is None:
+        return
+    _remember(dissector, _conversation(packet.src, packet.sport, packet.dst, packet.dport))
+    if command == CCREP_ACCEPT and isinstance(values.get("port"), int):
+        # The game runs between the client and the port the server accepted it on.
+        _remember(dissector, _conversation(packet.src, values["port"], packet.dst, packet.dport))
+
+
 def _remember(dissector, conversation):
     if conversation != dissector.last_remembered:  # the last one put is at the end already: put would change nothing
-        dissector.conversations.put(conversation, True)
+        put(dissector.conversations, conversation, True)
         dissector.last_remembered = conversation
 
 
