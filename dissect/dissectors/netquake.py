@@ -18,7 +18,7 @@ sequence number; their game messages are not decoded.
 from ..core import I32BE, I32LE, U16BE, U32BE
 from ..core.bounded import BoundedDict, put
 from ..core.cursor import unpack
-from ..core.fmt import hex16, hex_text
+from ..core.fmt import ValueTexts, hex16, hex_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -86,13 +86,13 @@ def seconds(value):
 
 F = FieldTable("netquake", messages=True, title="NetQuake", entries=[
     ("flags", "Flags", "uint16", "header flags: 0x8000 for control packets, DATA/ACK/NAK/EOM/UNRELIABLE bits "
-                                 "otherwise", _flags_text),
+                                 "otherwise", ValueTexts(_flags_text, [NETFLAG_CTL])),
     ("length", "Length", "uint16", "the packet's length, header included"),
     ("sequence", "Sequence", "uint32", "sequence number of a data, ack or unreliable packet"),
     ("data", "Game data", "bytes", "a data packet's game messages (not decoded)", lambda v: f"{len(v)} bytes"),
     ("trailing", "Trailing bytes", "bytes", "bytes after the last field of a control packet"),
     ("control.command", "Command", "uint8", "control command: 0x01-0x04 requests, 0x81-0x85 replies",
-     _command_text),
+     ValueTexts(_command_text, COMMANDS)),
     ("control.body", "Body", "bytes", "the body of a control packet with an unknown command"),
     ("control.game_name", "Game Name", "string", 'CCREQ_CONNECT / CCREQ_SERVER_INFO: "QUAKE"'),
     ("control.net_protocol_version", "Net Protocol Version", "uint8", "NET_PROTOCOL_VERSION, 3"),

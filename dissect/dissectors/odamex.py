@@ -34,7 +34,7 @@ import struct
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict
 from ..core.cursor import cut, new_cursor
-from ..core.fmt import hex_text, named
+from ..core.fmt import ValueTexts, hex_text, named
 from ..core.model import new_field, new_message
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -123,8 +123,12 @@ def _marker_text(value):
     return hex_text(value, 8)
 
 
+# The formatters of the ints most fields show, their texts made once (see ValueTexts).
+BOOL_DISPLAY = ValueTexts(_bool_text, BOOL_TEXTS)
+TAG_DISPLAY = ValueTexts(_tag_text, TAG_TEXTS)
+
 F = FieldTable("odamex", messages=True, title="Odamex", entries=[
-    ("tag", "Tag", "int32", "777123: launcher request or master list; 5560020: server-info reply", _tag_text),
+    ("tag", "Tag", "int32", "777123: launcher request or master list; 5560020: server-info reply", TAG_DISPLAY),
     ("key", "Key", "bytes", "launcher request: 4 extra bytes, which a server echoes after its token", _key_text),
     ("server_count", "Server count", "int16", "master list: the number of servers listed"),
     ("server", "Server", "string", "master list: one server, ip:port", str),
@@ -141,10 +145,10 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("pwad", "PWAD name", "string", "server info: one PWAD's file name"),
     ("game_type", "Game type", "uint8", "spec layout: 0 COOP, 1 Deathmatch, 2 Deathmatch 2.0", named(GAME_TYPES)),
     ("deathmatch", "Deathmatch", "bool", "real layout: true in deathmatch and team deathmatch, false in coop and "
-                                         "CTF", _bool_text),
+                                         "CTF", BOOL_DISPLAY),
     ("skill", "Skill level", "uint8", "server info: 0 ITYTD, 1 HNTR, 2 HMP, 3 UV, 4 NM", named(SKILLS)),
-    ("teamplay", "Teamplay?", "bool", "server info: team deathmatch (real layout) or teamplay (spec)", _bool_text),
-    ("ctf", "CTF mode?", "bool", "server info: capture the flag", _bool_text),
+    ("teamplay", "Teamplay?", "bool", "server info: team deathmatch (real layout) or teamplay (spec)", BOOL_DISPLAY),
+    ("ctf", "CTF mode?", "bool", "server info: capture the flag", BOOL_DISPLAY),
     ("game_mode", "Game mode", "string", "generated, real layout: Cooperative, Deathmatch, Team deathmatch or CTF, "
                                          "from the deathmatch, teamplay and CTF bools", str),
     ("player", "Player", "none", "server info: one player's record"),
@@ -160,7 +164,7 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("score_limit", "Teamplay/CTF score limit", "int32", "server info, team games: the score that ends the game"),
     ("team", "Team", "string", "server info: one team of the team block, by name", str),
     ("team.in_play", "Team in play?", "bool", "whether the team plays; its score follows when it does",
-     _bool_text),
+     BOOL_DISPLAY),
     ("team.score", "Team score", "int32", "the team's score"),
     ("layout", "Layout", "string", "generated: the layout the reply was read in: spec, real or spec_compact"),
     ("trailing", "Trailing bytes", "bytes", "bytes after the last field of the reply"),
@@ -170,7 +174,7 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("ext.time_limit", "Time limit", "int16", "minutes"),
     ("ext.time_left", "Time left", "int16", "minutes"),
     ("ext.frag_limit", "Frag limit", "int16", "frags that end the game"),
-    *[(f"ext.{flag}", flag, "bool", f"the server's sv_{flag} setting", _bool_text) for flag in EXTENSION_BOOLS],
+    *[(f"ext.{flag}", flag, "bool", f"the server's sv_{flag} setting", BOOL_DISPLAY) for flag in EXTENSION_BOOLS],
     ("ext.player", "Player stats", "none", "one player's kills, deaths and minutes"),
     ("ext.kills", "Kills", "int16", "the player's kills"),
     ("ext.deaths", "Deaths", "int16", "the player's deaths"),
@@ -178,8 +182,8 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("ext.marker", "Marker", "uint32", "0x01020304 before the maximum players, 0x01020305 before the password",
      _marker_text),
     ("ext.max_players", "Max players", "int16", "the server's sv_maxplayers"),
-    ("ext.spectator", "Spectator?", "bool", "one player's spectator flag, in player order", _bool_text),
-    ("ext.password", "Password required", "int16", "1 when joining needs a password", _bool_text),
+    ("ext.spectator", "Spectator?", "bool", "one player's spectator flag, in player order", BOOL_DISPLAY),
+    ("ext.password", "Password required", "int16", "1 when joining needs a password", BOOL_DISPLAY),
     ("ext.game_version", "Game version", "uint32", "Odamex's version, major * 256 + minor * 10 + patch",
      _version_text),
     ("ext.patch_count", "Patch-file count", "uint8", "DeHackEd/BEX patch files named after it (0 on newer "
@@ -547,7 +551,7 @@ def _entry_with_fields(cur, data, pos):
     port = data[pos + 4] | data[pos + 5] << 8
     entry = f"{address}:{port}"
     node = cur.add(LISTED_SERVER, pos, MASTER_ENTRY.size, entry)
-    node.children = [new_field(LISTED_IP.key, LISTED_IP.name, pos, 4, address, LISTED_IP.fmt),
+    node.children = [new_field(LISTED_IP.key, LISTED_IP.name, pos, 4, address, str),  # its text: shown as it is
                      new_field(LISTED_PORT.key, LISTED_PORT.name, pos + 4, 2, port, LISTED_PORT.fmt)]
     return entry
 

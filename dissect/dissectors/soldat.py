@@ -250,7 +250,7 @@ def _type_text(value):
 
 F = FieldTable("soldat", messages=True, title="Soldat", entries=[
     ("type", "Type", "uint8", "the line's type byte: e (101) request list, f (102) list begin, g (103) server "
-                              "entry, h (104) list end", _type_text),
+                              "entry, h (104) list end", ValueTexts(_type_text, TYPES)),
     ("filter.version", "VERSION", "int", "request: Soldat version 1.X.Y written XY (42 is 1.4.2); 0 is do not care",
      version.fmt),
     ("filter.dedicated", "DEDICATED", "string", 'request filter: "1" dedicated only, "0" do not care, "!" not '

@@ -23,7 +23,7 @@ integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
 
 from ..core import U16BE, Truncated
 from ..core.cursor import cut
-from ..core.fmt import dec_hex, decimal_text, hex_text
+from ..core.fmt import ValueTexts, dec_hex, decimal_text, hex_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -114,7 +114,8 @@ F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
     ("map_crc", "Map CRC", "int", "iext: the map's CRC (real servers print it signed)", _crc_text),
     ("map_size", "Map Size", "int", "iext: the map file's size in bytes"),
     ("game_type", "Game Type", "string", "the game type (DM, TDM, CTF ...)"),
-    ("flags", "Flags", "int", "server flags: 1 when a password is required", _flags_text),
+    ("flags", "Flags", "int", "server flags: 1 when a password is required",
+     ValueTexts(_flags_text, FLAGS_TEXTS)),
     ("progression", "Progression", "int", "0.5 replies (info, inf2): the game's progress in percent, -1 unknown"),
     ("num_players", "Num Players", "int", "non-spectator clients (0.5 replies: all clients)"),
     ("max_players", "Max Players", "int", "non-spectator slots"),
@@ -128,7 +129,8 @@ F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
     ("client.clan", "Clan", "string", "the client's clan"),
     ("client.country", "Country", "int", "the client's country code (-1: none)"),
     ("client.score", "Score", "int", "the client's score"),
-    ("client.is_player", "Is Player", "int", "1 for a player, 0 for a spectator", _is_player_text),
+    ("client.is_player", "Is Player", "int", "1 for a player, 0 for a spectator",
+     ValueTexts(_is_player_text, IS_PLAYER_TEXTS)),
     ("client.reserved", "Reserved", "string", "iext / iex+: the record's reserved String, empty"),
     ("request_in", "Request in frame", "uint32", "generated: the frame of the request this reply answers"),
     ("response_time", "Response time", "float", "generated: seconds from the request to this reply"),
