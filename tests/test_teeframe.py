@@ -492,6 +492,19 @@ def test_a_reserved_string_and_a_cut_record_are_read_with_their_checks():
     assert light.values["clients"] == full.values["clients"] and light.values["split_record"] is True
 
 
+@pytest.mark.parametrize("tree", [False, True])
+def test_client_records_give_their_dicts_at_once(tree):
+    """dicts(): every record's dict, in order, in a list of their own, whether kept by its offset (no tree) or as its
+    values (a tree); the records stay made."""
+    clients = [("a", "A", 276, -5, 1), ("b", "", 0, 7, 0), ("c", "C", -1, 4096, 1)]
+    records = dissect("teeframe", tf.iext(7, clients, map_crc=1), tree=tree).values["clients"]
+    assert [type(item) for item in records.items] == [list if tree else int] * 3
+    dicts = records.dicts()
+    assert dicts == [{"name": n, "clan": c, "country": k, "score": s, "is_player": p} for n, c, k, s, p in clients]
+    assert dicts is not records.items and records.items == dicts and [type(i) for i in records.items] == [dict] * 3
+    assert records.dicts() == dicts and records.players == 2
+
+
 def test_utf8_valid_agrees_with_pythons_decoder():
     def decodes(data):
         try:

@@ -333,7 +333,11 @@ def _packet_list(records):
 
 
 def _clients(response):
-    return [c for n in sorted(response.records) for c in response.records[n]]
+    clients = []
+    for number in sorted(response.records):
+        records = response.records[number]
+        clients.extend(records.dicts() if type(records) is ClientRecords else records)
+    return clients
 
 
 def _players(records):
