@@ -24,5 +24,8 @@ cdef class Message:
     cdef public list fields, findings, frames
     cdef public dict values
 
+cdef class AnalysisRecord:
+    cdef public object protocol, name, frames, _result, findings, summary
+
 cpdef Message new_message(protocol, payload, offset)
 cdef _start(Message msg, protocol, name, payload, offset)

@@ -192,6 +192,8 @@ def _start(msg, protocol, name, payload, offset):
     msg.frames = []
 
 
+@cython.freelist(64)
+@cython.cclass
 class AnalysisRecord:
     """A conclusion reached across packets (a transaction, an assembled response, a walk).
 
