@@ -146,8 +146,8 @@ def as_json_bytes(*records, lines=True):
     return bytes(out.data)
 
 
-# Where the C writers' digit counts change, and where CPython stops keeping an int in one machine word (2**30 before
-# 3.12, 2**62 from 3.12), on both sides of zero.
+# Where the C writers' digit counts change, where CPython stops keeping an int in one digit (2**30, with its 30-bit
+# digits) and a few larger powers, on both sides of zero.
 DIGIT_EDGES = [sign * number for number in (9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 10 ** 8 - 1, 10 ** 8,
                                             2 ** 30 - 1, 2 ** 30, 10 ** 18, 2 ** 62 - 1, 2 ** 62)
                for sign in (1, -1)] + [10 ** 19, 10 ** 19 - 1]
@@ -736,3 +736,21 @@ def test_endpoint_texts_stay_right_past_the_limit_of_the_kept_ones():
     for _ in range(2):  # the second round finds some texts kept and makes the others again
         assert [endpoint(ip, port) for ip, port in ends] == expected
     assert (endpoint("10.0.0.1", None), endpoint(None, 26000), endpoint(None, None)) == ("10.0.0.1", "", "")
+
+
+def test_summary_line_cut_short_by_an_error_leaves_nothing_in_the_next():
+    """A frame whose line fails part way (its info is not a text) writes nothing, and the next lines are whole."""
+    broken, plain = record_with([1], info="x"), record_with([1], number=2, info="CCREP_PLAYER_INFO")
+    broken.info = 5
+    rec = AnalysisRecord("netquake", "player_walk", [2], {}, summary="walk")
+    for batched in (_Batched(), _Batched()):
+        renderer = SummaryRenderer(batched.out)
+        with pytest.raises((TypeError, AttributeError)):
+            renderer.frame(broken)
+        renderer.frame(plain)
+        with pytest.raises((TypeError, AttributeError)):
+            renderer.frame(broken)
+        renderer.analysis(rec)
+        assert batched.text().splitlines() == [
+            "     2    2.000000        10.0.0.1:26000 → 10.0.0.7:40000        NetQuake    60 CCREP_PLAYER_INFO",
+            "       [netquake player_walk] walk (frames 2)"]

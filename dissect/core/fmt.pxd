@@ -63,9 +63,9 @@ cdef extern from *:
             *--end = (char)('0' + number);
     }
 
-    /* An int's value where CPython keeps it in one machine word (its "compact" ints: below 2**30 in magnitude
-       before 3.12, 2**62 from 3.12): 1 and the value; 0 for any other int. Read in place: the views write a
-       million offsets and lengths, and the generic conversion costs more than writing their digits. */
+    /* An int's value where CPython keeps it in one digit (its "compact" ints: below 2**30 in magnitude with its
+       30-bit digits): 1 and the value; 0 for any other int. Read in place: the views write a million offsets and
+       lengths, and the generic conversion costs more than writing their digits. */
     static inline int dissect_compact_int(PyObject *number, long long *value) {
     #if PY_VERSION_HEX >= 0x030C0000
         if (!PyUnstable_Long_IsCompact((PyLongObject *)number))

@@ -171,6 +171,11 @@ cdef extern from *:
        copied, its info copied as it is where it is printable ASCII. */
     static dissect_buffer dissect_line_out = {NULL, 0, 0};
 
+    /* A line begins: what a line cut short by an exception left is dropped. */
+    static inline void dissect_line_start(void) {
+        dissect_line_out.size = 0;
+    }
+
     static inline int dissect_line_bytes(PyObject *data) {
         return dissect_buffer_raw(&dissect_line_out, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     }
@@ -228,6 +233,7 @@ cdef extern from *:
         return dissect_buffer_take(&dissect_line_out);
     }
     """
+    void _line_start "dissect_line_start" ()
     int _line_bytes "dissect_line_bytes" (bytes data) except -1
     int _line_plain "dissect_line_plain" (str text) except -1
     int _line_head "dissect_line_head" (long long number, long long seconds, long long micros) except -1

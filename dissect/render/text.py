@@ -121,6 +121,7 @@ class SummaryRenderer:
     def _line(self, record, worst):
         """frame's line as UTF-8, its parts copied into a C buffer (text.pxd) rather than joined (compiled only)."""
         packet = record.packet
+        _line_start()
         if worst and self.color:
             _line_bytes(_SEVERITY_BYTES[worst])
         number, elapsed = record.number, record.ts - record.first_ts
@@ -175,6 +176,7 @@ class SummaryRenderer:
 
 def _analysis_line(rec):
     """SummaryRenderer.analysis's text as UTF-8, written into the C buffer of the summary lines (compiled only)."""
+    _line_start()
     _line_bytes(b"       [")
     _line_text(rec.protocol)
     _line_bytes(b" ")
