@@ -49,6 +49,20 @@ cdef extern from *:
         return 0;
     }
 
+    /* A str as UTF-8, ASCII copied as it is, other text encoded (errors replaced). */
+    static inline int dissect_buffer_str(dissect_buffer *buffer, PyObject *text) {
+        PyObject *encoded;
+        int written;
+        if (PyUnicode_IS_ASCII(text))
+            return dissect_buffer_raw(buffer, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
+        encoded = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+        if (encoded == NULL)
+            return -1;
+        written = dissect_buffer_raw(buffer, PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
+        Py_DECREF(encoded);
+        return written;
+    }
+
     /* The buffer's bytes, the buffer emptied. */
     static inline PyObject *dissect_buffer_take(dissect_buffer *buffer) {
         PyObject *result = PyBytes_FromStringAndSize(buffer->data, buffer->size);

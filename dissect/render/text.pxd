@@ -107,12 +107,6 @@ cdef dict _TITLES
 cdef bytes _number_and_time(Py_ssize_t number, double elapsed)
 @cython.locals(micros=double, whole=cython.longlong)
 cdef long long _exact_micros(Py_ssize_t number, double elapsed) except? -2
-@cython.locals(end=Py_ssize_t)
-cdef bytes _digits(Py_ssize_t number, Py_ssize_t seconds, Py_ssize_t micros)
-@cython.locals(start=Py_ssize_t)
-cdef Py_ssize_t _decimal_digits(Py_ssize_t end, Py_ssize_t value, Py_ssize_t width) except -1
-cdef Py_ssize_t HEAD_SIZE
-cdef char _HEAD[48]  # HEAD_SIZE (text.py): where _digits writes the No. and Time columns
 cdef Py_ssize_t LENGTH_TEXTS
 cdef list _LENGTHS
 @cython.locals(text=bytes)
@@ -124,7 +118,7 @@ cdef dict _PADDED_TITLES
 cdef bytes _padded_title(key)
 
 cdef bytes ARROW, RESET_BYTES, NEWLINE
-@cython.locals(index=Py_ssize_t, finding=Finding)
+@cython.locals(finding=Finding)
 cdef bytes _analysis_line(rec)
 cdef dict _SEVERITY_BYTES, _WORST_TAILS
 
@@ -207,26 +201,16 @@ cdef extern from *:
 
     /* What f"{value}" writes, as UTF-8 (errors replaced). */
     static inline int dissect_line_text(PyObject *value) {
-        PyObject *text, *encoded;
+        PyObject *text;
         int written;
-        if (PyUnicode_CheckExact(value) && PyUnicode_IS_ASCII(value))
-            return dissect_buffer_raw(&dissect_line_out, (const char *)PyUnicode_1BYTE_DATA(value),
-                                      PyUnicode_GET_LENGTH(value));
+        if (PyUnicode_CheckExact(value))
+            return dissect_buffer_str(&dissect_line_out, value);  /* output.pxd */
         text = PyObject_Format(value, NULL);
         if (text == NULL)
             return -1;
-        encoded = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+        written = dissect_buffer_str(&dissect_line_out, text);
         Py_DECREF(text);
-        if (encoded == NULL)
-            return -1;
-        written = dissect_buffer_raw(&dissect_line_out, PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
-        Py_DECREF(encoded);
         return written;
-    }
-
-    /* An int's digits (output.pxd): 1; 0, with nothing written, for any other value. */
-    static inline int dissect_line_int(PyObject *value) {
-        return dissect_buffer_int(&dissect_line_out, value);
     }
 
     static inline PyObject *dissect_line_take(void) {
@@ -238,7 +222,6 @@ cdef extern from *:
     int _line_plain "dissect_line_plain" (str text) except -1
     int _line_head "dissect_line_head" (long long number, long long seconds, long long micros) except -1
     int _line_text "dissect_line_text" (object value) except -1
-    int _line_int "dissect_line_int" (object value) except -1
     bytes _line_take "dissect_line_take" ()
 
 cdef extern from *:
@@ -265,16 +248,7 @@ cdef extern from *:
 
     /* A str as UTF-8: ASCII copied, other text encoded as _utf8_lines encodes a line. */
     static inline int dissect_tree_str(PyObject *text) {
-        PyObject *encoded;
-        int written;
-        if (PyUnicode_IS_ASCII(text))
-            return dissect_tree_raw((const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
-        encoded = PyUnicode_AsEncodedString(text, "utf-8", "replace");
-        if (encoded == NULL)
-            return -1;
-        written = dissect_tree_raw(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
-        Py_DECREF(encoded);
-        return written;
+        return dissect_buffer_str(&dissect_tree_out, text);  /* output.pxd */
     }
 
     /* A str of printable ASCII (dissect_ascii_printable) copied: 1; 0, with nothing written, for another. */

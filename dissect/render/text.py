@@ -96,21 +96,21 @@ class SummaryRenderer:
         # arrow would make two bytes a character, to widen while joining and then to encode. What safe() returns
         # encodes as it is (it escapes lone surrogates), so the info takes the codec's shortest path.
         worst = _worst(record) if record.findings or _any_message_findings(record.messages) else None
-        if _COMPILED and self.batched is not None:
-            self.batched.add_utf8(self._line(record, worst))
-            return
-        head = _number_and_time(record.number, record.ts - record.first_ts)
-        source = self._column(self.sources, packet.src, packet.sport, False)
-        destination = self._column(self.destinations, packet.dst, packet.dport, True)
-        info = safe(record.info)
-        if worst:
-            color = self.color
-            line = b"".join((_SEVERITY_BYTES[worst] if color else b"", head, source, ARROW, destination,
-                             _padded_title(record.protocol), _length_column(record.wirelen), info.encode(),
-                             _WORST_TAILS[worst], RESET_BYTES if color else b"", b"\n"))
+        if _COMPILED:
+            line = self._line(record, worst)
         else:
-            line = b"".join((head, source, ARROW, destination, _padded_title(record.protocol),
-                             _length_column(record.wirelen), info.encode(), b"\n"))
+            head = _number_and_time(record.number, record.ts - record.first_ts)
+            source = self._column(self.sources, packet.src, packet.sport, False)
+            destination = self._column(self.destinations, packet.dst, packet.dport, True)
+            info = safe(record.info)
+            if worst:
+                color = self.color
+                line = b"".join((_SEVERITY_BYTES[worst] if color else b"", head, source, ARROW, destination,
+                                 _padded_title(record.protocol), _length_column(record.wirelen), info.encode(),
+                                 _WORST_TAILS[worst], RESET_BYTES if color else b"", b"\n"))
+            else:
+                line = b"".join((head, source, ARROW, destination, _padded_title(record.protocol),
+                                 _length_column(record.wirelen), info.encode(), b"\n"))
         if self.batched is not None:
             self.batched.add_utf8(line)
         elif self.write_bytes is not None:
@@ -184,15 +184,7 @@ def _analysis_line(rec):
     _line_bytes(b"] ")
     _line_text(safe(rec.summary))
     _line_bytes(b" (frames ")
-    frames = rec.frames
-    if frames and len(frames) <= 6:
-        for index in range(len(frames)):
-            if index:
-                _line_bytes(b",")
-            if not _line_int(frames[index]):
-                _line_text(decimal_text(frames[index]))
-    else:
-        _line_text(_frame_span(frames))
+    _line_text(_frame_span(rec.frames))
     _line_bytes(b")")
     for finding in rec.findings:
         _line_bytes(b"\n           ")
@@ -247,8 +239,6 @@ def _number_and_time(number, elapsed):
     is formatted."""
     whole = _exact_micros(number, elapsed)
     if whole >= 0:
-        if _COMPILED:
-            return _digits(number, whole // 1000000, whole % 1000000)
         return f"{number:6d} {whole // 1000000:4d}.{whole % 1000000:06d} ".encode()
     return f"{number:6d} {elapsed:11.6f} ".encode()
 
@@ -262,44 +252,6 @@ def _exact_micros(number, elapsed):
         if abs(micros - whole) < 0.499:
             return whole
     return -1
-
-
-def _digits(number, seconds, micros):
-    """``%6d %4d.%06d `` of numbers that are not negative, written digit by digit from the right into a C buffer,
-    ``_HEAD`` (text.pxd; the compiled build alone calls this): a third of what making a text of each number and
-    joining them costs."""
-    end = HEAD_SIZE - 1
-    _HEAD[end] = 32  # the space after the time
-    for _ in range(6):
-        end -= 1
-        _HEAD[end] = 48 + micros % 10
-        micros //= 10
-    end -= 1
-    _HEAD[end] = 46  # "."
-    end = _decimal_digits(end, seconds, 4)
-    end -= 1
-    _HEAD[end] = 32
-    end = _decimal_digits(end, number, 6)
-    return _HEAD[end:HEAD_SIZE]
-
-
-def _decimal_digits(end, value, width):
-    """Writes ``value`` into ``_HEAD`` right-aligned to ``width`` (wider where it takes more digits) before
-    ``end``; returns where it starts."""
-    start = end - width
-    while True:
-        end -= 1
-        _HEAD[end] = 48 + value % 10
-        value //= 10
-        if value == 0:
-            break
-    while end > start:
-        end -= 1
-        _HEAD[end] = 32
-    return end
-
-
-HEAD_SIZE = 48  # 19 digits of the number, 7 of the seconds (under 10**6, padded to 4), 6 of the micros, 3 more
 
 
 def _any_message_findings(messages):
