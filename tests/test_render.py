@@ -278,10 +278,15 @@ def test_safe_keeps_printable_ascii_of_every_length(size):
     assert safe(text + "\u202e") == text + "\\u202e"  # the same text after a non-ASCII one is checked whole
 
 
-@pytest.mark.parametrize("number", [0, 1, 4095, 4096, -1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 + 5, -2 ** 63 - 1, 10 ** 30])
+@pytest.mark.parametrize("number", [0, 1, 4095, 4096, -1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64 + 5, -2 ** 63,
+                                    -2 ** 63 - 1, 10 ** 30, *DIGIT_EDGES])
 def test_decimal_text_is_the_numbers_text_inside_and_outside_its_table(number):
     assert decimal_text(number) == str(number)
     assert default_display(number) == str(number)
+
+
+def test_decimal_text_of_what_is_not_an_int_is_its_str():
+    assert [decimal_text(value) for value in (True, False, None, 2.5, "7")] == ["True", "False", "None", "2.5", "7"]
 
 
 @pytest.mark.parametrize("number", [0, 9, 10, 42, 255, 4096, -1, -42, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64,

@@ -120,6 +120,23 @@ cdef extern from *:
         return out;
     }
 
+    /* An int's str where it is of 64 bits, its digits written in C; None for any other value. */
+    static inline PyObject *dissect_int_text(PyObject *number) {
+        char text[24], *end = text + sizeof(text), *out;
+        unsigned long long magnitude;
+        int negative, size;
+        if (!dissect_magnitude(number, &magnitude, &negative)) {
+            Py_INCREF(Py_None);
+            return Py_None;
+        }
+        size = dissect_decimal_size(magnitude);
+        dissect_decimal_back(end, magnitude, size);
+        out = end - size;
+        if (negative)
+            *--out = '-';
+        return dissect_ascii_text(out, end - out);
+    }
+
     /* dec_hex's text: "42 (0x2a)", "-42 (-0x2a)"; None beyond 64 bits. */
     static inline PyObject *dissect_dec_hex_text(PyObject *number) {
         char text[64], *end = text + sizeof(text), *out;
@@ -159,6 +176,7 @@ cdef extern from *:
     }
     """
     object _table_text "dissect_table_text" (object number, list table)
+    object _int_text "dissect_int_text" (object number)
     object _dec_hex_text "dissect_dec_hex_text" (object number)
     object _hex_text "dissect_hex_text" (object number, Py_ssize_t width)
     # The views' C writers (render/output.pxd, text.pxd, jsonout.pxd) write their digits with these.

@@ -63,6 +63,8 @@ def decimal_text(number):
     """``str(number)``, from a table for the numbers most fields' offsets, lengths and values are."""
     if _COMPILED:
         text = _table_text(number, DECIMALS)  # C (fmt.pxd): an int's entry, without a Python-level comparison
+        if text is None:
+            text = _int_text(number)  # C: a larger int of 64 bits, its digits written without str()
     elif type(number) is int and 0 <= number < len(DECIMALS):
         text = DECIMALS[number]
     else:

@@ -979,22 +979,10 @@ def _title(node, values):
     node.name = f'Client "{name}"'
     node.value = name
     if len(values) > 2:
-        node.display = (f'clan "{values[1]}", country {_number_text(values[2])}, score {_number_text(values[3])}, '
+        node.display = (f'clan "{values[1]}", country {decimal_text(values[2])}, score {decimal_text(values[3])}, '
                         f'{"player" if values[4] == 1 else "spectator"}')
     else:
-        node.display = f"score {_number_text(values[1])}"
-
-
-def _number_text(value):
-    """``decimal_text(value)``: an int's digits, "None" for None. Compiled, an int of 64 bits (most scores are
-    beyond decimal_text's table) is written from a C integer, not through str()."""
-    if type(value) is not int:
-        return decimal_text(value)
-    try:
-        number = value  # compiled: a C long long, OverflowError beyond
-    except OverflowError:
-        return decimal_text(value)
-    return f"{number}"
+        node.display = f"score {decimal_text(values[1])}"
 
 
 LEGACY_DECODERS = {
