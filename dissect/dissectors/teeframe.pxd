@@ -71,8 +71,10 @@ cdef class ClientRecords:
     cdef public bint checked
     cpdef add(self, list values)
     cpdef keep_bytes(self)
-    @cython.locals(items=list, index=Py_ssize_t)
     cpdef list dicts(self)
+    @cython.locals(index=Py_ssize_t)
+    cdef _make_all(self)
+    cdef _made(self, index)
 
 @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, start=Py_ssize_t, player=cython.longlong, index=Py_ssize_t,
                stop=Py_ssize_t)

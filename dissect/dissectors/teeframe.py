@@ -760,8 +760,7 @@ class ClientRecords:
         the packet also holds a record read with its values (it had something to flag, and may be long), the records
         are all made into their dicts instead, and no bytes are kept."""
         if self.base >= 0 and self.checked:
-            for index in range(len(self.items)):
-                self[index]
+            self._make_all()
             self.base = -1
         if self.base < 0:
             self.data, self.origin = b"", 0
@@ -784,12 +783,7 @@ class ClientRecords:
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[position] for position in range(*index.indices(len(self.items)))]
-        item = self.items[index]
-        if type(item) is list:
-            item = self.items[index] = _values_dict(item)
-        elif type(item) is int:
-            item = self.items[index] = _record_dict(self.data, item - self.origin)
-        return item
+        return self._made(index)
 
     def __iter__(self):
         for index in range(len(self.items)):
@@ -797,14 +791,21 @@ class ClientRecords:
 
     def dicts(self):
         """The records' dicts, in a list of their own (made at once, where a view reads them all)."""
-        items = self.items
-        for index in range(len(items)):
-            item = items[index]
-            if type(item) is list:
-                items[index] = _values_dict(item)
-            elif type(item) is int:
-                items[index] = _record_dict(self.data, item - self.origin)
-        return list(items)
+        self._make_all()
+        return list(self.items)
+
+    def _make_all(self):
+        for index in range(len(self.items)):
+            self._made(index)
+
+    def _made(self, index):
+        """The dict of the record at ``index``, made from its values or its offset where it is not one yet."""
+        item = self.items[index]
+        if type(item) is list:
+            item = self.items[index] = _values_dict(item)
+        elif type(item) is int:
+            item = self.items[index] = _record_dict(self.data, item - self.origin)
+        return item
 
     def __eq__(self, other):
         if isinstance(other, ClientRecords):
