@@ -245,7 +245,7 @@ class Cursor:
         data, pos = self.data, self.pos
         if pos + n > self.end:
             self._need(n, spec)
-        value = data[pos:pos + n]
+        value = cut(data, pos, pos + n)
         self.pos = pos + n
         self.last_offset = pos
         self.last_length = n

@@ -295,12 +295,12 @@ def _claims(payload, on_port):
 
 def _decode(cur, msg):
     data = cur.data
-    ident = data[10:14]
+    ident = cut(data, 10, 14)
     msg.name = ident.decode("latin-1")
     msg.values["identifier"] = msg.name
     if len(data) > PACKET_LIMIT:
         cur.finding(W.packet_too_large, f"packet is {len(data)} bytes", PACKET_LIMIT, len(data) - PACKET_LIMIT)
-    if ident == b"gie3" or (len(data) < 14 and data[0:2] == XE):
+    if ident == b"gie3" or (len(data) < 14 and cut(data, 0, 2) == XE):
         _gie3(cur, msg)
     elif ident in LEGACY:
         LEGACY_DECODERS[ident](cur, msg, ident)
@@ -319,7 +319,7 @@ def _decode(cur, msg):
 # gie3 ----------------------------------------------------------------------------------------
 def _gie3(cur, msg):
     values = msg.values
-    extended = cur.data[0:2] == XE
+    extended = cut(cur.data, 0, 2) == XE
     values["extended"] = extended
     if extended:
         cur.raw(MARKER, 2)
