@@ -9,7 +9,7 @@ import pytest
 from conftest import capture, jsonl, run_cli
 
 from dissect.capture.files import CaptureError, read_capture
-from dissect.capture.sources import open_capture
+from dissect.capture.sources import CaptureFiles, open_capture
 from dissect.capture.layers import decode_frame
 
 PAYLOAD = nq.ccreq_server_info()
@@ -365,3 +365,18 @@ def test_records_cut_from_a_trickling_stream_are_the_files_records(tmp_path, fmt
     assert [data for *_, data, _ in whole] == [data for _, data in frames]
     trickled = read_capture(capkit.Trickle(path.read_bytes(), step), "trickle")
     assert [(f.number, f.ts, f.caplen, f.wirelen, f.linktype, f.data, f.error) for f in trickled] == whole
+
+
+def test_several_inputs_number_their_frames_on_from_the_last_one_read(tmp_path):
+    """Frame numbers go on from one input to the next, also after an input cut short (its frames read count) and
+    an empty one; ``-c`` stops across inputs."""
+    good = _good_pcap(tmp_path)  # three records
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(good.read_bytes()[:-10])  # two records, then one cut short
+    empty = tmp_path / "none.pcap"
+    empty.write_bytes(good.read_bytes()[:24])  # a header and no record
+    inputs = [str(good), str(cut), str(empty), str(good)]
+    files = CaptureFiles(inputs)
+    assert [frame.number for frame in files] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert len(files.errors) == 1 and "record 3 cut short" in files.errors[0]
+    assert [frame.number for frame in CaptureFiles(inputs, limit=6)] == [1, 2, 3, 4, 5, 6]

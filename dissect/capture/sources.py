@@ -202,12 +202,12 @@ class CaptureFiles:
         base = 0
         left = self.limit
         for self.index, source in enumerate(self.paths):
-            last = 0
+            frame = None
             try:
                 self.raw = _open_raw(source)
                 for frame in read_capture(_decompressing(self.raw, source), source_name(source)):
-                    last = frame.number
-                    frame.number += base
+                    if base:  # the first input's numbers stand: no attribute written for each of its frames
+                        frame.number += base
                     yield frame
                     if left is not None:
                         left -= 1
@@ -215,7 +215,8 @@ class CaptureFiles:
                             return
             except CaptureError as exc:
                 self.errors.append(str(exc))
-            base += last
+            if frame is not None:
+                base = frame.number  # the last frame's number, the inputs before it counted in
 
     def position(self):
         """(index of the input being read, bytes of it read so far, compressed bytes for a compressed
