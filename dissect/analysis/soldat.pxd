@@ -21,13 +21,16 @@ cdef class SoldatAnalyzer(Analyzer):
     cpdef _server(self, stream, _Exchange exchange, Message msg, list out)
     cpdef _make_room(self, stream, cost, list out)
     cpdef _hold(self, _Exchange exchange, entries, cost)
-    cpdef _seen(self, _Exchange exchange, dict fields, list frames)
+    cpdef _seen(self, _Exchange exchange, tuple values, list frames)
 
 cdef class _Exchange:
     cdef public object client, lobby, filters, announced, servers, received, cost, frames, start_ts, elapsed
     cdef public object ended, lost
 
-cpdef _cost(tuple values)
+cdef Py_ssize_t IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION
+cdef Py_ssize_t EMPTY_TUPLE_BYTES, TUPLE_SLOT_BYTES
+@cython.locals(cost=Py_ssize_t, size=Py_ssize_t)
+cpdef Py_ssize_t _cost(tuple values) except -1
 cpdef _add_frames(list frames, list more)
 cpdef _text(value)
 @cython.locals(out=dict, index=Py_ssize_t)

@@ -23,8 +23,13 @@ MAX_SERVERS = 10000
 MAX_FRAMES = 64                   # frame numbers a list record keeps
 MAX_TEXT = 256                    # characters of a name or map kept in the servers-seen table
 SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "version", "password", "listed_by")
+# Where _seen finds its columns among a server's values.
+IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION = [
+    SERVER_KEYS.index(key) for key in ("ip", "port", "passworded", "name", "map", "players", "maxplayers",
+                                       "gamestyle", "version")]
 EMPTY_TUPLE_BYTES = getsizeof(())
 TUPLE_SLOT_BYTES = getsizeof((None,)) - EMPTY_TUPLE_BYTES
+_STR_BYTES = str.__sizeof__  # sys.getsizeof of a str (it is not tracked by the garbage collector), called unbound
 
 
 def _cost(values):
@@ -33,7 +38,8 @@ def _cost(values):
     cost = EMPTY_TUPLE_BYTES + TUPLE_SLOT_BYTES * len(values) + 8
     for value in values:
         if type(value) is str:
-            cost += value.__sizeof__()  # sys.getsizeof of a str: it is not tracked by the garbage collector
+            size = _STR_BYTES(value)
+            cost += size
     return cost
 
 
@@ -120,7 +126,7 @@ class SoldatAnalyzer(Analyzer):
             if self.held_entries < MAX_HELD_ENTRIES and self.held_bytes + cost <= MAX_HELD_BYTES:
                 exchange.servers.append(values)
                 self._hold(exchange, 1, cost)
-        self._seen(exchange, fields, msg.frames)
+        self._seen(exchange, values, msg.frames)
 
     def _make_room(self, stream, cost, out):
         """Conclude the oldest open lists, other than this stream's, until a new entry fits the budget."""
@@ -144,12 +150,13 @@ class SoldatAnalyzer(Analyzer):
         self.held_bytes -= exchange.cost
         exchange.cost = 0
 
-    def _seen(self, exchange, fields, frames):
-        address = f"{clip(str(fields.get('ip')), MAX_TEXT)}:{fields.get('port')}"
-        passworded = fields.get("passworded")
+    def _seen(self, exchange, values, frames):
+        """The servers-seen row of a listed server, ``values`` its columns in SERVER_KEYS order."""
+        address = f"{clip(str(values[IP]), MAX_TEXT)}:{values[PORT]}"
+        passworded = values[PASSWORDED]
         self.servers.update(address, frames[-1] if frames else 0, (  # in SEEN_COLUMNS order
-            _text(fields.get("name")), _text(fields.get("map")), fields.get("players"), fields.get("maxplayers"),
-            GAME_STYLES.get(fields.get("gamestyle")), fields.get("version"),
+            _text(values[NAME]), _text(values[MAP]), values[PLAYERS], values[MAXPLAYERS],
+            GAME_STYLES.get(values[GAMESTYLE]), values[VERSION],
             None if passworded is None else bool(passworded), exchange.lobby))
 
     def _evict(self, stream, exchange, why):
