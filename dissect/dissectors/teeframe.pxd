@@ -74,7 +74,7 @@ cdef class ClientRecords:
     cpdef list dicts(self)
     @cython.locals(index=Py_ssize_t)
     cdef _make_all(self)
-    cdef _made(self, index)
+    cdef _made(self, Py_ssize_t index)
 
 @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, start=Py_ssize_t, player=cython.longlong, index=Py_ssize_t,
                stop=Py_ssize_t)
