@@ -304,6 +304,62 @@ def test_output_keeps_the_order_of_text_and_utf8_in_few_writes():
     assert raw.getvalue().decode() == "first\n" + "frame → 忍\nhex dump\n" * 100
 
 
+def _pipe_output():
+    """A BatchedOutput over a text stream whose binary buffer is the write end of a real pipe; and its read end."""
+    import io
+    import os
+
+    from dissect.render.output import BatchedOutput
+
+    read_fd, write_fd = os.pipe()
+    stream = io.TextIOWrapper(os.fdopen(write_fd, "wb"), encoding="utf-8")
+    return BatchedOutput(stream), stream, os.fdopen(read_fd, "rb")
+
+
+def test_output_writes_a_batch_of_utf8_to_its_descriptor_after_what_the_stream_holds():
+    """A batch of UTF-8 goes to the pipe in one writev (not joined first), after text the stream itself still
+    holds, and before what is written after it."""
+    out, stream, reader = _pipe_output()
+    assert out.fd == stream.fileno()
+    stream.write("held by the stream\n")  # not through the BatchedOutput: still in the stream's buffer
+    for index in range(300):
+        out.add_utf8(f"record {index} → 忍\n".encode())
+    out.write("text after\n")
+    out.flush()
+    stream.close()
+    expected = "held by the stream\n" + "".join(f"record {index} → 忍\n" for index in range(300)) + "text after\n"
+    assert reader.read().decode() == expected
+
+
+def test_output_goes_on_after_a_writev_that_wrote_part_of_a_batch(monkeypatch):
+    """A terminal or a socket may take part of a batch: the rest follows, from the middle of the part cut."""
+    import os
+
+    from dissect.render import output
+
+    calls = []
+
+    def seven_bytes_at_most(fd, parts):  # the real call on the real pipe, given fewer bytes than asked
+        taken, left = [], 7
+        for part in parts:
+            taken.append(bytes(part[:left]))
+            left -= len(taken[-1])
+            if not left:
+                break
+        calls.append(sum(map(len, taken)))
+        return os.writev(fd, taken)
+
+    monkeypatch.setattr(output, "_writev", seven_bytes_at_most)
+    out, stream, reader = _pipe_output()
+    parts = [b"alpha,", b"", b"beta-gamma,", "δέλτα\n".encode(), b"!"]  # 29 bytes
+    for part in parts:
+        out.add_utf8(part)
+    out.flush()
+    stream.close()
+    assert reader.read() == b"".join(parts)
+    assert calls == [7, 7, 7, 7, 1]
+
+
 # Modules the views do not need, which a start-up would import for nothing: socket.py (selectors, its enums;
 # dissect takes inet_ntop from its C module), json (orjson writes), difflib (error messages), ipaddress (filters
 # that compare addresses), bz2 and lzma (compressed captures), string, importlib.metadata (plugins), and orjson

@@ -9,6 +9,7 @@ cdef class BatchedOutput:
     cdef public list parts
     cdef public bint binary
     cdef public Py_ssize_t size
+    cdef public int fd
     cpdef write(self, text)
     cpdef add_utf8(self, data)
 

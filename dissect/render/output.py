@@ -1,5 +1,10 @@
 """The command's standard output: what the views write, collected and written in batches."""
 
+try:
+    from os import writev as _writev
+except ImportError:  # Windows: a batch of UTF-8 is joined and written through the stream's buffer
+    _writev = None
+
 
 class OutputError(Exception):
     """Standard output cannot take what is written (a full disk): reported as one line, exit status 2."""
@@ -19,7 +24,7 @@ class BatchedOutput:
     written once UTF-8 has been joins it as UTF-8 (views that write both, ``-V`` with ``-x``, would otherwise
     flush the batch at every change of kind)."""
 
-    __slots__ = ("stream", "parts", "size", "binary", "buffer", "write_bytes")
+    __slots__ = ("stream", "parts", "size", "binary", "buffer", "write_bytes", "fd")
 
     def __init__(self, stream):
         self.stream = stream
@@ -28,6 +33,7 @@ class BatchedOutput:
         self.binary = False
         self.buffer = getattr(stream, "buffer", None)
         self.write_bytes = self.add_utf8 if self.buffer is not None else None
+        self.fd = _descriptor(self.buffer)
 
     def write(self, text):
         if self.binary:
@@ -51,7 +57,10 @@ class BatchedOutput:
     def flush(self):
         try:
             if self.parts:
-                if self.binary:
+                if self.binary and self.fd >= 0:
+                    self.stream.flush()  # what the stream holds was written before these
+                    _write_all(self.fd, self.parts, self.size)
+                elif self.binary:
                     self.buffer.write(b"".join(self.parts))
                 else:
                     self.stream.write("".join(self.parts))
@@ -72,6 +81,31 @@ class BatchedOutput:
 
     def fileno(self):
         return self.stream.fileno()
+
+
+def _descriptor(buffer):
+    """The file descriptor under a stream's binary buffer, which a batch of UTF-8 goes to in one writev call (the
+    parts are not joined first: a JSON or -V batch is 128 KiB); -1 where there is none or no writev."""
+    if _writev is None or buffer is None:
+        return -1
+    try:
+        return buffer.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: an in-memory stream
+        return -1
+
+
+def _write_all(fd, parts, size):
+    """Write ``parts`` (bytes, ``size`` of them in all) to ``fd``, going on after a call that wrote fewer (a
+    terminal or a socket may take part of a batch)."""
+    written = _writev(fd, parts)
+    while written < size:
+        size -= written
+        index = 0
+        while written >= len(parts[index]):
+            written -= len(parts[index])
+            index += 1
+        parts = [memoryview(parts[index])[written:]] + parts[index + 1:]
+        written = _writev(fd, parts)
 
 
 def utf8_output(out):
