@@ -7,6 +7,8 @@ from dissect.core.cursor cimport Cursor, cut, new_cursor
 from dissect.core.fmt cimport hex_text
 from dissect.core.model cimport Field, Message, new_field, new_message
 from dissect.core.tables cimport FieldSpec
+from dissect.core.bounded cimport BoundedDict, peek, put
+from dissect.capture.layers cimport Packet
 
 # the formatters of the fields -V and JSON show most
 @cython.locals(texts=dict)
@@ -128,3 +130,10 @@ cdef FieldSpec LISTED_SERVER, LISTED_IP, LISTED_PORT
 @cython.locals(octets=list)
 cpdef str _dotted(bytes data, Py_ssize_t pos)
 cdef list OCTETS
+
+# The dissector's steps with their cursor, message and packet typed.
+cpdef _observe(BoundedDict keyed, Packet packet, Message msg)
+@cython.locals(key_sent=bint, choice=_Candidate, start=Py_ssize_t, left=Py_ssize_t, values=dict)
+cpdef _server_info(BoundedDict keyed, Cursor cur, Message msg, Packet packet)
+cpdef _layout_findings(Message msg, _Candidate choice, broken)
+cpdef _truncated(Cursor cur, Message msg, exc)

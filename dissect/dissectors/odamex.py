@@ -32,7 +32,7 @@ without decoding when one fits cleanly; the reply is then decoded once.
 import struct
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, peek, put
 from ..core.cursor import cut, new_cursor
 from ..core.fmt import ValueTexts, hex_text, named
 from ..core.model import new_field, new_message
@@ -326,8 +326,7 @@ class Odamex(Dissector):
         return _claims(payload if type(payload) is bytes else bytes(payload), on_port)
 
     def observe(self, packet, msg):
-        if packet is not None and msg.name == "launcher_request":
-            self.keyed.put((packet.src, packet.sport, packet.dst, packet.dport), msg.values.get("key") is not None)
+        _observe(self.keyed, packet, msg)
 
     # -- decoding --------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
@@ -339,7 +338,7 @@ class Odamex(Dissector):
             else:
                 self._master_list(cur, msg)
         elif tag == SERVER_INFO_TAG:
-            self._server_info(cur, msg, packet)
+            _server_info(self.keyed, cur, msg, packet)
         else:
             msg.name = "unknown"
             cur.flag_last(W.bad_tag, f"tag {tag} is neither 777123 nor 5560020")
@@ -372,60 +371,68 @@ class Odamex(Dissector):
         msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
                                                                        f" (count says {count})")
 
-    # server info ---------------------------------------------------------------------------------
-    def _server_info(self, cur, msg, packet):
-        msg.name = "server_info"
-        keyed = packet is not None and self.keyed.get((packet.dst, packet.dport, packet.src, packet.sport), False)
-        choice, broken, fitted = _choose_layout(cur.data, keyed)
-        start = cur.pos
-        try:
-            if fitted is not None and not cur.tree:
-                # The trial that fitted was this very decode without a tree: keep its result.
-                msg.values.update(fitted.values)
-                msg.findings.extend(fitted.findings)
-                cur.pos = cur.end
-            elif fitted is None and broken is None and not cur.tree:
-                _summary_read(cur, msg, choice)
-            else:
-                _reader(cur, msg, choice).read()
-            if cur.remaining():
-                left = cur.remaining()
-                cur.rest(TRAILING)
-                cur.flag_last(W.trailing_bytes, f"{left} bytes after the last field of the server-info reply")
-        except _Broken:
-            pass  # the finding is already at the byte that broke
-        except Truncated as exc:
-            self._truncated(cur, msg, exc)
-        values = msg.values
-        values.update(layout=choice.layout, echoed_key=choice.echo, extension=choice.extension)
-        if cur.tree:
-            cur.add(LAYOUT, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
-                    generated=True)
-        self._layout_findings(msg, choice, broken)
-        msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players {values.get("players")}/'
-                    f'{values.get("max_players")} {values.get("mode", "?")}')
 
-    @staticmethod
-    def _layout_findings(msg, choice, broken):
-        if broken is not None:
-            msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
-                       broken, 0)
-        elif choice.layout == REAL:
-            msg.report(REAL_LAYOUT, "read in the real servers' layout", 0, 0)
-        elif choice.layout == COMPACT:
-            msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
-        if choice.extension and broken is None:
-            msg.report(EXTENSION_FOUND, "newer servers' extension after the team block",
-                       msg.values.get("extension_offset"), 0)
+# The dissector's steps with the cursor, message and packet typed (odamex.pxd): read in C, not as attributes.
+def _observe(keyed, packet, msg):
+    """A launcher request's key remembered for the reply: (launcher, server) -> whether it carried one."""
+    if packet is not None and msg.name == "launcher_request":
+        put(keyed, (packet.src, packet.sport, packet.dst, packet.dport), msg.values.get("key") is not None)
 
-    @staticmethod
-    def _truncated(cur, msg, exc):
-        cur.finding(W.truncated, f"{exc.name} runs off the end of the reply at offset {exc.offset}", exc.offset,
-                    exc.available)
-        announced, decoded = msg.values.get("players"), msg.values.get("player_list")
-        if decoded is not None and announced is not None and len(decoded) < announced:
-            cur.finding(W.count_mismatch, f"'Players in server' says {announced} but {len(decoded)} players could "
-                                          f"be decoded", exc.offset, exc.available)
+
+# server info ---------------------------------------------------------------------------------
+def _server_info(keyed, cur, msg, packet):
+    msg.name = "server_info"
+    key_sent = packet is not None and peek(keyed, (packet.dst, packet.dport, packet.src, packet.sport)) is True
+    choice, broken, fitted = _choose_layout(cur.data, key_sent)
+    start = cur.pos
+    try:
+        if fitted is not None and not cur.tree:
+            # The trial that fitted was this very decode without a tree: keep its result.
+            msg.values.update(fitted.values)
+            msg.findings.extend(fitted.findings)
+            cur.pos = cur.end
+        elif fitted is None and broken is None and not cur.tree:
+            _summary_read(cur, msg, choice)
+        else:
+            _reader(cur, msg, choice).read()
+        if cur.remaining():
+            left = cur.remaining()
+            cur.rest(TRAILING)
+            cur.flag_last(W.trailing_bytes, f"{left} bytes after the last field of the server-info reply")
+    except _Broken:
+        pass  # the finding is already at the byte that broke
+    except Truncated as exc:
+        _truncated(cur, msg, exc)
+    values = msg.values
+    values.update(layout=choice.layout, echoed_key=choice.echo, extension=choice.extension)
+    if cur.tree:
+        cur.add(LAYOUT, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
+                generated=True)
+    _layout_findings(msg, choice, broken)
+    msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players {values.get("players")}/'
+                f'{values.get("max_players")} {values.get("mode", "?")}')
+
+
+def _layout_findings(msg, choice, broken):
+    if broken is not None:
+        msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
+                   broken, 0)
+    elif choice.layout == REAL:
+        msg.report(REAL_LAYOUT, "read in the real servers' layout", 0, 0)
+    elif choice.layout == COMPACT:
+        msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
+    if choice.extension and broken is None:
+        msg.report(EXTENSION_FOUND, "newer servers' extension after the team block",
+                   msg.values.get("extension_offset"), 0)
+
+
+def _truncated(cur, msg, exc):
+    cur.finding(W.truncated, f"{exc.name} runs off the end of the reply at offset {exc.offset}", exc.offset,
+                exc.available)
+    announced, decoded = msg.values.get("players"), msg.values.get("player_list")
+    if decoded is not None and announced is not None and len(decoded) < announced:
+        cur.finding(W.count_mismatch, f"'Players in server' says {announced} but {len(decoded)} players could "
+                                      f"be decoded", exc.offset, exc.available)
 
 
 def _claims(payload, on_port):
