@@ -7,7 +7,7 @@ from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame, tcp_flag_text
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.registry cimport Registry
-from dissect.capture.reassembly cimport TcpStream
+from dissect.capture.reassembly cimport Delivery, TcpReassembler, TcpStream
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
 
@@ -22,7 +22,8 @@ cdef _fill_record(FrameRecord record, Frame frame, Packet packet, first_ts)
 cdef class Pipeline:
     cdef public Registry registry
     cdef public dict analyzers
-    cdef public object tree, tcp, defrag, first_ts, last_ts
+    cdef public object tree, defrag, first_ts, last_ts
+    cdef public TcpReassembler tcp
     cdef public TrafficAnalyzer traffic
     cpdef frame(self, frame, packet=*)
     @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)
@@ -30,7 +31,7 @@ cdef class Pipeline:
     @cython.locals(record=FrameRecord, packet=Packet, msg=Message)
     cpdef _datagram(self, record, packet, payload, offset, frames)
     cpdef _add_message(self, FrameRecord record, Message msg)
-    @cython.locals(record=FrameRecord, packet=Packet)
+    @cython.locals(record=FrameRecord, packet=Packet, delivery=Delivery, stream=TcpStream)
     cpdef _tcp(self, record, packet)
     cpdef _stream_message(self, FrameRecord record, TcpStream stream, direction, Message msg)
 

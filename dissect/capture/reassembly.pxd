@@ -1,5 +1,10 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
-# file is the source and runs as it is without them.
+# file is the source and runs as it is without them. A segment's path through the reassembler is cpdef with
+# its stream, direction, delivery and packet typed: its steps call each other and read them in C.
+
+cimport cython
+from dissect.capture.layers cimport Packet
+from dissect.core.bounded cimport BoundedDict, put, refreshed
 
 cdef class Chunk:
     cdef public object data, frame, frame_offset
@@ -16,11 +21,28 @@ cdef class IPv4Defragmenter:
 cdef class _Datagram:
     cdef public object pieces, starts, ends, frames, end, cost
 
+cdef class _Direction
+
 cdef class TcpReassembler:
-    cdef public object streams, max_pending, max_total, total_pending, next_index, recently_closed
+    cdef public BoundedDict streams, recently_closed
+    cdef public object max_pending, max_total, total_pending, next_index
+    @cython.locals(stream=TcpStream, delivery=Delivery, direction=int)
+    cpdef segment(self, Packet packet, frame_number)
+    @cython.locals(side=_Direction, other=_Direction)
+    cpdef _close_if_done(self, TcpStream stream, Packet packet, key, Delivery delivery, frame=*)
+    cpdef _segment(self, _Direction side, Packet packet, frame, Delivery delivery)
+    cpdef _data(self, _Direction side, seq, data, frame, offset, Delivery delivery)
+    cpdef _deliver(self, _Direction side, data, frame, offset, Delivery delivery)
+    cpdef _drain(self, _Direction side, Delivery delivery)
 
 cdef class TcpStream:
-    cdef public object index, key, client, directions, dissector, parsers, ignored, probed
+    cdef public object index, key, client, dissector, parsers, ignored, probed
+    cdef public tuple directions
+    cpdef int direction_of(self, src, sport) except -1
+
+cpdef tuple _key(Packet packet)
+@cython.locals(side=_Direction)
+cpdef bint _both_finished(tuple directions) except -1
 
 cdef class _Direction:
     cdef public object index, next_seq, next_off, pending, heap, pending_bytes, history, fin_seq

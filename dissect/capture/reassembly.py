@@ -16,7 +16,7 @@ bisections however many fragments are held; its bytes are bounded in total.
 import heapq
 from bisect import bisect_left, bisect_right
 
-from ..core.bounded import BoundedDict
+from ..core.bounded import BoundedDict, put, refreshed
 from .tables import IP_FINDINGS, TCP_FINDINGS
 
 MAX_STREAMS = 4096                 # streams tracked at once; the least recently used is evicted
@@ -124,7 +124,7 @@ class TcpReassembler:
 
     def segment(self, packet, frame_number):
         key = _key(packet)
-        stream = self.streams.get(key)
+        stream = refreshed(self.streams, key)  # the most recently used, if it is there
         evicted = None
         if stream is None:
             if key in self.recently_closed and not packet.tcp_flags & SYN:
@@ -132,9 +132,7 @@ class TcpReassembler:
             self.recently_closed.pop(key, None)
             stream = TcpStream(self.next_index, key, (packet.src, packet.sport))
             self.next_index += 1
-            evicted = self.streams.put(key, stream)
-        else:
-            self.streams.move_to_end(key)
+            evicted = put(self.streams, key, stream)
         direction = stream.direction_of(packet.src, packet.sport)
         delivery = Delivery(stream, direction)
         if evicted is not None:
@@ -154,7 +152,7 @@ class TcpReassembler:
         side = stream.directions[delivery.direction]
         if packet.tcp_flags & FIN and side.fin_seq is None:
             side.fin_seq = 0
-        ended = packet.tcp_flags & RST or all(d.fin_seq is not None for d in stream.directions)
+        ended = packet.tcp_flags & RST or _both_finished(stream.directions)
         if not ended:
             return
         for other in stream.directions:
@@ -163,7 +161,7 @@ class TcpReassembler:
             other.closed = True
         delivery.closed = True
         self.streams.pop(key, None)
-        self.recently_closed.put(key, True)
+        put(self.recently_closed, key, True)
 
     def _segment(self, side, packet, frame, delivery):
         flags, seq, data = packet.tcp_flags, packet.tcp_seq, packet.payload or b""
@@ -295,6 +293,14 @@ class TcpReassembler:
             out.append(delivery)
         self.streams.clear()
         return out
+
+
+def _both_finished(directions):
+    """Whether both directions of a stream have sent their FIN."""
+    for side in directions:
+        if side.fin_seq is None:
+            return False
+    return True
 
 
 def _key(packet):
