@@ -6,6 +6,7 @@ cimport cython
 from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame, tcp_flag_text
 from dissect.analysis.abuse cimport TrafficAnalyzer
+from dissect.analysis.base cimport Analyzer
 from dissect.registry cimport Registry
 from dissect.capture.reassembly cimport Delivery, TcpReassembler, TcpStream
 from dissect.core.fmt cimport endpoint
@@ -30,6 +31,7 @@ cdef class Pipeline:
     cpdef _frame(self, frame, packet)
     @cython.locals(record=FrameRecord, packet=Packet, msg=Message)
     cpdef _datagram(self, record, packet, payload, offset, frames)
+    @cython.locals(analyzer=Analyzer)
     cpdef _add_message(self, FrameRecord record, Message msg)
     @cython.locals(record=FrameRecord, packet=Packet, delivery=Delivery, stream=TcpStream)
     cpdef _tcp(self, record, packet)
