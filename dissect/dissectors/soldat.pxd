@@ -44,6 +44,7 @@ cpdef bint _bound(Cursor cur, bytes line, separator) except -1
 @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
                split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
 cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)
+@cython.locals(template=dict, put_in=dict, values=dict)
 cdef _whole_line_values(Message msg, type_byte)
 cpdef _check_count(cur, msg, type_byte, count, layout)
 @cython.locals(data=dict)

@@ -573,7 +573,8 @@ def _server_fields_slowly(cur, msg, ident):
 def _check_server_field(cur, ident, spec, value, offset, length):
     """A server field's own checks (a String's size and UTF-8 are _check_text's)."""
     if spec is VERSION:
-        if ident not in (b"info", b"inf2") and not value.startswith("0.6"):
+        text = value  # a str: the version is a String
+        if ident not in (b"info", b"inf2") and not text.startswith("0.6"):
             cur.finding(W.bad_version, f'version "{value}" does not begin with 0.6', offset, length)
     elif spec is MAP_CRC:
         if value is not None and value < 0:
