@@ -7,7 +7,7 @@ from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame, tcp_flag_text
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.analysis.base cimport Analyzer
-from dissect.registry cimport Registry
+from dissect.registry cimport Registry, dissect_message
 from dissect.capture.reassembly cimport Delivery, TcpReassembler, TcpStream
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message

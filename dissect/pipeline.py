@@ -14,6 +14,7 @@ from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS
 from .core import AnalysisRecord
 from .core.fmt import endpoint
+from .registry import dissect_message
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 CUT = "ended inside a line"
@@ -171,7 +172,7 @@ class Pipeline:
         if dissector is None:
             record.info = _transport_info(packet, payload)
             return []
-        msg = dissector.dissect(payload, self.tree, packet, offset)
+        msg = dissect_message(dissector, payload, self.tree, packet, offset)
         msg.frames.extend(frames or [record.number])
         dissector.observe(packet, msg)
         record.protocol = dissector.key

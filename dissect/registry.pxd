@@ -3,11 +3,14 @@
 
 cimport cython
 from dissect.capture.layers cimport Packet
-from dissect.core.cursor cimport new_cursor
-from dissect.core.model cimport new_message
+from dissect.core.cursor cimport Cursor, new_cursor
+from dissect.core.model cimport Message, new_message
 
 cdef class Registry:
     cdef public object dissectors, forced, by_port, order
     cdef public dict plans
     @cython.locals(plans=tuple, plan_by_port=dict, plan=tuple)
     cpdef select(self, Packet packet, payload)
+
+@cython.locals(msg=Message, cur=Cursor)
+cpdef Message dissect_message(dissector, payload, tree, packet, offset)

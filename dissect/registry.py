@@ -64,26 +64,33 @@ class Dissector:
         """Learn from a decoded message (conversations, ports); called after decode."""
 
     def dissect(self, payload, tree=True, packet=None, offset=0):
-        """Decode one message; never raises. Unreadable parts become findings."""
-        msg = new_message(self.key, payload, offset)
-        cur = new_cursor(msg, payload, tree, 0)
-        try:
-            self.decode(cur, msg, packet)
-        except Unterminated as exc:
-            msg.report(self.unterminated or self.truncated,
-                       f"{exc.name} is not null-terminated: the string runs off the end of the message at offset "
-                       f"{exc.offset}", exc.offset, exc.available)
-        except Truncated as exc:
-            msg.report(self.truncated, f"{exc.name} runs off the end of the message: {exc.needed} bytes needed at "
-                                       f"offset {exc.offset}, {exc.available} left", exc.offset, exc.available)
-        except Exception as exc:  # a dissector bug must not take the frame down with it
-            msg.report(self.findings.dissector_error, f"internal dissector error: {type(exc).__name__}: {exc}",
-                       cur.pos, 0)
-        if not msg.name:
-            msg.name = "unknown"
-        if not msg.info:
-            msg.info = f"{msg.name} [Malformed]" if msg.findings else msg.name
-        return msg
+        """Decode one message; never raises. Unreadable parts become findings. (The pipeline calls
+        ``dissect_message`` itself: a protocol overrides ``decode``, not this.)"""
+        return dissect_message(self, payload, tree, packet, offset)
+
+
+def dissect_message(dissector, payload, tree, packet, offset):
+    """``dissector.dissect(payload, tree, packet, offset)``: the message, its Cursor and their attributes typed
+    (registry.pxd)."""
+    msg = new_message(dissector.key, payload, offset)
+    cur = new_cursor(msg, payload, tree, 0)
+    try:
+        dissector.decode(cur, msg, packet)
+    except Unterminated as exc:
+        msg.report(dissector.unterminated or dissector.truncated,
+                   f"{exc.name} is not null-terminated: the string runs off the end of the message at offset "
+                   f"{exc.offset}", exc.offset, exc.available)
+    except Truncated as exc:
+        msg.report(dissector.truncated, f"{exc.name} runs off the end of the message: {exc.needed} bytes needed at "
+                                        f"offset {exc.offset}, {exc.available} left", exc.offset, exc.available)
+    except Exception as exc:  # a dissector bug must not take the frame down with it
+        msg.report(dissector.findings.dissector_error, f"internal dissector error: {type(exc).__name__}: {exc}",
+                   cur.pos, 0)
+    if not msg.name:
+        msg.name = "unknown"
+    if not msg.info:
+        msg.info = f"{msg.name} [Malformed]" if msg.findings else msg.name
+    return msg
 
 
 # -- discovery ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ cimport cython
 from dissect.core.cursor cimport Cursor, cut
 from dissect.core.fmt cimport decimal_text
 from dissect.core.model cimport Message
+from dissect.registry cimport dissect_message
 
 cdef class Column:
     cdef public object spec, short, rule, texts

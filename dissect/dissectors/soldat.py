@@ -23,7 +23,7 @@ import sys
 from ..core.cursor import cut
 from ..core.fmt import ValueTexts, decimal_text
 from ..core.tables import FieldTable, FindingTable
-from ..registry import Dissector
+from ..registry import Dissector, dissect_message
 
 SEP_LATIN1 = b"\xa9"
 SEP_UTF8 = b"\xc2\xa9"
@@ -763,7 +763,7 @@ class LineParser:
 
     def _dissect(self, line, frames, offset, tree, packet):
         """The message of one line, from ``frames``, at ``offset`` in its frame (None: over several)."""
-        msg = self.dissector.dissect(line, tree, packet, offset)
+        msg = dissect_message(self.dissector, line, tree, packet, offset)
         msg.frames.extend(frames)
         if self.lost:
             msg.values["after_gap"] = True
