@@ -15,3 +15,4 @@ cdef class Session:
     cpdef frame(self, frame, packet=*)
     @cython.locals(record=FrameRecord)
     cpdef _frame(self, record)
+    cpdef analysis(self, rec)

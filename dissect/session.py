@@ -97,7 +97,10 @@ class Session:
         if shown:
             if self.stats is not None:
                 self.stats.analysis(rec)
-            self.sink.analysis(rec)
+            if self.printer is not None:
+                self.printer.analysis(rec)
+            else:
+                self.sink.analysis(rec)
 
     def _check_fail(self, findings, where, shown):
         for finding in findings:

@@ -54,6 +54,9 @@ class Printer:
             view.frame(record)
 
     def analysis(self, rec):
+        if self.summary is not None:
+            self.summary.analysis(rec)
+            return
         for view in self.views:
             view.analysis(rec)
 

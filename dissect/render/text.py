@@ -163,7 +163,10 @@ class SummaryRenderer:
 
     def analysis(self, rec):
         if _COMPILED and self.write_bytes is not None:
-            self.write_bytes(_analysis_line(rec))
+            if self.batched is not None:
+                self.batched.add_utf8(_analysis_line(rec))
+            else:
+                self.write_bytes(_analysis_line(rec))
             return
         text = f"       [{rec.protocol} {rec.name}] {safe(rec.summary)} (frames {_frame_span(rec.frames)})"
         for finding in rec.findings:
