@@ -5,7 +5,7 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
-from dissect.core.bounded cimport BoundedDict, put, refreshed
+from dissect.core.bounded cimport BoundedDict, popped, put, refreshed
 from dissect.core.fmt cimport endpoint
 from dissect.core.model cimport Message
 from dissect.dissectors.odamex cimport MasterEntries

@@ -3,7 +3,7 @@
 from functools import partial
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, put, refreshed
+from ..core.bounded import BoundedDict, popped, put, refreshed
 from ..dissectors.odamex import F, REAL, SPEC_TEAMS, MasterEntries, entry_text, full_values, real_teams
 from ..core.fmt import endpoint
 from .base import Analyzer
@@ -41,7 +41,7 @@ class OdamexAnalyzer(Analyzer):
             return []
         if msg.name not in ("master_list", "server_info"):
             return []
-        request = self.pending.pop(((dst, dport), (src, sport)), None)
+        request = popped(self.pending, ((dst, dport), (src, sport)))
         peer, launcher = endpoint(src, sport), endpoint(dst, dport)
         result = {"launcher": launcher, ("master" if msg.name == "master_list" else "server"): peer}
         frames = [record.number]

@@ -5,7 +5,7 @@
 cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing
-from dissect.core.bounded cimport BoundedDict, peek, put
+from dissect.core.bounded cimport BoundedDict, peek, popped, put
 from dissect.core.model cimport Message
 from dissect.dissectors.soldat cimport clip
 

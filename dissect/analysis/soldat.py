@@ -10,7 +10,7 @@ keeping them (the result's ``omitted``).
 from sys import getsizeof
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, peek, put
+from ..core.bounded import BoundedDict, peek, popped, put
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
 from .base import Analyzer
 from .common import ServersSeen, Timing, merge_counts
@@ -179,7 +179,7 @@ class SoldatAnalyzer(Analyzer):
                               summary)
 
     def stream_closed(self, stream):
-        exchange = self.exchanges.pop(stream, None)
+        exchange = popped(self.exchanges, stream)
         return [self._conclude(stream, exchange)] if exchange is not None else []
 
     def finish(self):

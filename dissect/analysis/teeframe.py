@@ -15,7 +15,7 @@ from collections import OrderedDict
 from functools import partial
 
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, peek, put
+from ..core.bounded import BoundedDict, peek, popped, put
 from ..core.fmt import endpoint
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W, ClientRecords
 from .base import Analyzer
@@ -118,11 +118,11 @@ class TeeFrameAnalyzer(Analyzer):
         token = msg.values["response_token"]
         self.request_count += 1
         put(self.requests, (client, server, token), (record.number, record.ts))
-        self.done.pop((server, client, token), None)  # a new request may reuse a token
+        popped(self.done, (server, client, token))  # a new request may reuse a token
         out = []
         previous = peek(self.latest_token, (client, server))
         if previous is not None and previous != token:
-            stale = self.pending.pop((server, client, previous), None)
+            stale = popped(self.pending, (server, client, previous))
             if stale is not None:
                 out.append(self._conclude(stale, superseded_by=record.number))
         put(self.latest_token, (client, server), token)
@@ -163,7 +163,7 @@ class TeeFrameAnalyzer(Analyzer):
 
     def _match_request(self, response, record, msg, tree):
         response.first_ts = record.ts
-        request = self.requests.pop((response.client, response.server, response.token), None)
+        request = popped(self.requests, (response.client, response.server, response.token))
         if request is not None:
             response.request = request
             elapsed = annotate_response(record, msg, tree, request[0], request[1], F)

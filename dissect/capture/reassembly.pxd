@@ -4,7 +4,7 @@
 
 cimport cython
 from dissect.capture.layers cimport Packet
-from dissect.core.bounded cimport BoundedDict, put, refreshed
+from dissect.core.bounded cimport BoundedDict, popped, put, refreshed
 
 cdef class Chunk:
     cdef public object data, frame, frame_offset

@@ -16,7 +16,7 @@ bisections however many fragments are held; its bytes are bounded in total.
 import heapq
 from bisect import bisect_left, bisect_right
 
-from ..core.bounded import BoundedDict, put, refreshed
+from ..core.bounded import BoundedDict, popped, put, refreshed
 from .tables import IP_FINDINGS, TCP_FINDINGS
 
 MAX_STREAMS = 4096                 # streams tracked at once; the least recently used is evicted
@@ -129,7 +129,7 @@ class TcpReassembler:
         if stream is None:
             if key in self.recently_closed and not packet.tcp_flags & SYN:
                 return None           # a late segment of a finished connection
-            self.recently_closed.pop(key, None)
+            popped(self.recently_closed, key)
             stream = TcpStream(self.next_index, key, (packet.src, packet.sport))
             self.next_index += 1
             evicted = put(self.streams, key, stream)
@@ -160,7 +160,7 @@ class TcpReassembler:
                 self._flush(other, frame, delivery)
             other.closed = True
         delivery.closed = True
-        self.streams.pop(key, None)
+        popped(self.streams, key)
         put(self.recently_closed, key, True)
 
     def _segment(self, side, packet, frame, delivery):

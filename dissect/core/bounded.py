@@ -154,6 +154,17 @@ def peek(table, key):
     return None if found is None else table._values[found]
 
 
+def popped(table, key):
+    """``table.pop(key, None)``: the value of ``key``, taken out of ``table``; None without it."""
+    found = table._slots.pop(key, None)
+    if found is None:
+        return None
+    slot = found
+    value = table._values[slot]
+    _release(table, slot)
+    return value
+
+
 def _empty(table):
     table._slots = {}      # key -> slot
     table._keys = [None]   # slot -> key; slot 0 is the ring's sentinel
