@@ -52,7 +52,7 @@ cdef class Cursor:
 @cython.locals(child=Field, end=Py_ssize_t, offset=Py_ssize_t, length=Py_ssize_t)
 cdef _close_subtree(Cursor cursor, Field node)
 cpdef Cursor new_cursor(msg, data, tree, Py_ssize_t pos)
-cdef _start(Cursor cur, msg, data, tree, Py_ssize_t pos)
+cdef _start(Cursor cur, Message msg, data, tree, Py_ssize_t pos)
 
 cdef str _decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, str encoding)
 cdef Py_ssize_t _width(st) except -1

@@ -440,7 +440,8 @@ def _claims(payload, on_port):
     size = len(payload)
     if size < 4:
         return False
-    tag = TAG_BYTES.get(cut(payload, 0, 4))
+    tags = TAG_BYTES
+    tag = tags.get(cut(payload, 0, 4))
     if tag is None:
         return False
     if on_port:

@@ -2,7 +2,7 @@
 # file is the source and runs as it is without them.
 
 cimport cython
-from dissect.core.model cimport Field, Finding, Message, display_of
+from dissect.core.model cimport AnalysisRecord, Field, Finding, Message, display_of
 from dissect.capture.layers cimport Layer, Packet
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport decimal_text, digits_back, endpoint
@@ -119,7 +119,7 @@ cdef bytes _padded_title(key)
 
 cdef bytes ARROW, RESET_BYTES, NEWLINE
 @cython.locals(finding=Finding)
-cdef bytes _analysis_line(rec)
+cdef bytes _analysis_line(AnalysisRecord rec)
 cdef dict _SEVERITY_BYTES, _WORST_TAILS
 
 cdef class SummaryRenderer:

@@ -6,7 +6,7 @@ import time
 
 from ..capture.layers import LINKTYPE_NAMES
 from ..core import SEVERITIES, SEVERITY_RANK
-from ..core.model import display_of
+from ..core.model import AnalysisRecord, display_of
 from ..core.fmt import decimal_text, endpoint
 from .output import utf8_output
 from ..registry import load_protocols
@@ -162,7 +162,7 @@ class SummaryRenderer:
         return text
 
     def analysis(self, rec):
-        if _COMPILED and self.write_bytes is not None:
+        if _COMPILED and self.write_bytes is not None and type(rec) is AnalysisRecord:
             if self.batched is not None:
                 self.batched.add_utf8(_analysis_line(rec))
             else:
@@ -178,7 +178,8 @@ class SummaryRenderer:
 
 
 def _analysis_line(rec):
-    """SummaryRenderer.analysis's text as UTF-8, written into the C buffer of the summary lines (compiled only)."""
+    """SummaryRenderer.analysis's text as UTF-8, written into the C buffer of the summary lines (compiled only; an
+    AnalysisRecord, its attributes read in C)."""
     _line_start()
     _line_bytes(b"       [")
     _line_text(rec.protocol)
