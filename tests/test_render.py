@@ -442,6 +442,26 @@ def test_summary_analysis_lines_as_utf8_are_the_text_of_every_kind_of_record():
         "       [12 None] names (frames 3)"]
 
 
+def test_summary_analysis_line_of_a_record_that_is_not_an_analysis_record_itself():
+    """Compiled, an AnalysisRecord's line is written from its attributes in C; a subclass of it, or another object
+    with the same attributes (an analyzer's own), takes the text path: the same line."""
+    class Subclass(AnalysisRecord):
+        pass
+
+    class Own:
+        protocol, name, summary, frames = "quake3", "status", "tab\there", [4, 5]
+        findings = [Finding("quake3.test", "note", "odd \x1b", None, None)]
+
+    made = [kind("quake3", "status", [4, 5], {}, findings=Own.findings, summary="tab\there")
+            for kind in (AnalysisRecord, Subclass)] + [Own()]
+    batched = _Batched()
+    renderer = SummaryRenderer(batched.out)
+    for rec in made:
+        renderer.analysis(rec)
+    assert batched.text() == ("       [quake3 status] tab\\there (frames 4,5)\n"
+                              "           note: quake3.test: odd \\x1b\n") * 3
+
+
 def test_tree_writes_the_same_text_as_utf8_as_it_writes_as_text():
     """-V goes out as each frame's UTF-8 where the output takes it (compiled, line by line: lines of ASCII copied,
     the others encoded): frames with names in other scripts (Latin-1, two- and four-byte UTF-8, empty, ASCII
