@@ -5,7 +5,7 @@ cimport cython
 from dissect.core.model cimport Field, Finding, Message, display_of
 from dissect.pipeline cimport FrameRecord
 from dissect.capture.layers cimport Packet
-from dissect.render.output cimport dissect_buffer
+from dissect.render.output cimport BatchedOutput, dissect_buffer, utf8_output
 from dissect.core.fmt cimport digits_back
 
 @cython.locals(data=dict)
@@ -24,6 +24,18 @@ cdef bint _write_message(Message msg) except -1
 cdef bint _write_finding(Finding finding) except -1
 cdef bint _write_field(Field field) except -1
 cdef bint _write_display(Field field) except -1
+
+# The renderer's per-record methods are cpdef: the Printer calls them in C where JSON is its only view.
+cdef class JsonRenderer:
+    cdef public object out, dumps_bytes, dumps, write_bytes, newline
+    cdef public bint lines, compiled
+    cdef public Py_ssize_t count
+    cdef public BatchedOutput batched
+    cpdef _emit(self, obj)
+    cpdef _write(self, data)
+    cpdef _emit_built(self, build, kind, source)
+    cpdef frame(self, record)
+    cpdef analysis(self, rec)
 
 cdef extern from *:
     """

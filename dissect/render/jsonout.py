@@ -11,6 +11,7 @@ finding.
 
 from ..capture.tables import DISSECT_FINDINGS
 from ..core.model import display_of
+from .output import utf8_output
 
 
 def _orjson():
@@ -156,6 +157,8 @@ def analysis_dict(rec):
 class JsonRenderer:
     """One record per line (jsonl), or the same records as one array (json)."""
 
+    __slots__ = ("out", "lines", "count", "dumps_bytes", "dumps", "write_bytes", "newline", "compiled", "batched")
+
     def __init__(self, out, lines=True):
         self.out = out
         self.lines = lines
@@ -174,6 +177,7 @@ class JsonRenderer:
         self.write_bytes = getattr(out, "write_bytes", None) if orjson is not None else None
         self.newline = orjson.OPT_APPEND_NEWLINE if orjson is not None and lines else 0
         self.compiled = _COMPILED and self.write_bytes is not None
+        self.batched = utf8_output(out) if self.write_bytes is not None else None  # its add_utf8 called in C
 
     def _emit(self, obj):
         if self.write_bytes is None:
@@ -188,7 +192,10 @@ class JsonRenderer:
     def _write(self, data):
         if not self.lines:
             self.write_bytes(b"[\n" if self.count == 0 else b",\n")
-        self.write_bytes(data)
+        if self.batched is not None:
+            self.batched.add_utf8(data)
+        else:
+            self.write_bytes(data)
         self.count += 1
 
     def _emit_built(self, build, kind, source):

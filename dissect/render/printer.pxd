@@ -3,10 +3,12 @@
 # extension type's C method, which calls the summary view in C when it is the only view.
 
 from dissect.render.text cimport SummaryRenderer
+from dissect.render.jsonout cimport JsonRenderer
 
 cdef class Printer:
-    cdef public object out, json, writer
+    cdef public object out, writer
     cdef public list views
     cdef public SummaryRenderer summary
+    cdef public JsonRenderer json, json_only
     cpdef frame(self, record)
     cpdef analysis(self, rec)

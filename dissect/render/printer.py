@@ -13,7 +13,7 @@ class Printer:
     With ``stats`` or ``quiet`` no record is printed; with ``stats`` ``close`` writes the statistics
     (as text, or as JSON records: one a server seen, then the stats record)."""
 
-    __slots__ = ("out", "json", "views", "writer", "summary")
+    __slots__ = ("out", "json", "views", "writer", "summary", "json_only")
 
     def __init__(self, out, format="text", verbose=False, hexdump=False, color=False, stats=False, quiet=False,
                  fields=None, field_options=None, writer=None):
@@ -38,6 +38,7 @@ class Printer:
                 self.views.append(SummaryRenderer(out, color))
         # The summary alone, the commonest view, called directly (compiled, a C call) rather than from the list.
         self.summary = self.views[0] if len(self.views) == 1 and type(self.views[0]) is SummaryRenderer else None
+        self.json_only = self.json if self.views == [self.json] else None  # the same, for -T json and jsonl
 
     @property
     def needs_tree(self):
@@ -50,12 +51,18 @@ class Printer:
         if self.summary is not None:
             self.summary.frame(record)
             return
+        if self.json_only is not None:
+            self.json_only.frame(record)
+            return
         for view in self.views:
             view.frame(record)
 
     def analysis(self, rec):
         if self.summary is not None:
             self.summary.analysis(rec)
+            return
+        if self.json_only is not None:
+            self.json_only.analysis(rec)
             return
         for view in self.views:
             view.analysis(rec)
