@@ -302,8 +302,9 @@ def test_dec_hex_and_hex_text_are_their_format_specs_texts(number):
 
 
 def test_value_texts_show_every_value_as_their_formatter_and_read_the_ints_of_their_table():
-    """A ValueTexts formatter's texts are its formatter's, made once for the ints it lists; any other value (a bool
-    too: True == 1, and the formatter shows it its own way), and an int it does not list, go to the formatter."""
+    """A ValueTexts formatter's texts are its formatter's, made once for the ints it lists and for False and True (the
+    formatter shows a bool its own way: True == 1); any other value, and an int it does not list, go to the
+    formatter."""
     names = {0: "zero", 1: "one"}
     calls = []
 
@@ -312,17 +313,29 @@ def test_value_texts_show_every_value_as_their_formatter_and_read_the_ints_of_th
         return f"{names[value]} ({value})" if value in names else repr(value)
 
     texts = ValueTexts(fmt, [0, 1, 7, True, "x"])
-    assert texts.texts == {0: "zero (0)", 1: "one (1)", 7: "7"} and calls == [0, 1, 7]
+    assert texts.texts == {0: "zero (0)", 1: "one (1)", 7: "7"} and calls == [0, 1, 7, False, True]
+    assert texts.bool_texts == ("zero (False)", "one (True)")
     del calls[:]
-    assert [texts(value) for value in (0, 1, 7)] == ["zero (0)", "one (1)", "7"] and calls == []
+    assert [texts(value) for value in (0, 1, 7, False, True)] == ["zero (0)", "one (1)", "7", "zero (False)",
+                                                                  "one (True)"] and calls == []
     for value in (2, -1, True, False, "x", None, 2 ** 70, 1.0):
         assert texts(value) == fmt(value)
     with pytest.raises(TypeError):  # as the formatter's own lookup raises (display_of then shows the default)
         texts([1])
-    assert texts(True) == "one (True)"
     shown = [Field("netquake.test", "n", 0, 1, value, fmt=texts) for value in (1, True, 3)]
     del calls[:]
-    assert [display_of(field) for field in shown] == ["one (1)", "one (True)", "3"] and calls == [True, 3]
+    assert [display_of(field) for field in shown] == ["one (1)", "one (True)", "3"] and calls == [3]
+
+    def ints_only(value):
+        if type(value) is not int:
+            raise TypeError(value)
+        return f"#{value}"
+
+    strict = ValueTexts(ints_only, [1])
+    assert strict.bool_texts == (None, None)
+    with pytest.raises(TypeError):  # a bool it raised for at the start goes to it again when shown
+        strict(True)
+    assert display_of(Field("netquake.test", "n", 0, 1, True, fmt=strict)) == "True"
 
 
 def test_the_str_formatter_shows_a_text_as_it_is_and_anything_else_as_str_does():

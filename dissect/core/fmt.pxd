@@ -188,6 +188,7 @@ cdef extern from *:
 cdef class ValueTexts:
     cdef readonly object fmt
     cdef readonly dict texts
+    cdef readonly tuple bool_texts
     cpdef text(self, value)
 
 cdef list DECIMALS

@@ -31,25 +31,38 @@ def hex16(value):
 @cython.cclass
 class ValueTexts:
     """A formatter whose texts for some ints are made once: ``ValueTexts(fmt, values)`` shows every value as ``fmt``
-    does, and an int of ``values`` by the text ``fmt`` gave it. ``display_of`` reads the table in C where a named
-    value's formatter, a Python function, costs a call."""
+    does, and an int of ``values``, False and True by the text ``fmt`` gave it. ``display_of`` reads them in C where
+    a named value's formatter, a Python function, costs a call."""
 
-    __slots__ = ("fmt", "texts")
+    __slots__ = ("fmt", "texts", "bool_texts")
 
     def __init__(self, fmt, values):
         self.fmt = fmt
         self.texts = {value: fmt(value) for value in values if type(value) is int}
+        # A bool's own (True == 1, and a formatter may show it otherwise); None where fmt raises for it.
+        self.bool_texts = (_text_or_none(fmt, False), _text_or_none(fmt, True))
 
     def __call__(self, value):
         return self.text(value)
 
     def text(self, value):
         """fmt(value)."""
-        if type(value) is int:  # not a bool: True == 1, and a formatter may show it otherwise
+        if type(value) is int:
             text = self.texts.get(value)
             if text is not None:
                 return text
+        elif type(value) is bool:
+            text = self.bool_texts[1 if value else 0]
+            if text is not None:
+                return text
         return self.fmt(value)
+
+
+def _text_or_none(fmt, value):
+    try:
+        return fmt(value)
+    except Exception:  # shown when asked, by fmt, which raises again: display_of then shows the default
+        return None
 
 
 def named(names, unknown="unknown"):
