@@ -35,6 +35,7 @@ cdef class _ServerInfo:
     cpdef _bool(self, spec)
     cpdef _enum(self, spec, names)
     cpdef _out_of_range(self, detail)
+    @cython.locals(node=Field)
     cpdef _player(self, allowed)
     cpdef dict _player_fields(self, allowed)
     cpdef _team(self, allowed)
@@ -46,6 +47,7 @@ cdef class _ServerInfo:
     cpdef _extension(self)
     @cython.locals(cur=Cursor, start=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t, flags=dict, data=bytes)
     cpdef dict _flags(self)
+    @cython.locals(node=Field)
     cpdef _player_stats(self, index)
     cpdef _marker(self, expected)
 

@@ -959,11 +959,14 @@ class _ServerInfo:
         cur = self.cur
         if not cur.tree:
             return self._player_fields(allowed)  # no node to nest them in
-        with cur.subtree(PLAYER) as node:
+        node = cur.open_subtree(PLAYER)  # not a with block: a reply lists many players
+        try:
             player = self._player_fields(allowed)
             node.name = f'Player "{player["name"]}"'
             node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
                 f", team {self.team_names[player['team']]}" if "team" in player else "")
+        finally:
+            cur.close_subtree(node)
         return player
 
     def _player_fields(self, allowed):
@@ -1068,9 +1071,12 @@ class _ServerInfo:
         cur = self.cur
         if not cur.tree:
             return _stats_fields(cur)  # no node to nest them in
-        with cur.subtree(EXT_PLAYER, value=None, name=f"Player {index} stats") as node:
+        node = cur.open_subtree(EXT_PLAYER, None, f"Player {index} stats")
+        try:
             stats = _stats_fields(cur)
             node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
+        finally:
+            cur.close_subtree(node)
         return stats
 
     def _marker(self, expected):
