@@ -331,6 +331,11 @@ def test_value_texts_show_every_value_as_their_formatter_and_read_the_ints_of_th
             raise TypeError(value)
         return f"#{value}"
 
+    marks = ValueTexts(lambda value: f"<{value!r}>", [b"iext", 3])  # bytes listed too, each by its own text
+    assert marks.texts == {b"iext": "<b'iext'>", 3: "<3>"} and marks(b"iext") == "<b'iext'>"
+    assert [marks(value) for value in (bytearray(b"iext"), "iext", b"iex+")] == ["<bytearray(b'iext')>", "<'iext'>",
+                                                                                "<b'iex+'>"]
+
     strict = ValueTexts(ints_only, [1])
     assert strict.bool_texts == (None, None)
     with pytest.raises(TypeError):  # a bool it raised for at the start goes to it again when shown

@@ -101,7 +101,7 @@ F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
     ("header", "Header", "bytes", "bytes 0-5 of a reply, a vanilla or a legacy request: FF x6"),
     ("padding", "Padding", "bytes", "bytes 6-9: FF FF FF FF"),
     ("identifier", "Identifier", "bytes", "bytes 10-13: the message identifier, four ASCII letters (gie3, iext, "
-                                          "iex+ ...)", _identifier_display),
+                                          "iex+ ...)", ValueTexts(_identifier_display, IDENTIFIERS)),
     ("token", "Token", "int", "requests: the token byte after the identifier; replies: the token they answer, as a "
                               "Decimal String (-1: unrequested)", _token_text),
     ("response_token", "Response Token", "uint32", "generated: extra_token << 8 | token, the token the reply carries",
