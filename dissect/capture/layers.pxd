@@ -4,6 +4,7 @@
 cimport cython
 from libc.stdint cimport int64_t
 from dissect.core.cursor cimport cut
+from dissect.core.fmt cimport decimal_text
 
 # The constants that the per-frame path compares with C integers, as C integers themselves: C globals,
 # so not attributes of the compiled module (nothing imports them).

@@ -15,6 +15,7 @@ from array import array
 from _socket import AF_INET6, inet_ntop
 
 from ..core.cursor import cut
+from ..core.fmt import decimal_text
 
 _U16 = struct.Struct("!H")
 _U32BE = struct.Struct("!I")
@@ -196,7 +197,7 @@ _ethernet_texts = {}
 
 def _ethernet_summary(data):
     """The addresses are read from the frame's bytes only when a view shows the summary."""
-    addresses = data[:12]
+    addresses = cut(data, 0, 12)
     text = _ethernet_texts.get(addresses)
     if text is None:
         text = f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}"
@@ -213,7 +214,7 @@ IP_TITLES = {4: "Internet Protocol Version 4", 6: "Internet Protocol Version 6"}
 
 
 def _udp_summary(sport, dport):
-    return f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"
+    return f"User Datagram Protocol, Src Port: {decimal_text(sport)}, Dst Port: {decimal_text(dport)}"
 
 
 def _tcp_summary(sport, dport, seq, flags):
