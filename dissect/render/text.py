@@ -201,7 +201,7 @@ def _analysis_line(rec):
     return _line_take()
 
 
-PADDED_ENDPOINTS = 2048
+PADDED_ENDPOINTS = 8192  # both tables together: a capture's endpoints each sit in both (a few hundred kB)
 ARROW = " → ".encode()
 NEWLINE = b"\n"
 RESET_BYTES = RESET.encode()
