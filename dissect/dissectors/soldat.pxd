@@ -47,9 +47,9 @@ cpdef bint _bound(Cursor cur, bytes line, separator) except -1
 cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)
 @cython.locals(template=dict, put_in=dict, values=dict)
 cdef _whole_line_values(Message msg, type_byte)
-cpdef _check_count(cur, msg, type_byte, count, layout)
+cpdef _check_count(Cursor cur, Message msg, type_byte, count, layout)
 @cython.locals(data=dict)
-cpdef _cross_checks(cur, msg)
+cpdef _cross_checks(Cursor cur, Message msg)
 @cython.locals(data=dict)
 cpdef str info_line(Message msg, count)
 
