@@ -201,7 +201,7 @@ def _analysis_line(rec):
     return _line_take()
 
 
-PADDED_ENDPOINTS = 8192  # both tables together: a capture's endpoints each sit in both (a few hundred kB)
+PADDED_ENDPOINTS = 8192  # both tables together (a capture's endpoints each sit in both): up to about 3 MB
 ARROW = " → ".encode()
 NEWLINE = b"\n"
 RESET_BYTES = RESET.encode()
