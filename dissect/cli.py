@@ -376,7 +376,7 @@ def _open_report(args, printer, sources):
         report = HtmlReport(args.html, limit=args.html_limit or DEFAULT_LIMIT, sources=list(map(str, sources)))
     except OSError as exc:
         raise UsageError(f"{args.html}: cannot write: {exc.strerror or exc}") from None
-    printer.views.append(report)
+    printer.add_view(report)
     return report
 
 

@@ -166,6 +166,21 @@ def test_analysis_rows_link_their_frames(tmp_path, small_chunks):
     assert json_rows(blobs["members"]) == [[seq, texts[seq][4]] for seq, _ in walks]
 
 
+@pytest.mark.parametrize("view", [[], ["-T", "jsonl"], ["-T", "json"], ["-V"]])
+def test_the_report_beside_another_view_gets_every_record(tmp_path, view):
+    """``--html`` with the summary, JSON or -V on standard output: the report has every frame and analysis row that
+    it has alone (the views called directly where one is alone must not skip it)."""
+    path = capture("netquake-session.pcap")
+    alone, beside = tmp_path / "alone.html", tmp_path / "beside.html"
+    make_report(str(alone), path)
+    code, out, err = run_cli(*view, "--html", str(beside), path)
+    assert code == 0 and out and err == ""
+    rows = [index_rows(page_blobs(page)[1]["index"]) for page in (alone, beside)]
+    assert rows[0] == rows[1]
+    assert [row[3] for row in rows[1]].count(1) == len([r for r in records(path) if r.kind == "analysis"]) > 0
+    assert len(rows[1]) == len(records(path))
+
+
 def test_limit_keeps_the_first_frames_and_their_analyses(tmp_path):
     path = tmp_path / "nq.html"
     run_report(str(path), [capture("netquake-session.pcap")], limit=5)

@@ -36,9 +36,19 @@ class Printer:
                 self.views.append(HexRenderer(out, color))
             if not self.views:
                 self.views.append(SummaryRenderer(out, color))
-        # The summary alone, the commonest view, called directly (compiled, a C call) rather than from the list.
-        self.summary = self.views[0] if len(self.views) == 1 and type(self.views[0]) is SummaryRenderer else None
-        self.json_only = self.json if self.views == [self.json] else None  # the same, for -T json and jsonl
+        self._shortcuts()
+
+    def add_view(self, view):
+        """One more view of every record (``--html``'s report): every view is then called from the list."""
+        self.views.append(view)
+        self._shortcuts()
+
+    def _shortcuts(self):
+        # The summary alone, the commonest view, called directly (compiled, a C call) rather than from the list; and
+        # the same for JSON alone (-T json, jsonl). With another view beside it, neither.
+        only = self.views[0] if len(self.views) == 1 else None
+        self.summary = only if type(only) is SummaryRenderer else None
+        self.json_only = only if only is not None and only is self.json else None
 
     @property
     def needs_tree(self):
