@@ -505,6 +505,21 @@ def test_client_records_give_their_dicts_at_once(tree):
     assert records.dicts() == dicts and records.players == 2
 
 
+def test_client_records_take_indexes_as_a_list_does():
+    """A record by index, negative too; an index out of range of any size raises IndexError and one that is not an
+    int TypeError, the same in the compiled build (its index a C integer) as in the pure one."""
+    clients = [("a", "A", 276, -5, 1), ("b", "", 0, 7, 0)]
+    records = dissect("teeframe", tf.iext(7, clients, map_crc=1), tree=False).values["clients"]
+    assert records[-1] == records[1] == {"name": "b", "clan": "", "country": 0, "score": 7, "is_player": 0}
+    assert records[True] == records[1] and records[0:1] == [records[0]]
+    for index in (2, -3, 2 ** 70, -2 ** 70):
+        with pytest.raises(IndexError, match="list index out of range"):
+            records[index]
+    for index in (1.0, "1", None):
+        with pytest.raises(TypeError):
+            records[index]
+
+
 def test_utf8_valid_agrees_with_pythons_decoder():
     def decodes(data):
         try:

@@ -21,6 +21,8 @@ integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
 ``gie``, a ``gief`` cut one byte short that servers ignore.
 """
 
+from operator import index as _as_index
+
 from ..core import U16BE, Truncated
 from ..core.cursor import cut
 from ..core.fmt import ValueTexts, dec_hex, decimal_text, hex_text
@@ -784,7 +786,10 @@ class ClientRecords:
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[position] for position in range(*index.indices(len(self.items)))]
-        return self._made(index)
+        position = _as_index(index)  # what a list takes as an index, else TypeError
+        if not -len(self.items) <= position < len(self.items):  # then an index of any size raises as a list's does
+            raise IndexError("list index out of range")
+        return self._made(position)
 
     def __iter__(self):
         for index in range(len(self.items)):
