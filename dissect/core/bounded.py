@@ -84,14 +84,11 @@ class BoundedDict:
         return default if slot is None else self._values[slot]
 
     def pop(self, key, default=_MISSING):
-        slot = self._slots.pop(key, None)
-        if slot is None:
-            if default is _MISSING:
-                raise KeyError(key)
-            return default
-        value = self._values[slot]
-        _release(self, slot)
-        return value
+        if key in self._slots:
+            return popped(self, key)
+        if default is _MISSING:
+            raise KeyError(key)
+        return default
 
     def popitem(self, last=True):
         """The newest (key, value), or with ``last=False`` the oldest, taken out."""

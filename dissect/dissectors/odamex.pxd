@@ -103,8 +103,7 @@ cpdef dict full_values(Message msg)
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
-@cython.locals(size=Py_ssize_t)
-@cython.locals(tags=dict)
+@cython.locals(size=Py_ssize_t, tags=dict)
 cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(address=str, entry=str, node=Field)
 cpdef str _master_entry(Cursor cur)

@@ -793,7 +793,7 @@ class ClientRecords:
 
     def __iter__(self):
         for index in range(len(self.items)):
-            yield self[index]
+            yield self._made(index)
 
     def dicts(self):
         """The records' dicts, in a list of their own (made at once, where a view reads them all)."""
@@ -935,8 +935,8 @@ def _record_dict(data, start):
 
 
 def _values_dict(values):
-    """The dict of a record's values: a client record's five or six (the reserved String is not kept), a 0.5
-    record's two."""
+    """The dict of a record's values: a client record's five (``add`` drops the reserved String), a 0.5 record's
+    two."""
     if len(values) == 2:
         return {"name": values[0], "score": values[1]}
     return {"name": values[0], "clan": values[1], "country": values[2], "score": values[3], "is_player": values[4]}
