@@ -48,7 +48,7 @@ class Printer:
         # the same for JSON alone (-T json, jsonl). With another view beside it, neither.
         only = self.views[0] if len(self.views) == 1 else None
         self.summary = only if type(only) is SummaryRenderer else None
-        self.json_only = only if only is not None and only is self.json else None
+        self.json_only = only if only is self.json else None
 
     @property
     def needs_tree(self):

@@ -130,6 +130,7 @@ cdef class SummaryRenderer:
     @cython.locals(packet=Packet, head=bytes, source=bytes, destination=bytes, info=str, line=bytes)
     cpdef frame(self, FrameRecord record)
     cpdef analysis(self, rec)
+    cdef _put(self, bytes line)
     @cython.locals(ports=dict, text=bytes, shown=str)
     cdef bytes _column(self, dict table, ip, port, bint left)
     @cython.locals(packet=Packet, number=Py_ssize_t, elapsed=double, whole=cython.longlong)

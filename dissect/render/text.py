@@ -111,6 +111,10 @@ class SummaryRenderer:
             else:
                 line = b"".join((head, source, ARROW, destination, _padded_title(record.protocol),
                                  _length_column(record.wirelen), info.encode(), b"\n"))
+        self._put(line)
+
+    def _put(self, line):
+        """A line of UTF-8 out: to the BatchedOutput in C where the output is one, as UTF-8 where it takes that."""
         if self.batched is not None:
             self.batched.add_utf8(line)
         elif self.write_bytes is not None:
@@ -163,10 +167,7 @@ class SummaryRenderer:
 
     def analysis(self, rec):
         if _COMPILED and self.write_bytes is not None and type(rec) is AnalysisRecord:
-            if self.batched is not None:
-                self.batched.add_utf8(_analysis_line(rec))
-            else:
-                self.write_bytes(_analysis_line(rec))
+            self._put(_analysis_line(rec))
             return
         text = f"       [{rec.protocol} {rec.name}] {safe(rec.summary)} (frames {_frame_span(rec.frames)})"
         for finding in rec.findings:
