@@ -4,7 +4,9 @@
 
 cimport cython
 from dissect.capture.files cimport Frame
-from dissect.capture.layers cimport Packet, decode_frame, ethernet_ipv4_addresses
+from dissect.capture.layers cimport Packet, decode_frame, ethernet_ipv4_pair
+from dissect.analysis.abuse cimport TrafficAnalyzer
+from dissect.session cimport Session
 
 cdef class Partition:
     cdef public Py_ssize_t jobs
@@ -17,5 +19,14 @@ cdef class Partition:
     cpdef _cost(self, Frame frame)
     cpdef _place(self, pair)
 
-@cython.locals(addresses=tuple, src=str, dst=str, packet=Packet)
+@cython.locals(found=tuple, packet=Packet)
 cpdef tuple address_pair(Frame frame)
+@cython.locals(first=bytes, second=bytes)
+cpdef bytes pair_key(src, dst)
+cdef bytes _packed(str address)
+
+# The parent counts every message of the run (the abuse analysis), a worker asks every frame's owner: in C.
+@cython.locals(traffic=TrafficAnalyzer, event=tuple, events=list)
+cpdef _count(traffic, list messages)
+@cython.locals(session=Session, partition=Partition, frame=Frame)
+cpdef _work(index, args, partition, conn)

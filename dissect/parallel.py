@@ -22,12 +22,13 @@ import multiprocessing
 import os
 import sys
 import zlib
+from _socket import AF_INET, AF_INET6, inet_pton
 from operator import itemgetter
 
 from .analysis.abuse import KEY as ABUSE
 from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
-from .capture.layers import decode_frame, ethernet_ipv4_addresses
+from .capture.layers import decode_frame, ethernet_ipv4_pair
 from .progress import Progress
 from .registry import UsageError, parse_decode_as
 from .render.printer import Printer
@@ -124,7 +125,7 @@ class Partition:
             return worker
         if self.bounds is None:
             self.bounds = self._hash_bounds()
-        point = zlib.crc32(" ".join(pair).encode()) / 0x100000000
+        point = zlib.crc32(pair) / 0x100000000
         for worker in range(self.jobs - 1):
             if point < self.bounds[worker]:
                 return worker
@@ -144,18 +145,28 @@ class Partition:
 
 
 def address_pair(frame):
-    """(the frame's unordered IP address pair, its Packet if decoding it was needed).
+    """(the frame's unordered IP address pair as ``pair_key`` makes it, its Packet if decoding it was needed).
 
     The pair is None for frames that go to worker 0: no IP header, or TCP (see Partition)."""
     if frame.linktype == 1:
-        addresses = ethernet_ipv4_addresses(frame.data)
-        if addresses is not None:
-            src, dst, protocol = addresses
-            return (None if protocol == 6 else (src, dst) if src < dst else (dst, src)), None
+        found = ethernet_ipv4_pair(frame.data)
+        if found is not None:
+            return (None if found[1] == 6 else found[0]), None
     packet = decode_frame(frame.data, frame.linktype) if frame.data else None
     if packet is None or packet.src is None or packet.ip_proto == 6:
         return None, packet
-    return ((packet.src, packet.dst) if packet.src < packet.dst else (packet.dst, packet.src)), packet
+    return pair_key(packet.src, packet.dst), packet
+
+
+def pair_key(src, dst):
+    """An unordered pair of IP addresses (texts) as one key: both packed (4 bytes for IPv4, 16 for IPv6), the lower
+    first. Ethernet frames carrying IPv4 give the same key from their bytes (``ethernet_ipv4_pair``)."""
+    first, second = _packed(src), _packed(dst)
+    return first + second if first <= second else second + first
+
+
+def _packed(address):
+    return inet_pton(AF_INET6 if ":" in address else AF_INET, address)
 
 
 def run_parallel(args, out):
@@ -283,9 +294,8 @@ def _count(traffic, messages):
     frame's messages come from one worker, in their order: the sort is stable)."""
     events = [event for message in messages for event in message[3]]
     events.sort(key=itemgetter(0))
-    count = traffic.count
     for event in events:
-        count(*event)
+        traffic.count(event[0], event[1], event[2], event[3], event[4], event[5], event[6], event[7], event[8])
 
 
 def _merged_analyzers(ends, traffic):

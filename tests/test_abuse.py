@@ -303,7 +303,7 @@ def test_merged_workers_evict_as_one_process(tmp_path, monkeypatch):
     owners = set()
     for frame in open_capture(str(path)):
         one.frame(frame)
-        owner = sum(map(ord, "".join(address_pair(frame)[0]))) % 2
+        owner = sum(address_pair(frame)[0]) % 2
         owners.add(owner)
         workers[owner].frame(frame)
         workers[1 - owner].skip(frame)

@@ -18,7 +18,7 @@ from dissect.capture.sources import open_capture
 from dissect.capture.layers import decode_frame
 from dissect.capture.files import Frame
 import dissect.parallel as parallel
-from dissect.parallel import Partition, address_pair
+from dissect.parallel import Partition, address_pair, pair_key
 from dissect.registry import Registry
 
 VIEWS = [[], ["-V"], ["-x"], ["-T", "json"], ["-T", "jsonl"], ["--stats"], ["--stats", "-T", "json"],
@@ -106,8 +106,8 @@ def test_the_first_pairs_are_dealt_by_their_bytes_heaviest_first(tmp_path):
     # worker 0 starts with the TCP's 2 * (1554 + 64) * 1.3 = 4206.8; heaviest first, each to the least loaded:
     # 4120 to worker 1, 3318 to worker 1 (4120 < 4206.8), 2612 to worker 0 (4206.8 < 7438), 116 to worker 0
     assert parallel.PINNED_WEIGHT == 1.3
-    assert partition.pairs == {("10.0.0.5", "10.0.0.6"): 1, ("10.0.0.1", "10.0.0.2"): 1,
-                               ("10.0.0.3", "10.0.0.4"): 0, ("10.0.0.10", "10.0.0.9"): 0}
+    assert partition.pairs == {pair_key("10.0.0.5", "10.0.0.6"): 1, pair_key("10.0.0.1", "10.0.0.2"): 1,
+                               pair_key("10.0.0.3", "10.0.0.4"): 0, pair_key("10.0.0.9", "10.0.0.10"): 0}
     assert partition.load == [0, 0]  # the workers model the load from the first frame on
 
 
@@ -118,11 +118,36 @@ def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
     frames = [(frame, decode_frame(frame.data, frame.linktype)) for frame in open_capture(mixed[1])]
     first = {}
     for frame, packet in frames:
-        pair = tuple(sorted((packet.src, packet.dst)))
+        pair = pair_key(packet.src, packet.dst)
         assert address_pair(frame) == (pair, None)  # Ethernet and IPv4: read at fixed offsets
         owner = partition.owner(frame, pair)
         assert first.setdefault(pair, owner) == owner  # by load or, past the table, by hash: never moves
     assert len(partition.pairs) == 2
+
+
+def test_a_pair_has_one_key_whichever_way_its_frames_are_read():
+    """Ethernet frames carrying IPv4 are keyed from their 8 address bytes (lower address first, compared byte by
+    byte from the first); any other frame from its decoded Packet's texts, packed the same way. A request and its
+    reply, or the same pair over another link type, meet under one key."""
+    from dissect.capture.layers import ethernet_ipv4_pair
+    cases = [("10.0.0.7", "10.0.0.8", bytes([10, 0, 0, 7, 10, 0, 0, 8])),     # the last byte decides
+             ("10.0.0.8", "10.0.0.7", bytes([10, 0, 0, 7, 10, 0, 0, 8])),     # swapped: the same key
+             ("255.0.0.0", "1.255.255.255", bytes([1, 255, 255, 255, 255, 0, 0, 0])),  # the first byte decides
+             ("192.0.2.1", "192.0.2.1", bytes([192, 0, 2, 1, 192, 0, 2, 1]))]  # to itself
+    for src, dst, key in cases:
+        udp = capkit.udp_packet(src, 40000, dst, 26000, b"x")
+        frame = capkit.ethernet(udp)
+        assert ethernet_ipv4_pair(frame) == (key, 17)
+        assert address_pair(Frame(1, 0.0, len(frame), len(frame), 1, frame)) == (key, None)
+        for linktype, data in ((113, capkit.sll(udp)), (101, capkit.raw(udp)), (1, capkit.ethernet(udp, vlan=5))):
+            pair, packet = address_pair(Frame(1, 0.0, len(data), len(data), linktype, data))
+            assert pair == key and packet.sport == 40000  # decoded in full: no fixed offsets
+        assert pair_key(src, dst) == key
+    v6 = capkit.ethernet(capkit.udp_packet("2001:db8::2", 5, "2001:db8::1", 6, b"x"))
+    assert ethernet_ipv4_pair(v6) is None
+    pair, _ = address_pair(Frame(1, 0.0, len(v6), len(v6), 1, v6))
+    assert pair == bytes.fromhex("20010db8" + "0" * 23 + "1" + "20010db8" + "0" * 23 + "2")
+    assert ethernet_ipv4_pair(capkit.ethernet(capkit.udp_packet("10.0.0.1", 5, "10.0.0.2", 6, b""))[:33]) is None
 
 
 def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):
@@ -131,7 +156,7 @@ def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):
     assert address_pair(Frame(1, 0.0, len(tcp), len(tcp), 1, tcp))[0] is None
     sll = capkit.sll(capkit.udp_packet("10.9.9.2", 5, "10.9.9.1", 6, b"x"))
     pair, packet = address_pair(Frame(1, 0.0, len(sll), len(sll), 113, sll))
-    assert pair == ("10.9.9.1", "10.9.9.2") and packet.sport == 5  # decoded in full: no fixed offsets
+    assert pair == bytes([10, 9, 9, 1, 10, 9, 9, 2]) and packet.sport == 5  # decoded in full: no fixed offsets
     arp = b"\xff" * 12 + b"\x08\x06" + b"\x00" * 28
     assert address_pair(Frame(1, 0.0, len(arp), len(arp), 1, arp))[0] is None
     frame = next(iter(open_capture(mixed[0])))
@@ -252,7 +277,7 @@ def test_servers_seen_in_several_workers_merge_as_in_one_process(tmp_path):
     one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
     for frame in frames_of(path):
         one.frame(frame)
-        owner = 0 if "10.7.0.1" in address_pair(frame)[0] else 1
+        owner = 0 if bytes([10, 7, 0, 1]) in address_pair(frame)[0] else 1
         workers[owner].frame(frame)
         workers[1 - owner].skip(frame)
     merged = workers[0].analyzers["odamex"]
@@ -300,12 +325,12 @@ def test_pairs_past_the_table_make_up_for_the_tcp_of_worker_zero(tmp_path, monke
     partition = Partition(2, path)
     for number in (1, 2, 3):
         assert partition.owner(Frame(number, 0.0, 60, 60, 1, b""), None) == 0  # TCP: 3 * (60 + 64) * 1.3
-    assert partition.owner(Frame(4, 0.0, 1000, 1000, 1, b""), ("10.0.0.1", "10.0.0.2")) == 1  # the table's one
+    assert partition.owner(Frame(4, 0.0, 1000, 1000, 1, b""), pair_key("10.0.0.1", "10.0.0.2")) == 1  # the table's one
     pinned = 3 * (60 + 64) * parallel.PINNED_WEIGHT / (3 * (60 + 64) * parallel.PINNED_WEIGHT + 1064)
     share = (0.5 - pinned) / (1 - pinned)  # 0.273
     owners = {}
     for index in range(4000):
-        pair = (f"10.1.{index // 250}.{index % 250}", "10.2.0.1")
+        pair = pair_key(f"10.1.{index // 250}.{index % 250}", "10.2.0.1")
         owners[pair] = partition.owner(Frame(5 + index, 0.0, 100, 100, 1, b""), pair)
     assert partition.bounds == [pytest.approx(share), 1.0]
     assert abs(list(owners.values()).count(0) / 4000 - share) < 0.03

@@ -126,19 +126,31 @@ def decode_frame(data, linktype, keep_layers=True):
     return packet
 
 
-def ethernet_ipv4_addresses(data):
-    """(source, destination, IP protocol) of an untagged Ethernet frame carrying IPv4, read at fixed
-    offsets without building a Packet; None for any other frame. ``-j`` workers ask this of every
-    frame, most of which another worker dissects."""
+def ethernet_ipv4_pair(data):
+    """(the unordered address pair of an untagged Ethernet frame carrying IPv4, IP protocol), read at fixed
+    offsets without building a Packet; None for any other frame. The pair is both addresses' 4 bytes, the
+    lower address first (as ``parallel.pair_key`` packs the texts of a decoded Packet): ``-j`` workers ask
+    this of every frame, most of which another worker dissects, and find its owner by it."""
     if type(data) is not bytes:  # the compiled readers read bytes in C
         data = bytes(data)
-    return _ethernet_ipv4_addresses(data)
+    return _ethernet_ipv4_pair(data)
 
 
-def _ethernet_ipv4_addresses(data):
+def _ethernet_ipv4_pair(data):
     if len(data) < 34 or data[12] != 0x08 or data[13] != 0x00 or data[14] >> 4 != 4:
         return None
-    return _ipv4_text(data, 26), _ipv4_text(data, 30), data[23]
+    if _address_order(data, 26, 30) <= 0:  # source first: the frame's 8 address bytes as they are
+        return cut(data, 26, 34), data[23]
+    return cut(data, 30, 34) + cut(data, 26, 30), data[23]
+
+
+def _address_order(data, first, second):
+    """-1, 0 or 1 as the 4-byte address at ``first`` sorts before, as or after the one at ``second``."""
+    for index in range(4):
+        a, b = data[first + index], data[second + index]
+        if a != b:
+            return -1 if a < b else 1
+    return 0
 
 
 def _decode_link(packet, data, linktype):
