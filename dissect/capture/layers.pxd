@@ -37,8 +37,8 @@ cdef _empty(Packet packet)
 cpdef Packet decode_frame(data, linktype, bint keep_layers=*)
 cpdef tuple ethernet_ipv4_pair(data)
 cdef tuple _ethernet_ipv4_pair(bytes data)
-@cython.locals(index=Py_ssize_t, a=int, b=int)
-cdef int _address_order(bytes data, Py_ssize_t first, Py_ssize_t second)
+@cython.locals(index=Py_ssize_t)
+cdef bint _source_first(bytes data) except -1
 
 @cython.locals(layer=Layer)
 cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)

@@ -139,18 +139,17 @@ def ethernet_ipv4_pair(data):
 def _ethernet_ipv4_pair(data):
     if len(data) < 34 or data[12] != 0x08 or data[13] != 0x00 or data[14] >> 4 != 4:
         return None
-    if _address_order(data, 26, 30) <= 0:  # source first: the frame's 8 address bytes as they are
+    if _source_first(data):  # the frame's 8 address bytes as they are
         return cut(data, 26, 34), data[23]
     return cut(data, 30, 34) + cut(data, 26, 30), data[23]
 
 
-def _address_order(data, first, second):
-    """-1, 0 or 1 as the 4-byte address at ``first`` sorts before, as or after the one at ``second``."""
-    for index in range(4):
-        a, b = data[first + index], data[second + index]
-        if a != b:
-            return -1 if a < b else 1
-    return 0
+def _source_first(data):
+    """True where the source address (at 26) sorts before the destination (at 30), or is the same."""
+    for index in range(26, 30):
+        if data[index] != data[index + 4]:
+            return data[index] < data[index + 4]
+    return True
 
 
 def _decode_link(packet, data, linktype):
