@@ -27,6 +27,7 @@ cdef class Pipeline:
     cdef public TcpReassembler tcp
     cdef public TrafficAnalyzer traffic
     cpdef frame(self, frame, packet=*)
+    cpdef skip(self, frame)
     @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)
     cpdef _frame(self, frame, packet)
     @cython.locals(record=FrameRecord, packet=Packet, msg=Message)

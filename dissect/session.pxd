@@ -13,6 +13,7 @@ cdef class Session:
     cdef public Pipeline pipeline
     cdef public Printer printer
     cpdef frame(self, frame, packet=*)
+    cpdef skip(self, frame)
     @cython.locals(record=FrameRecord)
     cpdef _frame(self, record)
     cpdef analysis(self, rec)
