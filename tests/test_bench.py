@@ -37,3 +37,28 @@ def test_the_ratio_by_cpu_time_is_tsharks_cpu_seconds_over_dissects():
     cells = bench.row("given, 1 frames, 0.1 MB", "summary", ours, theirs, 1.5).split(" | ")
     assert cells[4:7] == ["0.50x (1.5x)", "no", "0.25x"]  # half tshark's rate, a quarter of its CPU time
     assert bench.row("given", "summary -j 2", ours, theirs, 1.5, one_process=False).split(" | ")[6] == "—"
+
+
+def test_an_installed_dissect_script_is_run_as_it_is_and_its_build_named_by_its_python(tmp_path):
+    """``--dissect /venv/bin/dissect``: the build is found with the Python the script's first line names (pip writes
+    that line), run from an empty folder with the command's environment; other commands get no interpreter."""
+    import bench
+    script = tmp_path / "dissect"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom dissect.cli import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    assert bench.interpreter([str(script)]) == [sys.executable]
+    assert bench.interpreter(["env", f"PYTHONPATH={ROOT}", str(script)]) == ["env", f"PYTHONPATH={ROOT}",
+                                                                             sys.executable]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    here = os.getcwd()
+    os.chdir(empty)
+    try:
+        described = bench.describe_build(bench.interpreter(["env", f"PYTHONPATH={ROOT}", str(script)]))
+    finally:
+        os.chdir(here)
+    assert described.startswith("dissect ") and f"from {os.path.join(ROOT, 'dissect')}," in described
+    (tmp_path / "shell").write_text("#!/bin/sh\nexec true\n")
+    assert bench.interpreter([str(tmp_path / "shell")]) is None
+    assert bench.interpreter([str(tmp_path / "missing")]) is None
+    assert bench.interpreter(["tshark", "-r", "x.pcap"]) is None

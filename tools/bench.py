@@ -56,7 +56,9 @@ temporary folder, because ``python -m`` puts the current folder first on the imp
 PYTHONPATH. Its build (compiled or pure Python), Python version and the folder its package came from are
 found by running the command's interpreter part (everything before ``-m dissect``) with ``-c``, so the
 same environment and path apply; the floor's reader loop runs the same way (a command without
-``-m dissect`` gets "build unknown", and the reader loop then runs in this script's Python).
+``-m dissect`` gets "build unknown", and the reader loop then runs in this script's Python). An installed
+``dissect`` script (``--dissect /venv/bin/dissect``, as ``pip install .`` into a venv leaves it) is run as it
+is, and its build found with the Python its first line names.
 DISSECT_PURE_PYTHON set in this script's environment reaches every command.
 
 Timing is noisy on a shared machine: read the medians of at least 3 runs.
@@ -629,16 +631,33 @@ PROBE = ("import json, os, platform, dissect; print(json.dumps({'compiled': diss
 
 
 def interpreter(dissect_cmd):
-    """The part of the dissect command before ``-m dissect`` (None when it has no such part)."""
+    """The part of the dissect command before ``-m dissect``; for an installed ``dissect`` script (what ``pip
+    install`` writes, its first line naming its Python), what comes before the script and that Python. None for
+    any other command."""
     for i in range(len(dissect_cmd) - 1):
         if dissect_cmd[i] == "-m" and dissect_cmd[i + 1] == "dissect":
             return dissect_cmd[:i]
+    if dissect_cmd:
+        python = script_python(dissect_cmd[-1])
+        if python is not None:
+            return dissect_cmd[:-1] + [python]
     return None
+
+
+def script_python(path):
+    """The Python that the script at ``path`` names on its first line (``#!/venv/bin/python``), or None."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    return words[0] if len(words) == 1 and "python" in os.path.basename(words[0]) else None
 
 
 def describe_build(python):
     if python is None:
-        return "dissect: build unknown (the command has no '-m dissect')"
+        return "dissect: build unknown (the command has no '-m dissect' and is no installed dissect script)"
     out = subprocess.run(python + ["-c", PROBE], capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"the dissect command's Python cannot import dissect: {out.stderr.strip()[-300:]}")
