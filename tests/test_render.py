@@ -797,3 +797,27 @@ def test_summary_line_cut_short_by_an_error_leaves_nothing_in_the_next():
         assert batched.text().splitlines() == [
             "     2    2.000000        10.0.0.1:26000 → 10.0.0.7:40000        NetQuake    60 CCREP_PLAYER_INFO",
             "       [netquake player_walk] walk (frames 2)"]
+
+
+def test_stats_counts_survive_pickling_and_merge_by_addition():
+    """-j's workers and the Dask tasks send their StatsCollector pickled; the parent merges them: the counts of
+    protocols, messages, analyses and findings (with their severities) add up."""
+    import pickle
+    one, two = StatsCollector(), StatsCollector()
+    for number in (1, 2, 3):
+        one.frame(record_with([1], number=number))
+    two.frame(record_with([1], number=4, name="CCREQ_SERVER_INFO"))
+    two.frame(record_with([1], number=5))
+    warned = record_with([1], number=6)
+    warned.messages[0].findings.append(Finding("netquake.test", "warning", "a test finding"))
+    two.frame(warned)
+    two.analysis(AnalysisRecord("netquake", "player_walk", [6], {}, summary="walk"))
+    merged = pickle.loads(pickle.dumps(one))
+    merged.merge(pickle.loads(pickle.dumps(two)))
+    data = merged.as_dict({})
+    assert (data["frames"], data["protocols"]) == (6, {"netquake": 6})
+    assert data["messages"] == [{"protocol": "netquake", "message": "CCREP_PLAYER_INFO", "count": 5},
+                                {"protocol": "netquake", "message": "CCREQ_SERVER_INFO", "count": 1}]
+    assert data["analyses"] == [{"protocol": "netquake", "name": "player_walk", "count": 1}]
+    assert data["findings"] == [{"code": "netquake.test", "severity": "warning", "count": 1}]
+    assert one.as_dict({})["messages"] == [{"protocol": "netquake", "message": "CCREP_PLAYER_INFO", "count": 3}]

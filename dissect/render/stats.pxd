@@ -17,5 +17,9 @@ cdef class StatsCollector:
     cpdef _clock(self, low, high)
     cpdef _finding(self, finding)
 
-cdef _count(dict counts, key, count)
+cdef class Tally:
+    cdef public int64_t count
+
+@cython.locals(tally=Tally)
+cdef _count(dict counts, key, int64_t count)
 cdef bint _sets_clock(FrameRecord record) except -1
