@@ -39,7 +39,7 @@ def test_the_ratio_by_cpu_time_is_tsharks_cpu_seconds_over_dissects():
     assert bench.row("given", "summary -j 2", ours, theirs, 1.5, one_process=False).split(" | ")[6] == "—"
 
 
-def test_an_installed_dissect_script_is_run_as_it_is_and_its_build_named_by_its_python(tmp_path):
+def test_an_installed_dissect_script_is_run_as_it_is_and_its_build_named_by_its_python(tmp_path, monkeypatch):
     """``--dissect /venv/bin/dissect``: the build is found with the Python the script's first line names (pip writes
     that line), run from an empty folder with the command's environment; other commands get no interpreter."""
     import bench
@@ -51,13 +51,11 @@ def test_an_installed_dissect_script_is_run_as_it_is_and_its_build_named_by_its_
                                                                              sys.executable]
     empty = tmp_path / "empty"
     empty.mkdir()
-    here = os.getcwd()
-    os.chdir(empty)
-    try:
-        described = bench.describe_build(bench.interpreter(["env", f"PYTHONPATH={ROOT}", str(script)]))
-    finally:
-        os.chdir(here)
+    monkeypatch.chdir(empty)
+    described = bench.describe_build(bench.interpreter(["env", f"PYTHONPATH={ROOT}", str(script)]))
     assert described.startswith("dissect ") and f"from {os.path.join(ROOT, 'dissect')}," in described
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert bench.interpreter(["dissect"]) == [sys.executable]  # a bare name, found on PATH
     (tmp_path / "shell").write_text("#!/bin/sh\nexec true\n")
     assert bench.interpreter([str(tmp_path / "shell")]) is None
     assert bench.interpreter([str(tmp_path / "missing")]) is None

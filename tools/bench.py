@@ -638,7 +638,7 @@ def interpreter(dissect_cmd):
         if dissect_cmd[i] == "-m" and dissect_cmd[i + 1] == "dissect":
             return dissect_cmd[:i]
     if dissect_cmd:
-        python = script_python(dissect_cmd[-1])
+        python = script_python(shutil.which(dissect_cmd[-1]) or dissect_cmd[-1])  # a bare name: as PATH finds it
         if python is not None:
             return dissect_cmd[:-1] + [python]
     return None
