@@ -437,6 +437,7 @@ def test_records_without_a_tree_are_kept_by_their_offsets():
                           "is_player": 1}
     assert records[-5]["name"] == "Tëe" and records[4]["name"] == "\ufffd"
     assert records[1:3] == full.values["clients"][1:3]
+    assert records[::-2] == full.values["clients"][::-2] and records[7:] == full.values["clients"][7:]
     assert pickle.loads(pickle.dumps(records)) == full.values["clients"]
     assert light.findings == full.findings == [] and light.info == full.info
 

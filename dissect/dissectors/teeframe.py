@@ -785,7 +785,7 @@ class ClientRecords:
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return [self[position] for position in range(*index.indices(len(self.items)))]
+            return [self._made(position) for position in range(*index.indices(len(self.items)))]  # in range
         position = _as_index(index)  # what a list takes as an index, else TypeError
         if not -len(self.items) <= position < len(self.items):  # then an index of any size raises as a list's does
             raise IndexError("list index out of range")
