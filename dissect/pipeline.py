@@ -95,12 +95,13 @@ class Pipeline:
     ``traffic`` is the abuse analysis, fed every message of every protocol; ``abuse_rate`` (requests per
     second) sustained over ``abuse_window`` (whole seconds) is its rules' threshold."""
 
-    __slots__ = ("registry", "tree", "analyzers", "traffic", "tcp", "defrag", "first_ts", "last_ts")
+    __slots__ = ("registry", "tree", "analyzers", "observers", "traffic", "tcp", "defrag", "first_ts", "last_ts")
 
     def __init__(self, registry, tree=False, abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
         self.registry = registry
         self.tree = tree
         self.analyzers = registry.make_analyzers()
+        self.observers = registry.observers()
         self.traffic = TrafficAnalyzer.for_registry(registry, abuse_rate, abuse_window)
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
@@ -164,7 +165,7 @@ class Pipeline:
             return record, []
         if packet.transport == "tcp":
             return record, self._tcp(record, packet)
-        return record, self._datagram(record, packet, packet.payload, packet.payload_offset, [])
+        return record, self._datagram(record, packet, packet.payload, packet.payload_offset, None)
 
     # -- UDP ----------------------------------------------------------------------------------------
     def _datagram(self, record, packet, payload, offset, frames):
@@ -173,8 +174,13 @@ class Pipeline:
             record.info = _transport_info(packet, payload)
             return []
         msg = dissect_message(dissector, payload, self.tree, packet, offset)
-        msg.frames.extend(frames or [record.number])
-        dissector.observe(packet, msg)
+        if frames:
+            msg.frames.extend(frames)
+        else:
+            msg.frames.append(record.number)
+        observe = self.observers.get(msg.protocol)
+        if observe is not None:
+            observe(packet, msg)
         record.protocol = dissector.key
         record.info = msg.info
         return self._add_message(record, msg)

@@ -314,6 +314,12 @@ class Registry:
         """A fresh analyzer for each protocol, key -> analyzer."""
         return {key: dissector.analyzer() for key, dissector in self.dissectors.items()}
 
+    def observers(self):
+        """key -> the bound ``observe`` of each protocol that overrides Dissector's, which learns nothing: the
+        pipeline calls only these."""
+        return {key: dissector.observe for key, dissector in self.dissectors.items()
+                if type(dissector).observe is not Dissector.observe}
+
     def select(self, packet, payload):
         """The dissector for this payload, or None."""
         transport = packet.transport

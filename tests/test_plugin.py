@@ -178,3 +178,62 @@ def test_register_refuses_the_keys_of_the_lower_layers():
     for line, key in zip(lines[1:4], ("ipv4", "udp", "payload")):
         assert line == f"{key} refused: {key}: the key {key!r} is taken by dissect's own fields and layers"
     assert lines[4] == "netquake refused: a protocol with the key 'netquake' is registered already"
+
+
+OBSERVE = """
+import sys
+from dissect import Dissector, FieldTable, FindingTable, register
+from dissect.api import Capture
+from dissect.registry import Registry
+
+
+class Echo(Dissector):
+    key, title, ports = "echo", "Echo", (7,)
+    fields = FieldTable("echo", messages=True, title="Echo", entries=[("text", "Text", "string", "the bytes")])
+    findings = FindingTable("echo", messages=True, entries=[("truncated", "error", "a message has bytes")])
+    truncated = findings.truncated
+    examples = (b"hi",)
+
+    def claims(self, payload, packet, on_port):
+        return on_port
+
+    def decode(self, cur, msg, packet):
+        msg.name = "echo"
+        msg.info = cur.data.decode()
+
+    def observe(self, packet, msg):
+        print("observed", msg.name, msg.frames, packet.sport, packet.dport, msg.info)
+
+
+class Silent(Echo):
+    key, title, ports = "silent", "Silent", (9,)
+    fields = FieldTable("silent", messages=True, title="Silent", entries=[("text", "Text", "string", "the bytes")])
+    findings = FindingTable("silent", messages=True, entries=[("truncated", "error", "a message has bytes")])
+    truncated = findings.truncated
+    observe = Dissector.observe
+
+
+register(Echo)
+register(Silent)
+print("observers", sorted(Registry().observers()))
+for rec in Capture([sys.argv[1]]):
+    print("frame", rec.number, rec.protocol, rec.info)
+"""
+
+
+def test_a_protocol_that_overrides_observe_sees_each_message_after_its_decode(tmp_path):
+    """The pipeline calls ``observe`` of the protocols that override Dissector's (which learns nothing), each message
+    once, decoded and with its frame number, with its packet; a protocol that keeps the base's is not among them.
+    Of the built-ins, NetQuake (the port a server hands out) and Odamex (the requests a reply answers) observe."""
+    path = tmp_path / "echo.pcap"
+    write_pcap(path, [(1700000000.0, ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 7, b"one"))),
+                      (1700000000.5, ethernet(udp_packet("10.0.0.2", 40001, "10.0.0.1", 9, b"two"))),
+                      (1700000001.0, ethernet(udp_packet("10.0.0.1", 7, "10.0.0.2", 40000, b"three")))])
+    run = subprocess.run([sys.executable, "-c", OBSERVE, str(path)], capture_output=True, text=True, timeout=60,
+                         env=_env())
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "observers ['echo', 'netquake', 'odamex']",
+        "observed echo [1] 40000 7 one", "frame 1 echo one",
+        "frame 2 silent two",
+        "observed echo [3] 7 40000 three", "frame 3 echo three"]

@@ -302,8 +302,8 @@ def test_dec_hex_and_hex_text_are_their_format_specs_texts(number):
 
 
 def test_value_texts_show_every_value_as_their_formatter_and_read_the_ints_of_their_table():
-    """A ValueTexts formatter's texts are its formatter's, made once for the ints it lists and for False and True (the
-    formatter shows a bool its own way: True == 1); any other value, and an int it does not list, go to the
+    """A ValueTexts formatter's texts are its formatter's, made once for the ints and texts it lists and for False and
+    True (the formatter shows a bool its own way: True == 1); any other value, and an int it does not list, go to the
     formatter."""
     names = {0: "zero", 1: "one"}
     calls = []
@@ -313,12 +313,12 @@ def test_value_texts_show_every_value_as_their_formatter_and_read_the_ints_of_th
         return f"{names[value]} ({value})" if value in names else repr(value)
 
     texts = ValueTexts(fmt, [0, 1, 7, True, "x"])
-    assert texts.texts == {0: "zero (0)", 1: "one (1)", 7: "7"} and calls == [0, 1, 7, False, True]
+    assert texts.texts == {0: "zero (0)", 1: "one (1)", 7: "7", "x": "'x'"} and calls == [0, 1, 7, "x", False, True]
     assert texts.bool_texts == ("zero (False)", "one (True)")
     del calls[:]
-    assert [texts(value) for value in (0, 1, 7, False, True)] == ["zero (0)", "one (1)", "7", "zero (False)",
-                                                                  "one (True)"] and calls == []
-    for value in (2, -1, True, False, "x", None, 2 ** 70, 1.0):
+    assert [texts(value) for value in (0, 1, 7, False, True, "x")] == ["zero (0)", "one (1)", "7", "zero (False)",
+                                                                       "one (True)", "'x'"] and calls == []
+    for value in (2, -1, True, False, "x", "y", None, 2 ** 70, 1.0):
         assert texts(value) == fmt(value)
     with pytest.raises(TypeError):  # as the formatter's own lookup raises (display_of then shows the default)
         texts([1])

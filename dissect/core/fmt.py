@@ -31,14 +31,14 @@ def hex16(value):
 @cython.cclass
 class ValueTexts:
     """A formatter whose texts for some values are made once: ``ValueTexts(fmt, values)`` shows every value as
-    ``fmt`` does, and an int or bytes of ``values``, False and True by the text ``fmt`` gave it. ``display_of`` reads
-    them in C where a named value's formatter, a Python function, costs a call."""
+    ``fmt`` does, and an int, bytes or str of ``values``, False and True by the text ``fmt`` gave it. ``display_of``
+    reads them in C where a named value's formatter, a Python function, costs a call."""
 
     __slots__ = ("fmt", "texts", "bool_texts")
 
     def __init__(self, fmt, values):
         self.fmt = fmt
-        self.texts = {value: fmt(value) for value in values if type(value) is int or type(value) is bytes}
+        self.texts = {value: fmt(value) for value in values if type(value) in _KEPT}
         # A bool's own (True == 1, and a formatter may show it otherwise); None where fmt raises for it.
         self.bool_texts = (_text_or_none(fmt, False), _text_or_none(fmt, True))
 
@@ -47,7 +47,7 @@ class ValueTexts:
 
     def text(self, value):
         """fmt(value)."""
-        if type(value) is int or type(value) is bytes:
+        if type(value) is int or type(value) is bytes or type(value) is str:
             text = self.texts.get(value)
             if text is not None:
                 return text
@@ -56,6 +56,9 @@ class ValueTexts:
             if text is not None:
                 return text
         return self.fmt(value)
+
+
+_KEPT = (int, bytes, str)  # exactly these types (a bool is an int, equal to 0 or 1, and has texts of its own)
 
 
 def _text_or_none(fmt, value):

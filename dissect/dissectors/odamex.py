@@ -180,7 +180,7 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("ext.deaths", "Deaths", "int16", "the player's deaths"),
     ("ext.minutes", "Minutes in game", "int16", "minutes since the player joined"),
     ("ext.marker", "Marker", "uint32", "0x01020304 before the maximum players, 0x01020305 before the password",
-     _marker_text),
+     ValueTexts(_marker_text, (EXTENSION_MARKER_1, EXTENSION_MARKER_2))),
     ("ext.max_players", "Max players", "int16", "the server's sv_maxplayers"),
     ("ext.spectator", "Spectator?", "bool", "one player's spectator flag, in player order", BOOL_DISPLAY),
     ("ext.password", "Password required", "int16", "1 when joining needs a password", BOOL_DISPLAY),

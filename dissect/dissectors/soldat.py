@@ -161,10 +161,6 @@ def flag(meaning_1, meaning_0, name):
     return enum({1: meaning_1, 0: meaning_0}, f"{name} 1 for {meaning_1}, 0 for {meaning_0}")
 
 
-def _quoted(value):
-    return f'"{value}"'
-
-
 def dotted_quad(text):
     """Whether ``text`` is four numbers 0-255, each in one to three ASCII digits, joined by dots."""
     dots = digits = octet = 0
@@ -202,12 +198,16 @@ def gamestyle(text):
     return value, display, problem, level
 
 
-@_shown_with(_quoted, EVERY_TEXT)
+@_shown_with(None, EVERY_TEXT)  # the default display: the text in quotes, written in C by -V and JSON
 def text_field(text):
     return text, None, None, None
 
 
-@_shown_with(lambda value: f'"{value}"' + (" (unknown)" if value == "A1" else ""), COUNTRY_CODES)
+def _country_text(value):
+    return f'"{value}" (unknown)' if value == "A1" else f'"{value}"'
+
+
+@_shown_with(ValueTexts(_country_text, COUNTRY_CODES), COUNTRY_CODES)
 def country(text):
     if text in COUNTRY_CODES:
         return text, None, None, None
@@ -298,7 +298,7 @@ F = FieldTable("soldat", messages=True, title="Soldat", entries=[
     ("more_fields", "More fields", "uint32", f"generated: fields after the first {MAX_FIELDS} of a line, counted "
                                              f"but not decoded", lambda v: f"{v} more fields (not decoded)"),
     ("body", "Body", "bytes", "the rest of a line with no separator after its type byte"),
-    ("eol", "End of line", "bytes", "the line's \\n", lambda v: "\\n"),
+    ("eol", "End of line", "bytes", "the line's \\n", ValueTexts(lambda v: "\\n", (EOL,))),
 ])
 
 W = FindingTable("soldat", messages=True, entries=[

@@ -96,7 +96,7 @@ def _marker_text(value):
 
 
 F = FieldTable("teeframe", messages=True, title="TeeFrame", entries=[
-    ("marker", "Marker", "bytes", 'extended request bytes 0-1: "xe"', _marker_text),
+    ("marker", "Marker", "bytes", 'extended request bytes 0-1: "xe"', ValueTexts(_marker_text, (XE,))),
     ("extra_token", "Extra Token", "uint16", "extended request bytes 2-3: the client's extra token, big-endian",
      dec_hex),
     ("reserved_bytes", "Reserved", "bytes", "extended request bytes 4-5: sent as zero"),
