@@ -16,7 +16,7 @@ cdef class BoundedDict:
     cdef int _free
     cpdef put(self, key, value)
 
-@cython.locals(slot=Py_ssize_t)
+@cython.locals(slot=Py_ssize_t, number=object, found=object)
 cpdef put(BoundedDict table, key, value)
 @cython.locals(slot=Py_ssize_t)
 cpdef refreshed(BoundedDict table, key)
@@ -26,6 +26,8 @@ cpdef popped(BoundedDict table, key)
 cdef _empty(BoundedDict table)
 @cython.locals(slot=Py_ssize_t)
 cdef _add(BoundedDict table, key, value)
+@cython.locals(slot=Py_ssize_t)
+cdef Py_ssize_t _vacant(BoundedDict table) except -1
 @cython.locals(slot=Py_ssize_t, capacity=Py_ssize_t)
 cdef Py_ssize_t _new_slot(BoundedDict table) except -1
 @cython.locals(out=int[::1], i=Py_ssize_t)

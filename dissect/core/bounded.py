@@ -122,11 +122,18 @@ class BoundedDict:
 
 def put(table, key, value):
     """``table.put(key, value)``: ``key`` becomes the most recent entry; past the limit the oldest goes, and
-    is returned as (key, value)."""
-    found = table._slots.get(key)
-    if found is None:
-        _add(table, key, value)
+    is returned as (key, value). The key is looked up and, when new, added by one ``setdefault`` with the slot
+    a new entry takes (a key hashed once: most keys put are new); a present key hands that slot back."""
+    slot = _vacant(table)
+    number = _NUMBERS[slot]
+    found = table._slots.setdefault(key, number)
+    if found is number:
+        table._keys[slot] = key
+        table._values[slot] = value
+        _insert(table, slot, table._older[0], 0)
     else:
+        table._newer[slot] = table._free
+        table._free = slot
         slot = found
         table._values[slot] = value
         _refresh(table, slot)
@@ -173,15 +180,20 @@ def _empty(table):
 
 def _add(table, key, value):
     """A new entry, the newest."""
-    slot = table._free
-    if slot:
-        table._free = table._newer[slot]
-    else:
-        slot = _new_slot(table)
+    slot = _vacant(table)
     table._keys[slot] = key
     table._values[slot] = value
     table._slots[key] = _NUMBERS[slot]
     _insert(table, slot, table._older[0], 0)
+
+
+def _vacant(table):
+    """A slot for a new entry, taken from the free ones, or past the last one used."""
+    slot = table._free
+    if slot:
+        table._free = table._newer[slot]
+        return slot
+    return _new_slot(table)
 
 
 def _new_slot(table):
