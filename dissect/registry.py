@@ -61,7 +61,8 @@ class Dissector:
         raise NotImplementedError
 
     def observe(self, packet, msg):
-        """Learn from a decoded message (conversations, ports); called after decode."""
+        """Learn from a decoded message (conversations, ports); called after each datagram's decode, where a
+        protocol overrides it (``Registry.observers``)."""
 
     def dissect(self, payload, tree=True, packet=None, offset=0):
         """Decode one message; never raises. Unreadable parts become findings. (The pipeline calls
