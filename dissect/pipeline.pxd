@@ -22,7 +22,8 @@ cdef _fill_record(FrameRecord record, Frame frame, Packet packet, first_ts)
 
 cdef class Pipeline:
     cdef public Registry registry
-    cdef public dict analyzers, observers
+    cdef public dict analyzers
+    cdef public frozenset observing
     cdef public object tree, defrag, first_ts, last_ts
     cdef public TcpReassembler tcp
     cdef public TrafficAnalyzer traffic

@@ -95,13 +95,13 @@ class Pipeline:
     ``traffic`` is the abuse analysis, fed every message of every protocol; ``abuse_rate`` (requests per
     second) sustained over ``abuse_window`` (whole seconds) is its rules' threshold."""
 
-    __slots__ = ("registry", "tree", "analyzers", "observers", "traffic", "tcp", "defrag", "first_ts", "last_ts")
+    __slots__ = ("registry", "tree", "analyzers", "observing", "traffic", "tcp", "defrag", "first_ts", "last_ts")
 
     def __init__(self, registry, tree=False, abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
         self.registry = registry
         self.tree = tree
         self.analyzers = registry.make_analyzers()
-        self.observers = registry.observers()
+        self.observing = registry.observing()
         self.traffic = TrafficAnalyzer.for_registry(registry, abuse_rate, abuse_window)
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
@@ -178,10 +178,10 @@ class Pipeline:
             msg.frames.extend(frames)
         else:
             msg.frames.append(record.number)
-        observe = self.observers.get(msg.protocol)
-        if observe is not None:
-            observe(packet, msg)
-        record.protocol = dissector.key
+        key = dissector.key
+        if key in self.observing:
+            dissector.observe(packet, msg)
+        record.protocol = key
         record.info = msg.info
         return self._add_message(record, msg)
 

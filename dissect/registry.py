@@ -62,7 +62,7 @@ class Dissector:
 
     def observe(self, packet, msg):
         """Learn from a decoded message (conversations, ports); called after each datagram's decode, where a
-        protocol overrides it (``Registry.observers``)."""
+        protocol overrides it (``Registry.observing``)."""
 
     def dissect(self, payload, tree=True, packet=None, offset=0):
         """Decode one message; never raises. Unreadable parts become findings. (The pipeline calls
@@ -315,11 +315,11 @@ class Registry:
         """A fresh analyzer for each protocol, key -> analyzer."""
         return {key: dissector.analyzer() for key, dissector in self.dissectors.items()}
 
-    def observers(self):
-        """key -> the bound ``observe`` of each protocol that overrides Dissector's, which learns nothing: the
-        pipeline calls only these."""
-        return {key: dissector.observe for key, dissector in self.dissectors.items()
-                if type(dissector).observe is not Dissector.observe}
+    def observing(self):
+        """The keys of the protocols whose ``observe`` is not Dissector's, which learns nothing (overridden by the
+        class or set on the instance): the pipeline calls only theirs."""
+        return frozenset(key for key, dissector in self.dissectors.items()
+                         if getattr(dissector.observe, "__func__", None) is not Dissector.observe)
 
     def select(self, packet, payload):
         """The dissector for this payload, or None."""

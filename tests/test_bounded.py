@@ -105,6 +105,26 @@ def test_memory_stays_bounded_by_the_limit_however_many_keys_pass():
     assert table.keys() == [("10.0.0.1", key) for key in range(199_936, 200_000)]
 
 
+def test_a_key_that_cannot_be_hashed_leaves_the_table_as_it_was():
+    """put takes a slot for the new entry before it looks the key up: a key that raises there gives the slot back,
+    so however many such keys pass, the table neither changes nor grows."""
+    table = BoundedDict(3)
+    for key in "abc":
+        put(table, key, key.upper())
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    refused = 0
+    for _ in range(50_000):
+        try:
+            put(table, ["unhashable"], 0)
+        except TypeError:
+            refused += 1
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert refused == 50_000 and table.items() == [("a", "A"), ("b", "B"), ("c", "C")] and grown < 16_384
+    assert put(table, "d", "D") == ("a", "A") and table.keys() == ["b", "c", "d"]
+
+
 @pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build is installed")
 def test_the_pure_python_table_passes_the_same_tests():
     """The tests above, run again on the interpreted module (the compiled one is a different type)."""
@@ -115,4 +135,4 @@ def test_the_pure_python_table_passes_the_same_tests():
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
                            "not pure_python"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
-    assert re.search(r"^4 passed", done.stdout, re.M)
+    assert re.search(r"^5 passed", done.stdout, re.M)

@@ -213,9 +213,24 @@ class Silent(Echo):
     observe = Dissector.observe
 
 
+class Own(Silent):  # the base's observe in its class, its own set on the instance; its messages name another key
+    key, title, ports = "own", "Own", (11,)
+    fields = FieldTable("own", messages=True, title="Own", entries=[("text", "Text", "string", "the bytes")])
+    findings = FindingTable("own", messages=True, entries=[("truncated", "error", "a message has bytes")])
+    truncated = findings.truncated
+
+    def __init__(self):
+        super().__init__()
+        self.observe = lambda packet, msg: print("own observed", msg.protocol, msg.frames)
+
+    def decode(self, cur, msg, packet):
+        msg.name, msg.protocol = "own", "echo"
+
+
 register(Echo)
 register(Silent)
-print("observers", sorted(Registry().observers()))
+register(Own)
+print("observing", sorted(Registry().observing()))
 for rec in Capture([sys.argv[1]]):
     print("frame", rec.number, rec.protocol, rec.info)
 """
@@ -223,17 +238,20 @@ for rec in Capture([sys.argv[1]]):
 
 def test_a_protocol_that_overrides_observe_sees_each_message_after_its_decode(tmp_path):
     """The pipeline calls ``observe`` of the protocols that override Dissector's (which learns nothing), each message
-    once, decoded and with its frame number, with its packet; a protocol that keeps the base's is not among them.
-    Of the built-ins, NetQuake (the port a server hands out) and Odamex (the requests a reply answers) observe."""
+    once, decoded and with its frame number, with its packet; a protocol that keeps the base's is not among them, one
+    that sets its own on the instance is, and it is called whatever protocol its message names. Of the built-ins,
+    NetQuake (the port a server hands out) and Odamex (the requests a reply answers) observe."""
     path = tmp_path / "echo.pcap"
     write_pcap(path, [(1700000000.0, ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 7, b"one"))),
                       (1700000000.5, ethernet(udp_packet("10.0.0.2", 40001, "10.0.0.1", 9, b"two"))),
-                      (1700000001.0, ethernet(udp_packet("10.0.0.1", 7, "10.0.0.2", 40000, b"three")))])
+                      (1700000001.0, ethernet(udp_packet("10.0.0.1", 7, "10.0.0.2", 40000, b"three"))),
+                      (1700000001.5, ethernet(udp_packet("10.0.0.2", 40002, "10.0.0.1", 11, b"four")))])
     run = subprocess.run([sys.executable, "-c", OBSERVE, str(path)], capture_output=True, text=True, timeout=60,
                          env=_env())
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
-        "observers ['echo', 'netquake', 'odamex']",
+        "observing ['echo', 'netquake', 'odamex', 'own']",
         "observed echo [1] 40000 7 one", "frame 1 echo one",
         "frame 2 silent two",
-        "observed echo [3] 7 40000 three", "frame 3 echo three"]
+        "observed echo [3] 7 40000 three", "frame 3 echo three",
+        "own observed echo [4]", "frame 4 own own"]

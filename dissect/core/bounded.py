@@ -126,14 +126,17 @@ def put(table, key, value):
     a new entry takes (a key hashed once: most keys put are new); a present key hands that slot back."""
     slot = _vacant(table)
     number = _NUMBERS[slot]
-    found = table._slots.setdefault(key, number)
+    try:
+        found = table._slots.setdefault(key, number)
+    except BaseException:  # a key that cannot be hashed or compared: the slot goes back, the table is as it was
+        _give_back(table, slot)
+        raise
     if found is number:
         table._keys[slot] = key
         table._values[slot] = value
         _insert(table, slot, table._older[0], 0)
     else:
-        table._newer[slot] = table._free
-        table._free = slot
+        _give_back(table, slot)
         slot = found
         table._values[slot] = value
         _refresh(table, slot)
@@ -194,6 +197,12 @@ def _vacant(table):
         table._free = table._newer[slot]
         return slot
     return _new_slot(table)
+
+
+def _give_back(table, slot):
+    """A vacant slot ``put`` did not fill, made free again."""
+    table._newer[slot] = table._free
+    table._free = slot
 
 
 def _new_slot(table):
