@@ -29,6 +29,7 @@ cdef _add(BoundedDict table, key, value)
 @cython.locals(slot=Py_ssize_t)
 cdef Py_ssize_t _vacant(BoundedDict table) except -1
 cdef void _give_back(BoundedDict table, Py_ssize_t slot)
+cdef _occupy(BoundedDict table, Py_ssize_t slot, key, value)
 @cython.locals(slot=Py_ssize_t, capacity=Py_ssize_t)
 cdef Py_ssize_t _new_slot(BoundedDict table) except -1
 @cython.locals(out=int[::1], i=Py_ssize_t)

@@ -132,9 +132,7 @@ def put(table, key, value):
         _give_back(table, slot)
         raise
     if found is number:
-        table._keys[slot] = key
-        table._values[slot] = value
-        _insert(table, slot, table._older[0], 0)
+        _occupy(table, slot, key, value)
     else:
         _give_back(table, slot)
         slot = found
@@ -184,9 +182,14 @@ def _empty(table):
 def _add(table, key, value):
     """A new entry, the newest."""
     slot = _vacant(table)
+    table._slots[key] = _NUMBERS[slot]
+    _occupy(table, slot, key, value)
+
+
+def _occupy(table, slot, key, value):
+    """A vacant slot, its key already in ``_slots``, filled and made the newest entry."""
     table._keys[slot] = key
     table._values[slot] = value
-    table._slots[key] = _NUMBERS[slot]
     _insert(table, slot, table._older[0], 0)
 
 

@@ -191,6 +191,8 @@ cdef class ValueTexts:
     cdef readonly tuple bool_texts
     cpdef text(self, value)
 
+cdef bint _has_text(value)
+
 cdef list DECIMALS
 cdef bint _COMPILED
 @cython.locals(text=str)

@@ -38,7 +38,7 @@ class ValueTexts:
 
     def __init__(self, fmt, values):
         self.fmt = fmt
-        self.texts = {value: fmt(value) for value in values if type(value) in _KEPT}
+        self.texts = {value: fmt(value) for value in values if _has_text(value)}
         # A bool's own (True == 1, and a formatter may show it otherwise); None where fmt raises for it.
         self.bool_texts = (_text_or_none(fmt, False), _text_or_none(fmt, True))
 
@@ -47,7 +47,7 @@ class ValueTexts:
 
     def text(self, value):
         """fmt(value)."""
-        if type(value) is int or type(value) is bytes or type(value) is str:
+        if _has_text(value):
             text = self.texts.get(value)
             if text is not None:
                 return text
@@ -58,7 +58,10 @@ class ValueTexts:
         return self.fmt(value)
 
 
-_KEPT = (int, bytes, str)  # exactly these types (a bool is an int, equal to 0 or 1, and has texts of its own)
+def _has_text(value):
+    """Whether ValueTexts keeps a text for ``value``: exactly an int, bytes or str (a bool is an int, equal to 0 or 1,
+    and has texts of its own)."""
+    return type(value) is int or type(value) is bytes or type(value) is str
 
 
 def _text_or_none(fmt, value):
