@@ -3,12 +3,16 @@
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from conftest import ROOT, TOOLS
 
 
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (Debian's tshark package)")
 def test_a_baseline_build_is_timed_in_the_same_rounds_as_dissect_and_tshark(tmp_path):
     dissect = shlex.join(["env", f"PYTHONPATH={ROOT}", sys.executable, "-m", "dissect"])
     proc = subprocess.run([sys.executable, os.path.join(TOOLS, "bench.py"), "--sizes", "300", "--mix", "mixed",
