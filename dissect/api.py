@@ -125,7 +125,7 @@ def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # 
     return Capture(sources, filter=filter, decode_as=decode_as, tree=tree, count=count)
 
 
-def dissect_payload(payload: bytes, protocol: str, tree: bool = True) -> Message:
+def dissect_payload(payload: bytes | bytearray | memoryview, protocol: str, tree: bool = True) -> Message:
     """Decode one bare message of ``protocol`` (as ``dissect --payload HEX --protocol P``)."""
     key = protocol_key(protocol)
     if key is None:

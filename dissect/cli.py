@@ -205,7 +205,12 @@ def _main(argv, stdout):
         return 2
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # never a traceback for a user
+    except Exception as exc:  # never a traceback for a user; the frames already shown stay shown
+        try:
+            out.flush()
+        except Exception:  # the output itself failed: what it holds is lost, the error is still told
+            out.discard()
+            _drop_output(stdout)
         print(f"dissect: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
@@ -316,8 +321,14 @@ def _check_views(args):
         raise UsageError("-T fields needs at least one -e KEY")
     if args.format != "fields" and (args.field or args.field_option):
         raise UsageError("-e and -E go with -T fields")
-    if args.write == "-" and not (args.quiet or args.stats):
-        args.quiet = True  # standard output carries the capture: nothing else may be printed there
+    if args.write == "-":  # standard output carries the capture: nothing else may be printed there
+        views = [flag for flag, chosen in (("-V", args.verbose), ("-x", args.hex), (f"-T {args.format}",
+                 args.format != "text"), ("--stats", args.stats)) if chosen]
+        if views:
+            them = "them" if len(views) > 1 else "it"
+            raise UsageError(f"-w - writes the capture to standard output, where {', '.join(views)} would write "
+                             f"too: write the capture to a file (-w OUT), or leave {them} out")
+        args.quiet = True
     try:
         args.field_options = FieldOptions.parse(args.field_option)
     except ValueError as exc:

@@ -106,6 +106,16 @@ def test_dissect_payload_equals_the_payload_option():
     assert (version.offset, version.length, version.value) == (11, 1, 3)
 
 
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_dissect_payload_takes_any_bytes_like_payload(kind):
+    """A bytearray or a memoryview decodes as its bytes do, in the compiled build as in the pure one."""
+    payload = bytes.fromhex("8000000c025155414b450003")
+    msg = dissect.dissect_payload(kind(payload), "netquake")
+    assert (msg.name, msg.payload, type(msg.payload)) == ("CCREQ_SERVER_INFO", payload, bytes)
+    version = msg["netquake.control.net_protocol_version"]
+    assert (version.offset, version.length, version.value) == (11, 1, 3)
+
+
 def test_protocols_carry_their_tables():
     protocols = dissect.protocols()
     assert sorted(protocols) == ["netquake", "odamex", "soldat", "teeframe"]

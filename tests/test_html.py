@@ -281,6 +281,27 @@ def test_nice_ticks():
     assert nice_ticks(0, 27) == [0, 10, 20]
     assert nice_ticks(0, 100) == [0, 20, 40, 60, 80, 100]
     assert nice_ticks(-3, 3) == [-2, 0, 2]
+    assert nice_ticks(0, 1.7976931348623157e308) == [0.0, 5e307, 1e308, 1.5e308]  # the last float: none past it
+
+
+def test_a_player_count_beyond_a_float_is_drawn_at_the_top(tmp_path):
+    """A Decimal String may hold 4,000 digits: a count of 10**309 players (more than a float holds) is plotted
+    at the float's end, the report written, the run as clean as the other views'."""
+    import capkit
+    import teeframe_peer as tf
+    browser, tee = ("10.0.0.8", 50000), ("10.0.0.2", 8303)
+    packets = [(browser, tee, tf.gie3(0x1234, 0x2A)), (tee, browser, tf.iext(0x12342A, players=10 ** 309))]
+    source = tmp_path / "huge.pcap"
+    capkit.write_pcap(source, [(capkit.DEFAULT_TS + i / 1000, capkit.ethernet(capkit.udp_packet(*src, *dst, data)))
+                               for i, (src, dst, data) in enumerate(packets)])
+    out = tmp_path / "huge.html"
+    code, text, err = run_cli("--html", out, source)
+    assert (code, err) == (0, "")
+    assert [line.split()[0] for line in text.splitlines() if line.split()[0].isdigit()] == ["1", "2"]
+    page = out.read_text(encoding="utf-8")
+    figure = re.search(r'<figure class="players" data-server="10\.0\.0\.2:8303">(.*?)</figure>', page).group(1)
+    ticks = re.findall(r'class="tick" text-anchor="end">([^<]*)<', figure)
+    assert ticks == ["0", "5e+307", "1e+308", "1.5e+308"]
 
 
 # -- in the browser ---------------------------------------------------------------------------------------

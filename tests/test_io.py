@@ -8,6 +8,7 @@ import io
 import lzma
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -152,6 +153,101 @@ def test_write_to_standard_output_and_count(tmp_path):
     out = tmp_path / "piped.pcap"
     out.write_bytes(proc.stdout)
     assert [frame[2] for frame in _frames(out)] == [frame[2] for frame in _frames(SESSION)[:3]]
+
+
+def _pcapng_in_seconds(path, seconds, tsoffset=None):
+    """The NetQuake session's first frames in a pcapng whose interface counts time in whole seconds
+    (if_tsresol 0), ``seconds[i]`` the i-th frame's units, ``tsoffset`` its if_tsoffset."""
+    def block(kind, body):
+        body += b"\0" * (-len(body) % 4)
+        return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+    options = struct.pack("<HHB3x", 9, 1, 0)
+    if tsoffset is not None:
+        options += struct.pack("<HHq", 14, 8, tsoffset)
+    data = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    data += block(1, struct.pack("<HHI", 1, 0, 65535) + options + struct.pack("<HH", 0, 0))
+    frames = [frame.data for frame in open_capture(SESSION)][:len(seconds)]
+    for units, frame in zip(seconds, frames):
+        data += block(6, struct.pack("<IIIII", 0, units >> 32, units & 0xFFFFFFFF, len(frame), len(frame)) + frame)
+    path.write_bytes(data)
+    return frames
+
+
+def _stamps(path):
+    """Each written frame's timestamp as stored: pcap (seconds, microseconds); pcapng (high, low) of its count of
+    microseconds."""
+    data = path.read_bytes()
+    stamps = []
+    if data[:4] == b"\xd4\xc3\xb2\xa1":
+        offset = 24
+        while offset < len(data):
+            seconds, micros, caplen, _ = struct.unpack_from("<IIII", data, offset)
+            stamps.append((seconds, micros))
+            offset += 16 + caplen
+        return stamps
+    offset = 0
+    while offset < len(data):
+        kind, length = struct.unpack_from("<II", data, offset)
+        if kind == 6:
+            stamps.append(struct.unpack_from("<II", data, offset + 12))
+        offset += length
+    return stamps
+
+
+@pytest.mark.parametrize("name,units,tsoffset,first,stamps", [
+    ("out.pcap", [1_700_000_000, 2 ** 64 - 1, 2 ** 64 - 1], None,
+     "frame 2's time 1.8446744073709552e+19 is outside what pcap timestamps hold (0 to 4294967295.999999 s since "
+     "1970): written as 4294967295.999999; 1 more frames likewise",
+     [(1_700_000_000, 0), (2 ** 32 - 1, 999_999), (2 ** 32 - 1, 999_999)]),
+    ("out.pcapng", [1_700_000_000, 2 ** 64 - 1], None,
+     "frame 2's time 1.8446744073709552e+19 is outside what pcapng timestamps hold (0 to 18446744073709.551615 s "
+     "since 1970): written as 18446744073709.551615",
+     [divmod(1_700_000_000 * 10 ** 6, 2 ** 32), (2 ** 32 - 1, 2 ** 32 - 1)]),
+    ("out.pcap", [2 ** 40, 2 ** 40 + 2], -(2 ** 40) - 1, "frame 1's time -1.0 is outside what pcap timestamps hold "
+     "(0 to 4294967295.999999 s since 1970): written as 0.000000", [(0, 0), (1, 0)])])
+def test_a_time_the_output_cannot_hold_is_written_as_the_nearest_and_named(tmp_path, name, units, tsoffset, first,
+                                                                          stamps):
+    """-w keeps every frame, its bytes as read; a time beyond what the format's timestamps hold (pcap: 32-bit
+    seconds; pcapng: 64-bit microseconds; neither before 1970) is written as the nearest one it holds, and the
+    run ends with an error naming the first such frame (exit 2), after every frame's line."""
+    source = tmp_path / "seconds.pcapng"
+    frames = _pcapng_in_seconds(source, units, tsoffset)
+    out = tmp_path / name
+    code, text, err = run_cli("-w", out, source)
+    assert (code, err) == (2, f"dissect: {out}: {first}\n")
+    shown = [int(line.split()[0]) for line in text.splitlines() if line.split()[0].isdigit()]
+    assert shown == list(range(1, len(units) + 1))
+    assert [data for _, _, data, _ in _frames(out)] == frames
+    assert _stamps(out) == stamps
+    assert run_cli("-q", "-w", tmp_path / "again.pcapng", out)[:3:2] == (0, "")  # what was written fits pcapng
+
+
+@pytest.mark.parametrize("args,views", [(("-V",), "-V"), (("-T", "jsonl"), "-T jsonl"), (("--stats",), "--stats"),
+                                        (("-q", "--stats"), "--stats"), (("-x", "--stats"), "-x, --stats")])
+def test_a_view_beside_a_capture_written_to_standard_output_is_an_error(args, views):
+    """-w - puts the capture on standard output: a view printed there too would corrupt it (as tshark refuses)."""
+    proc = subprocess.run([sys.executable, "-m", "dissect", "-w", "-", *args, SESSION], capture_output=True,
+                          cwd=ROOT, timeout=60)
+    them = "them" if "," in views else "it"
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr.decode() == (f"dissect: -w - writes the capture to standard output, where {views} would "
+                                    f"write too: write the capture to a file (-w OUT), or leave {them} out\n")
+
+
+def test_an_internal_error_keeps_the_lines_of_the_frames_before_it(tmp_path):
+    """A fault no handler expects ends the run with one line on stderr (exit 2), never a traceback, and the
+    frames already shown stay in the output (it is written in blocks: they were still in its buffer)."""
+    script = ("import sys\nfrom dissect import cli\nfrom dissect.capture import writer\n"
+              "write = writer.PcapWriter.write\n"
+              "def failing(self, frame):\n"
+              "    if frame.number == 4:\n        raise RuntimeError('made to fail at frame 4')\n"
+              "    write(self, frame)\n"
+              "writer.PcapWriter.write = failing\n"
+              f"sys.exit(cli.main(['-w', {str(tmp_path / 'out.pcap')!r}, {SESSION!r}]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (proc.returncode, proc.stderr) == (2, "dissect: internal error: RuntimeError: made to fail at frame 4\n")
+    assert [int(line.split()[0]) for line in proc.stdout.splitlines()] == [1, 2, 3]
+    assert len(_frames(tmp_path / "out.pcap")) == 3
 
 
 def test_count_stops_and_concludes_as_the_end_does():

@@ -2,15 +2,20 @@
 
 pcap holds one link type: a frame of another is an error naming both (write pcapng instead).
 pcapng gets one interface description per link type met, so a capture of several link types keeps
-each frame's. Timestamps are written in microseconds.
+each frame's. Timestamps are written in microseconds. A time the format cannot hold (pcap: 0 to
+2**32 seconds since 1970; pcapng: 0 to 2**64 microseconds) is written as the nearest it holds, the
+frame kept, and closing the output is then an error that names the first such frame.
 """
 
+import math
 import struct
 import sys
 
 PCAP_HEADER = struct.Struct("<IHHiIII")
 PCAP_RECORD = struct.Struct("<IIII")
 SNAPLEN = 262144
+PCAP_MAX_MICROS = (1 << 32) * 1_000_000 - 1  # pcap: 32-bit seconds and their microseconds
+PCAPNG_MAX_MICROS = (1 << 64) - 1            # pcapng: one 64-bit count of microseconds
 
 
 class WriteError(Exception):
@@ -35,10 +40,29 @@ def open_writer(path, file_format):
 
 
 class _Writer:
+    FORMAT = "pcap"
+    MAX_MICROS = PCAP_MAX_MICROS
+
     def __init__(self, handle, path):
         self.handle = handle
         self.path = path
         self.count = 0
+        self.outside = 0          # frames whose time the format cannot hold
+        self.first_outside = None  # (frame number, its time, the time written)
+
+    def _micros(self, frame):
+        """The frame's time in microseconds since 1970, within what the format holds."""
+        micros = _micros(frame.ts)
+        if micros is not None and 0 <= micros <= self.MAX_MICROS:
+            return micros
+        held = self.MAX_MICROS if frame.ts > 0 else 0  # a NaN at 0
+        # A float time differs from the end's microsecond by its rounding (pcapng's end read back is
+        # 1.8446744073709552e13 s, past the end): only a time beyond the end's float is outside.
+        if held == 0 or frame.ts > self.MAX_MICROS / 1e6:
+            self.outside += 1
+            if self.first_outside is None:
+                self.first_outside = (frame.number, frame.ts, held)
+        return held
 
     def _put(self, data):
         try:
@@ -53,6 +77,14 @@ class _Writer:
                 self.handle.close()
         except OSError as exc:
             raise WriteError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+        if self.outside:
+            raise WriteError(self._outside_text())
+
+    def _outside_text(self):
+        number, ts, held = self.first_outside
+        more = f"; {self.outside - 1} more frames likewise" if self.outside > 1 else ""
+        return (f"{self.path}: frame {number}'s time {ts!r} is outside what {self.FORMAT} timestamps hold "
+                f"(0 to {_seconds(self.MAX_MICROS)} s since 1970): written as {_seconds(held)}{more}")
 
 
 class PcapWriter(_Writer):
@@ -71,7 +103,7 @@ class PcapWriter(_Writer):
         elif linktype != self.linktype:
             raise WriteError(f"{self.path}: frame {frame.number} has link type {linktype} but the pcap holds link "
                              f"type {self.linktype}: a pcap has one link type (write pcapng: -F pcapng)")
-        seconds, micros = _split(frame.ts)
+        seconds, micros = divmod(self._micros(frame), 1_000_000)
         self._put(PCAP_RECORD.pack(seconds, micros, len(frame.data), max(frame.wirelen, len(frame.data)))
                   + bytes(frame.data))
         self.count += 1
@@ -79,6 +111,9 @@ class PcapWriter(_Writer):
 
 class PcapngWriter(_Writer):
     """pcapng: one section, an interface description per link type, enhanced packet blocks."""
+
+    FORMAT = "pcapng"
+    MAX_MICROS = PCAPNG_MAX_MICROS
 
     def __init__(self, handle, path):
         super().__init__(handle, path)
@@ -91,7 +126,7 @@ class PcapngWriter(_Writer):
         if interface is None:
             interface = self.interfaces[linktype] = len(self.interfaces)
             self._put(_block(0x00000001, struct.pack("<HHI", linktype, 0, SNAPLEN)))
-        stamp = _micros(frame.ts)
+        stamp = self._micros(frame)
         data = bytes(frame.data)
         body = struct.pack("<IIIII", interface, stamp >> 32, stamp & 0xFFFFFFFF, len(data),
                            max(frame.wirelen, len(data))) + data + b"\0" * (-len(data) % 4)
@@ -105,9 +140,13 @@ def _block(block_type, body):
 
 
 def _micros(ts):
-    return max(0, int(round(ts * 1_000_000)))
+    """``ts`` (seconds) in whole microseconds; None for a time that is no finite number."""
+    if isinstance(ts, float) and not math.isfinite(ts):
+        return None
+    return int(round(ts * 1_000_000))
 
 
-def _split(ts):
-    seconds, micros = divmod(_micros(ts), 1_000_000)
-    return seconds & 0xFFFFFFFF, micros
+def _seconds(micros):
+    """Whole microseconds as seconds with six decimals, exactly."""
+    seconds, micros = divmod(micros, 1_000_000)
+    return f"{seconds}.{micros:06d}"

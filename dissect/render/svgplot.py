@@ -7,6 +7,7 @@ text that reaches the SVG goes through ``text()``: escaped, and packet strings m
 
 import html
 import math
+import sys
 
 from .text import safe
 
@@ -36,18 +37,30 @@ def nice_ticks(low, high, count=5):
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low] if math.isfinite(low) else [0.0]
     raw = (high - low) / max(1, count)
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))  # a float: an int power of 10**307 overflows the plot
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     first = math.ceil(low / step - 1e-9) * step
     ticks, value = [], first
-    while value <= high + step * 1e-9 and len(ticks) < 50:
+    while value <= high + step * 1e-9 and math.isfinite(value) and len(ticks) < 50:
         ticks.append(0.0 if abs(value) < step * 1e-9 else value)
         value += step
     return ticks
 
 
+def _plottable(value):
+    """A point's value as a finite float: a number beyond a float's range (a decoded count of 400 digits)
+    drawn at the float's end, a NaN at zero."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    if math.isnan(number):
+        return 0.0
+    return min(max(number, -sys.float_info.max), sys.float_info.max)
+
+
 def number_label(value):
-    if value == int(value) and abs(value) < 1e15:
+    if abs(value) < 1e15 and value == int(value):
         return f"{int(value):,}"
     return f"{value:.3g}"
 
@@ -67,6 +80,8 @@ def line_chart(series, x_title, y_title, width=560, height=240, log_x=False, x_l
                y_label=number_label, x_range=None, empty="no data"):
     """One SVG element: the series over shared axes. ``log_x``: x values are positive and drawn on a
     logarithmic scale with a tick per power of ten."""
+    series = [Series(s.label, s.color, [(_plottable(x), _plottable(y)) for x, y in s.points], s.dashed)
+              for s in series]
     points = [p for s in series for p in s.points]
     if not points:
         return _empty_chart(width, height, empty)
