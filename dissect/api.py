@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (the annotations document the API; the compiled build must accept what the pure one does: a str subclass, a bytearray)
 """The Python API: open a capture and loop over its records, dissect one payload, list the protocols.
 
     import dissect

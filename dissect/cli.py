@@ -260,6 +260,8 @@ def _run(args, out):
     if args.payload_mode:
         if args.html:
             raise UsageError("--html reports on captures, not on --payload")
+        if args.write:
+            raise UsageError("-w writes a capture's frames: --payload has none")
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
@@ -352,18 +354,22 @@ def _run_files(args, out):
         interrupted = True
     except WriteError as exc:  # -w failed: stop reading, conclude with what was read
         files.errors.append(str(exc))
-        printer.writer = None
+        writer, printer.writer = printer.writer, None
+        outside = writer.outside_error() if writer is not None else None
+        if outside is not None:
+            files.errors.append(outside)
     try:
         _conclude(session, printer)
     except WriteError as exc:
         files.errors.append(str(exc))
     if report is not None:
         _close_report(report, session, files.errors)
+    if not interrupted:
+        _explain_failure(session)
+    for error in files.errors:  # after Ctrl-C too: the frames read were written, and so were their faults
+        print(f"dissect: {error}", file=sys.stderr)
     if interrupted:
         return 130
-    _explain_failure(session)
-    for error in files.errors:
-        print(f"dissect: {error}", file=sys.stderr)
     if files.errors:
         return 2
     return 1 if session.failed else 0

@@ -282,6 +282,7 @@ def test_nice_ticks():
     assert nice_ticks(0, 100) == [0, 20, 40, 60, 80, 100]
     assert nice_ticks(-3, 3) == [-2, 0, 2]
     assert nice_ticks(0, 1.7976931348623157e308) == [0.0, 5e307, 1e308, 1.5e308]  # the last float: none past it
+    assert nice_ticks(-1.7e308, 1.7e308) == [-1.7e308] and nice_ticks(0, 5e-324) == [0]  # spans a float cannot step
 
 
 def test_a_player_count_beyond_a_float_is_drawn_at_the_top(tmp_path):

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import capkit
 import dpkt
 import netquake_peer as nq
 
@@ -61,3 +62,31 @@ def test_ctrl_c_under_json_closes_the_array_with_pending_analysis(tmp_path):
     assert [r.get("frame") for r in records if r["kind"] == "frame"] == [1, 2]
     walk = [r for r in records if r["kind"] == "analysis"][0]
     assert (walk["name"], walk["frames"], walk["result"]["complete"]) == ("rule_walk", [2], False)
+
+
+def test_ctrl_c_still_names_a_time_that_w_could_not_write(tmp_path):
+    """-w's error about a time outside what pcap holds is told after Ctrl-C as at the end (exit 130)."""
+    source = tmp_path / "before-1970.pcapng"
+    frame = ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))
+    capkit.write_pcapng_units(source, [(0, 1, frame)], [1], tsresol=0, tsoffset=-2)
+    path = tmp_path / "slow.fifo"
+    os.mkfifo(path)
+    done = threading.Event()
+
+    def feed():
+        with open(path, "wb") as fifo:
+            fifo.write(source.read_bytes())
+            fifo.flush()
+            done.wait(30)
+
+    threading.Thread(target=feed, daemon=True).start()
+    out = tmp_path / "out.pcap"
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-q", "-w", str(out), str(path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # the frame read; the reader waits on the FIFO
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    done.set()
+    assert (proc.returncode, err) == (130, f"dissect: {out}: frame 1's time -1.0 is outside what pcap timestamps "
+                                           f"hold as dissect writes them (0 to 4294967295.999999 s since 1970): "
+                                           f"written as 0.000000\n")

@@ -156,20 +156,10 @@ def test_write_to_standard_output_and_count(tmp_path):
 
 
 def _pcapng_in_seconds(path, seconds, tsoffset=None):
-    """The NetQuake session's first frames in a pcapng whose interface counts time in whole seconds
-    (if_tsresol 0), ``seconds[i]`` the i-th frame's units, ``tsoffset`` its if_tsoffset."""
-    def block(kind, body):
-        body += b"\0" * (-len(body) % 4)
-        return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
-    options = struct.pack("<HHB3x", 9, 1, 0)
-    if tsoffset is not None:
-        options += struct.pack("<HHq", 14, 8, tsoffset)
-    data = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-    data += block(1, struct.pack("<HHI", 1, 0, 65535) + options + struct.pack("<HH", 0, 0))
+    """The NetQuake session's first frames in a pcapng counting whole seconds (if_tsresol 0): ``seconds[i]`` the
+    i-th frame's units, ``tsoffset`` the interface's if_tsoffset."""
     frames = [frame.data for frame in open_capture(SESSION)][:len(seconds)]
-    for units, frame in zip(seconds, frames):
-        data += block(6, struct.pack("<IIIII", 0, units >> 32, units & 0xFFFFFFFF, len(frame), len(frame)) + frame)
-    path.write_bytes(data)
+    capkit.write_pcapng_units(path, [(0, units, frame) for units, frame in zip(seconds, frames)], [1], 0, tsoffset)
     return frames
 
 
@@ -196,15 +186,15 @@ def _stamps(path):
 
 @pytest.mark.parametrize("name,units,tsoffset,first,stamps", [
     ("out.pcap", [1_700_000_000, 2 ** 64 - 1, 2 ** 64 - 1], None,
-     "frame 2's time 1.8446744073709552e+19 is outside what pcap timestamps hold (0 to 4294967295.999999 s since "
-     "1970): written as 4294967295.999999; 1 more frames likewise",
+     "frame 2's time 1.8446744073709552e+19 is outside what pcap timestamps hold as dissect "
+     "writes them (0 to 4294967295.999999 s since 1970): written as 4294967295.999999; 1 more frame likewise",
      [(1_700_000_000, 0), (2 ** 32 - 1, 999_999), (2 ** 32 - 1, 999_999)]),
     ("out.pcapng", [1_700_000_000, 2 ** 64 - 1], None,
-     "frame 2's time 1.8446744073709552e+19 is outside what pcapng timestamps hold (0 to 18446744073709.551615 s "
-     "since 1970): written as 18446744073709.551615",
+     "frame 2's time 1.8446744073709552e+19 is outside what pcapng timestamps hold as "
+     "dissect writes them (0 to 18446744073709.551615 s since 1970): written as 18446744073709.551615",
      [divmod(1_700_000_000 * 10 ** 6, 2 ** 32), (2 ** 32 - 1, 2 ** 32 - 1)]),
     ("out.pcap", [2 ** 40, 2 ** 40 + 2], -(2 ** 40) - 1, "frame 1's time -1.0 is outside what pcap timestamps hold "
-     "(0 to 4294967295.999999 s since 1970): written as 0.000000", [(0, 0), (1, 0)])])
+     "as dissect writes them (0 to 4294967295.999999 s since 1970): written as 0.000000", [(0, 0), (1, 0)])])
 def test_a_time_the_output_cannot_hold_is_written_as_the_nearest_and_named(tmp_path, name, units, tsoffset, first,
                                                                           stamps):
     """-w keeps every frame, its bytes as read; a time beyond what the format's timestamps hold (pcap: 32-bit
@@ -220,6 +210,40 @@ def test_a_time_the_output_cannot_hold_is_written_as_the_nearest_and_named(tmp_p
     assert [data for _, _, data, _ in _frames(out)] == frames
     assert _stamps(out) == stamps
     assert run_cli("-q", "-w", tmp_path / "again.pcapng", out)[:3:2] == (0, "")  # what was written fits pcapng
+
+
+def test_a_nanosecond_time_in_the_last_microsecond_of_pcap_is_held(tmp_path):
+    """4294967295.9999996 s rounds up to 2**32 s, past pcap's end, yet its seconds fit: written as the last
+    microsecond, no error (the rounding, not the time, is beyond the format)."""
+    frame = open_capture(SESSION).__next__().data
+    source = tmp_path / "ns.pcap"
+    source.write_bytes(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)
+                       + struct.pack("<IIII", 2 ** 32 - 1, 999_999_600, len(frame), len(frame)) + frame)
+    out = tmp_path / "out.pcap"
+    assert run_cli("-q", "-w", out, source)[:3:2] == (0, "")
+    assert _stamps(out) == [(2 ** 32 - 1, 999_999)]
+
+
+def test_a_time_outside_is_named_when_a_link_type_ends_the_writing(tmp_path):
+    """The link-type error stops -w; the frames written before it keep their faults: both are told."""
+    import netquake_peer as nq
+    ip = capkit.udp_packet("10.0.0.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info())
+    source = tmp_path / "two.pcapng"
+    capkit.write_pcapng_units(source, [(0, 2 ** 64 - 1, bytes(capkit.ethernet(ip))), (1, 0, bytes(ip))], [1, 101], tsresol=0)
+    out = tmp_path / "out.pcap"
+    code, _, err = run_cli("-q", "-w", out, source)
+    assert code == 2
+    assert err.splitlines() == [
+        f"dissect: {out}: frame 2 has link type 101 but the pcap holds link type 1: a pcap has one link type "
+        f"(write pcapng: -F pcapng)",
+        f"dissect: {out}: frame 1's time 1.8446744073709552e+19 is outside what pcap timestamps hold as dissect "
+        f"writes them (0 to 4294967295.999999 s since 1970): written as 4294967295.999999"]
+    assert _stamps(out) == [(2 ** 32 - 1, 999_999)]
+
+
+def test_payload_with_write_is_an_error():
+    code, out, err = run_cli("--payload", "8000000c025155414b450003", "--protocol", "netquake", "-w", "-")
+    assert (code, out, err) == (2, "", "dissect: -w writes a capture's frames: --payload has none\n")
 
 
 @pytest.mark.parametrize("args,views", [(("-V",), "-V"), (("-T", "jsonl"), "-T jsonl"), (("--stats",), "--stats"),

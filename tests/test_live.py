@@ -1,6 +1,7 @@
 """Live capture on the loopback interface with real sockets (needs root; CI runs as root)."""
 
 import fcntl
+import io
 import json
 import os
 import shutil
@@ -176,6 +177,27 @@ def test_count_stops_and_stats_are_printed():
     assert proc.returncode == 0
     assert "Frames: 3" in out and "CCREQ_SERVER_INFO" in out
     assert "3 packets captured" in err
+
+
+def test_write_to_standard_output_while_capturing(tmp_path):
+    """-i with -w -: the pcap goes to standard output (not to a file named -), every packet in it."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", "-f", f"udp port {port}", "-c", "3",
+                             "-w", "-"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    _STARTED.append(proc)
+    assert b"capturing on lo" in proc.stderr.readline()
+    time.sleep(0.3)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for _ in range(5):
+        sock.sendto(nq.ccreq_server_info(), ("127.0.0.1", port))
+        time.sleep(0.05)
+    sock.close()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and b"3 packets captured" in err
+    payloads = [bytes(dpkt.ethernet.Ethernet(data).data.data.data) for _, data in dpkt.pcap.Reader(io.BytesIO(out))]
+    assert payloads == [nq.ccreq_server_info()] * 3
+    assert os.listdir(tmp_path) == []
 
 
 def test_duration_stops_with_no_traffic():

@@ -10,6 +10,7 @@ import os
 import select
 import socket
 import struct
+import sys
 import time
 
 from .files import Frame
@@ -94,7 +95,7 @@ class LiveCapture:
     def _open_writer(self, path):
         import dpkt
         try:
-            self._handle = open(path, "wb")
+            self._handle = sys.stdout.buffer if path == "-" else open(path, "wb")
         except OSError as exc:
             self.sock.close()
             raise LiveError(f"{path}: cannot write: {exc.strerror}") from None
@@ -144,7 +145,7 @@ class LiveCapture:
 
     def _discard_handle(self):
         handle, self._handle = self._handle, None
-        if handle is not None:
+        if handle is not None and self._path != "-":  # standard output stays open for the command
             try:
                 handle.close()
             except OSError:
@@ -179,6 +180,6 @@ class LiveCapture:
             pass
         if self._handle is not None:
             self._write(self._handle.flush)
-        if self._handle is not None:
+        if self._handle is not None and self._path != "-":  # a pipe has nothing to sync
             self._write(os.fsync, self._handle.fileno())
         self._discard_handle()

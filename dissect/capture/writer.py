@@ -2,9 +2,10 @@
 
 pcap holds one link type: a frame of another is an error naming both (write pcapng instead).
 pcapng gets one interface description per link type met, so a capture of several link types keeps
-each frame's. Timestamps are written in microseconds. A time the format cannot hold (pcap: 0 to
-2**32 seconds since 1970; pcapng: 0 to 2**64 microseconds) is written as the nearest it holds, the
-frame kept, and closing the output is then an error that names the first such frame.
+each frame's. Timestamps are written in microseconds since 1970, without pcapng's offset: a time
+outside what that holds (pcap: 0 to 2**32 seconds; pcapng: 0 to 2**64 microseconds; a pcapng read
+may hold any, with its if_tsoffset or a damaged block) is written as the nearest it holds, the frame
+kept, and closing the output is then an error that names the first such frame.
 """
 
 import math
@@ -56,9 +57,9 @@ class _Writer:
         if micros is not None and 0 <= micros <= self.MAX_MICROS:
             return micros
         held = self.MAX_MICROS if frame.ts > 0 else 0  # a NaN at 0
-        # A float time differs from the end's microsecond by its rounding (pcapng's end read back is
-        # 1.8446744073709552e13 s, past the end): only a time beyond the end's float is outside.
-        if held == 0 or frame.ts > self.MAX_MICROS / 1e6:
+        # Rounded up past the end, a time still before it is held (pcap: the last half microsecond before 2**32 s
+        # of a nanosecond capture); a float of pcapng's end is that end read back (1.8446744073709552e13 s).
+        if held == 0 or (frame.ts >= (self.MAX_MICROS + 1) / 1e6 and frame.ts > self.MAX_MICROS / 1e6):
             self.outside += 1
             if self.first_outside is None:
                 self.first_outside = (frame.number, frame.ts, held)
@@ -78,13 +79,18 @@ class _Writer:
         except OSError as exc:
             raise WriteError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
         if self.outside:
-            raise WriteError(self._outside_text())
+            raise WriteError(self.outside_error())
 
-    def _outside_text(self):
+    def outside_error(self):
+        """The error of the times written as the nearest held (None while every time fit)."""
+        if not self.outside:
+            return None
         number, ts, held = self.first_outside
-        more = f"; {self.outside - 1} more frames likewise" if self.outside > 1 else ""
-        return (f"{self.path}: frame {number}'s time {ts!r} is outside what {self.FORMAT} timestamps hold "
-                f"(0 to {_seconds(self.MAX_MICROS)} s since 1970): written as {_seconds(held)}{more}")
+        more = self.outside - 1
+        more = f"; {more} more frame{'s' if more > 1 else ''} likewise" if more else ""
+        name = "standard output" if self.path == "-" else self.path
+        return (f"{name}: frame {number}'s time {ts!r} is outside what {self.FORMAT} timestamps hold as dissect "
+                f"writes them (0 to {_seconds(self.MAX_MICROS)} s since 1970): written as {_seconds(held)}{more}")
 
 
 class PcapWriter(_Writer):

@@ -37,6 +37,8 @@ def nice_ticks(low, high, count=5):
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low] if math.isfinite(low) else [0.0]
     raw = (high - low) / max(1, count)
+    if not math.isfinite(raw) or raw <= 0:  # a span beyond a float, or below its least step
+        return [low]
     power = 10.0 ** math.floor(math.log10(raw))  # a float: an int power of 10**307 overflows the plot
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     first = math.ceil(low / step - 1e-9) * step
