@@ -162,17 +162,20 @@ def test_sigterm_during_a_blocked_write_loses_no_output(unbuffered):
     assert [r["result"]["records"] for r in records if r["kind"] == "analysis"] == [64, 64, 64]
 
 
+def _send_server_info_requests(port, count):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _ in range(count):
+            sock.sendto(nq.ccreq_server_info(), ("127.0.0.1", port))
+            time.sleep(0.05)
+
+
 def test_count_stops_and_stats_are_printed():
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-i", "lo", "-f", f"udp port {port}", "-c", "3",
                              "--stats"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "capturing on lo" in proc.stderr.readline()
     time.sleep(0.3)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for _ in range(5):
-        sock.sendto(nq.ccreq_server_info(), ("127.0.0.1", port))
-        time.sleep(0.05)
-    sock.close()
+    _send_server_info_requests(port, 5)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert "Frames: 3" in out and "CCREQ_SERVER_INFO" in out
@@ -188,11 +191,7 @@ def test_write_to_standard_output_while_capturing(tmp_path):
     _STARTED.append(proc)
     assert b"capturing on lo" in proc.stderr.readline()
     time.sleep(0.3)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for _ in range(5):
-        sock.sendto(nq.ccreq_server_info(), ("127.0.0.1", port))
-        time.sleep(0.05)
-    sock.close()
+    _send_server_info_requests(port, 5)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and b"3 packets captured" in err
     payloads = [bytes(dpkt.ethernet.Ethernet(data).data.data.data) for _, data in dpkt.pcap.Reader(io.BytesIO(out))]
