@@ -230,11 +230,6 @@ def test_missing_file():
     assert code == 2 and "cannot open" in err and "Traceback" not in err
 
 
-def _pcapng_block(block_type, body):
-    body += b"\0" * (-len(body) % 4)
-    return struct.pack("<II", block_type, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
-
-
 def test_pcapng_enhanced_block_header_fields(tmp_path):
     """An enhanced packet block's own wire length, its interface's if_tsoffset and if_tsresol, and a captured
     length one byte longer than the block holds (its trailer must not become packet bytes)."""
@@ -243,10 +238,10 @@ def test_pcapng_enhanced_block_header_fields(tmp_path):
     room = 20 + len(packet) + (-len(packet) % 4)  # what the block body holds before its trailer
     path = tmp_path / "fields.pcapng"
     path.write_bytes(
-        _pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-        + _pcapng_block(1, struct.pack("<HHI", 1, 0, 65535) + options)  # milliseconds, from second 1,000,000
-        + _pcapng_block(6, struct.pack("<IIIII", 0, 0, 1234, len(packet), 1500) + packet)
-        + _pcapng_block(6, struct.pack("<IIIII", 0, 0, 5678, room - 20 + 1, 1500) + packet))
+        capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+        + capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535) + options)  # ms, from second 1,000,000
+        + capkit.pcapng_block(6, struct.pack("<IIIII", 0, 0, 1234, len(packet), 1500) + packet)
+        + capkit.pcapng_block(6, struct.pack("<IIIII", 0, 0, 5678, room - 20 + 1, 1500) + packet))
     good, cut = list(open_capture(str(path)))
     assert (good.caplen, good.wirelen, good.data, good.error) == (len(packet), 1500, packet, None)
     assert good.ts == pytest.approx(1_000_001.234, abs=1e-9)

@@ -100,22 +100,25 @@ def write_pcapng(path, frames_by_iface, linktypes):
             writer.writepkt(epb, ts=ts)
 
 
+def pcapng_block(block_type, body):
+    """One pcapng block: its type, its total length on both sides, the body padded to 32 bits."""
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", block_type, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+
 def write_pcapng_units(path, frames, linktypes, tsresol=6, tsoffset=None):
     """A pcapng whose interfaces (one a link type) count time in units of 10**-tsresol s (if_tsresol) from
     ``tsoffset`` seconds (if_tsoffset): ``frames``, (interface, units, bytes), may then lie before 1970 or
     beyond what a float or -w's formats hold. Written field by field (dpkt takes float seconds)."""
-    def block(kind, body):
-        body += b"\0" * (-len(body) % 4)
-        return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
     options = struct.pack("<HHB3x", 9, 1, tsresol)
     if tsoffset is not None:
         options += struct.pack("<HHq", 14, 8, tsoffset)
-    data = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    data = pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
     for linktype in linktypes:
-        data += block(1, struct.pack("<HHI", linktype, 0, 65535) + options + struct.pack("<HH", 0, 0))
+        data += pcapng_block(1, struct.pack("<HHI", linktype, 0, 65535) + options + struct.pack("<HH", 0, 0))
     for interface, units, frame in frames:
-        data += block(6, struct.pack("<IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(frame), len(frame))
-                      + frame)
+        data += pcapng_block(6, struct.pack("<IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(frame),
+                                                len(frame)) + frame)
     with open(path, "wb") as handle:
         handle.write(data)
 

@@ -104,20 +104,14 @@ def write_fragments(path, count):
     out.close()
 
 
-def _pcapng_block(block_type, body):
-    body += b"\0" * (-len(body) % 4)
-    total = 12 + len(body)
-    return struct.pack("<II", block_type, total) + body + struct.pack("<I", total)
-
-
 def write_blocks(path, count, block_bytes=BLOCK_BYTES):
     """Each oversized enhanced packet block is written in pieces: the writer holds none of it either."""
     good = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000,
                                              b"\x80\x00\x00\x0c\x02QUAKE\x00\x03"))
     caplen = block_bytes - 32
     with open(path, "wb") as handle:
-        handle.write(_pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
-        handle.write(_pcapng_block(1, struct.pack("<HHI", 1, 0, 65535)))
+        handle.write(capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        handle.write(capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535)))
         ts = int(capkit.DEFAULT_TS * 1e6)
         for _ in range(count):
             handle.write(struct.pack("<IIIIIII", 6, block_bytes, 0, ts >> 32, ts & 0xFFFFFFFF, caplen, caplen))
@@ -125,8 +119,8 @@ def write_blocks(path, count, block_bytes=BLOCK_BYTES):
                 handle.write(b"\xee" * min(1 << 20, caplen - start))
             handle.write(struct.pack("<I", block_bytes))
             ts += 10
-            handle.write(_pcapng_block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(good), len(good))
-                                       + good))
+            handle.write(capkit.pcapng_block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(good),
+                                                            len(good)) + good))
             ts += 10
 
 
