@@ -10,10 +10,10 @@ import os
 import select
 import socket
 import struct
-import sys
 import time
 
 from .files import Frame
+from .writer import open_output
 
 PACKET_OUTGOING = 4
 SOL_PACKET, PACKET_STATISTICS = 263, 6
@@ -95,7 +95,7 @@ class LiveCapture:
     def _open_writer(self, path):
         import dpkt
         try:
-            self._handle = sys.stdout.buffer if path == "-" else open(path, "wb")
+            self._handle = open_output(path)
         except OSError as exc:
             self.sock.close()
             raise LiveError(f"{path}: cannot write: {exc.strerror}") from None

@@ -30,10 +30,16 @@ def pick_format(path, requested=None):
     return "pcapng" if str(path).lower().endswith((".pcapng", ".ntar")) else "pcap"
 
 
+def open_output(path):
+    """The binary stream ``-w PATH`` writes to: standard output for ``-``, else the file made anew (OSError as
+    open raises it). Live capture's writer opens its output here too."""
+    return sys.stdout.buffer if path == "-" else open(path, "wb")
+
+
 def open_writer(path, file_format):
     """A writer for ``path`` (``-`` is standard output)."""
     try:
-        handle = sys.stdout.buffer if path == "-" else open(path, "wb")
+        handle = open_output(path)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write: {exc.strerror}") from None
     cls = PcapngWriter if file_format == "pcapng" else PcapWriter
