@@ -272,8 +272,6 @@ def _run(args, out):
             raise UsageError("give capture files or -i IFACE, not both")
         if args.jobs > 1:
             raise UsageError("-j works on capture files; live capture runs in one process")
-        if args.write_format == "pcapng":
-            raise UsageError("live capture writes pcap: -F pcapng goes with capture files")
         if args.html:
             raise UsageError("--html goes with capture files (capture with -w, then report on the file)")
         return _run_live(args, out)
@@ -449,7 +447,8 @@ def _run_live(args, out):
     printer = _printer(args, out)
     session = _session(args, printer)
     try:
-        capture = LiveCapture(args.interface, args.capture_filter, args.count, args.autostop, args.write)
+        capture = LiveCapture(args.interface, args.capture_filter, args.count, args.autostop, args.write,
+                              args.write_format)
     except LiveError as exc:
         raise UsageError(str(exc)) from None
     previous = {sig: signal.signal(sig, capture.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -468,6 +467,9 @@ def _run_live(args, out):
     print(f"dissect: {capture.received} packets captured on {args.interface}{dropped}", file=sys.stderr)
     if capture.write_error:
         print(f"dissect: {capture.write_error}: capture stopped", file=sys.stderr)
+    if capture.time_error:
+        print(f"dissect: {capture.time_error}", file=sys.stderr)
+    if capture.write_error or capture.time_error:
         return 2
     return 1 if session.failed else 0
 

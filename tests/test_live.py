@@ -100,7 +100,10 @@ def test_every_protocol_live_with_write_and_sigint(tmp_path):
     assert code == 0
     assert [r["info"] for r in jsonl(back) if r["kind"] == "frame"] == [r["info"] for r in frames]
     with open(written, "rb") as handle:
-        assert sum(1 for _ in dpkt.pcap.Reader(handle)) == len(frames)
+        stored = list(dpkt.pcap.Reader(handle))
+    assert len(stored) == len(frames)
+    # Each record's time is the one shown for its frame, to the microsecond (dpkt reads them as floats).
+    assert [round(ts * 1e6) for ts, _ in stored] == [round(r["time"] * 1e6) for r in frames]
     if shutil.which("tshark"):
         listed = subprocess.run(["tshark", "-r", str(written)], capture_output=True, text=True, timeout=60)
         assert listed.returncode == 0 and len(listed.stdout.splitlines()) == len(frames)
@@ -204,6 +207,52 @@ def test_duration_stops_with_no_traffic():
     code, out, err = run_cli("-i", "lo", "-f", "udp port 9", "-a", "duration:1")
     assert code == 0 and out == "" and "0 packets captured" in err
     assert time.monotonic() - start < 15
+
+
+def test_write_with_no_traffic_leaves_the_file_header(tmp_path):
+    """-w on a capture that saw nothing: a file of no records, its header naming the interface's link type."""
+    written = tmp_path / "quiet.pcap"
+    code, _, err = run_cli("-i", "lo", "-f", "udp port 9", "-a", "duration:1", "-w", written)
+    assert code == 0 and "0 packets captured" in err
+    header = written.read_bytes()
+    assert len(header) == 24
+    magic, major, minor, zone, sigfigs, snaplen, linktype = struct.unpack("<IHHiIII", header)
+    assert (magic, major, minor, zone, sigfigs) == (0xA1B2C3D4, 2, 4, 0, 0)
+    assert (snaplen, linktype) == (262144, 1)  # loopback is read as Ethernet, as libpcap does
+    assert run_cli(written) == (0, "", "")
+    written = tmp_path / "quiet.pcapng"
+    code, _, err = run_cli("-i", "lo", "-f", "udp port 9", "-a", "duration:1", "-w", written)
+    assert code == 0 and "0 packets captured" in err
+    blocks = written.read_bytes()
+    assert len(blocks) == 28 + 20  # a section header and one interface description
+    assert struct.unpack("<IIIHHqI", blocks[:28]) == (0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
+    assert struct.unpack("<IIHHII", blocks[28:]) == (1, 20, 1, 0, 262144, 20)
+    assert run_cli(written) == (0, "", "")
+
+
+def test_write_pcapng_while_capturing(tmp_path):
+    """-w OUT.pcapng (or -F pcapng): the frames as enhanced packet blocks of one interface, their times in
+    microseconds, what dissect showed read back the same."""
+    port = free_port()
+    written = tmp_path / "live.pcapng"
+    proc = start_capture("-f", f"udp port {port}", "-c", "3", "-T", "jsonl", "-w", written)
+    _send_server_info_requests(port, 3)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=30) == 0 and "3 packets captured" in err, err
+    shown = [r for r in jsonl(out) if r["kind"] == "frame"]
+    blocks = written.read_bytes()
+    assert blocks[:4] == b"\x0a\x0d\x0d\x0a" and struct.unpack("<IIH", blocks[28:38]) == (1, 20, 1)
+    pos, stored = 48, []
+    while pos < len(blocks):
+        block_type, length, iface, high, low, caplen, wirelen = struct.unpack_from("<IIIIIII", blocks, pos)
+        assert (block_type, iface, length) == (6, 0, 32 + caplen + (-caplen % 4))
+        stored.append((high << 32 | low, caplen, wirelen))
+        pos += length
+    assert stored == [(round(r["time"] * 1e6), r["caplen"], r["length"]) for r in shown]
+    code, back, _ = run_cli("-T", "jsonl", written)
+    assert code == 0
+    assert [(r["info"], r["caplen"]) for r in jsonl(back) if r["kind"] == "frame"] == \
+        [(r["info"], r["caplen"]) for r in shown]
 
 
 def test_errors_are_one_line():

@@ -6,14 +6,13 @@ write what it captured to a pcap file as it goes.
 """
 
 import logging
-import os
 import select
 import socket
 import struct
 import time
 
 from .files import Frame
-from .writer import open_output
+from .writer import WriteError, open_writer, pick_format
 
 PACKET_OUTGOING = 4
 SOL_PACKET, PACKET_STATISTICS = 263, 6
@@ -43,7 +42,7 @@ def _scapy_listen_socket():
 
 
 class LiveCapture:
-    def __init__(self, iface, bpf=None, count=None, duration=None, write=None):
+    def __init__(self, iface, bpf=None, count=None, duration=None, write=None, write_format=None):
         self.iface = iface
         self.count = count
         self.duration = duration
@@ -52,8 +51,7 @@ class LiveCapture:
         self.dropped = None
         self.writer = None
         self.write_error = None  # why writing -w failed (then capturing stopped), or None
-        self._path = write
-        self._handle = None
+        self.time_error = None   # the -w times written as the nearest the pcap holds, or None
         self._check_interface(iface)
         listen = _scapy_listen_socket()
         self.sock = self._open(listen, iface, bpf)
@@ -68,7 +66,7 @@ class LiveCapture:
         self.linktype = ARPHRD_LINKTYPES.get(hatype, 1)
         self.loopback = hatype == 772
         if write:
-            self._open_writer(write)
+            self._open_writer(write, write_format)
 
     @staticmethod
     def _check_interface(iface):
@@ -92,14 +90,12 @@ class LiveCapture:
                 raise LiveError("capturing needs root or CAP_NET_RAW") from None
             raise LiveError(f"cannot capture on {iface}: {exc.strerror or exc}") from None
 
-    def _open_writer(self, path):
-        import dpkt
+    def _open_writer(self, path, file_format):
         try:
-            self._handle = open_output(path)
-        except OSError as exc:
+            self.writer = open_writer(path, pick_format(path, file_format), self.linktype)
+        except WriteError as exc:
             self.sock.close()
-            raise LiveError(f"{path}: cannot write: {exc.strerror}") from None
-        self.writer = dpkt.pcap.Writer(self._handle, snaplen=SNAPLEN, linktype=self.linktype)
+            raise LiveError(str(exc)) from None
 
     def stop(self, *_):
         self.stopped = True
@@ -118,8 +114,8 @@ class LiveCapture:
                 ready, _, _ = select.select([self.sock.ins], [], [], wait)
             except InterruptedError:
                 continue
-            if self._handle is not None and now - last_flush > 0.5:
-                self._write(self._handle.flush)
+            if self.writer is not None and now - last_flush > 0.5:
+                self._write(self.writer.flush)
                 last_flush = now
             if not ready:
                 if draining:
@@ -129,25 +125,27 @@ class LiveCapture:
             if data is None:
                 continue
             self.received += 1
+            frame = Frame(self.received, ts, len(data), len(data), self.linktype, data)
             if self.writer is not None:
-                self._write(self.writer.writepkt, data, ts=ts)
-            yield Frame(self.received, ts, len(data), len(data), self.linktype, data)
+                self._write(self.writer.write, frame)
+            yield frame
 
-    def _write(self, action, *args, **kwargs):
+    def _write(self, action, *args):
         """Write to the -w file; a failure (a full disk) is kept in ``write_error`` and stops the capture."""
         try:
-            action(*args, **kwargs)
-        except OSError as exc:
-            self.write_error = f"{self._path}: cannot write: {exc.strerror or exc}"
-            self.writer = None
+            action(*args)
+        except WriteError as exc:
+            self.write_error = str(exc)
             self.stopped = True
-            self._discard_handle()
+            self._drop_writer()
 
-    def _discard_handle(self):
-        handle, self._handle = self._handle, None
-        if handle is not None and self._path != "-":  # standard output stays open for the command
+    def _drop_writer(self):
+        """The -w file closed as it is after a failure, which the close would only repeat."""
+        writer, self.writer = self.writer, None
+        self.time_error = writer.outside_error()
+        if writer.path != "-":  # standard output stays open for the command
             try:
-                handle.close()
+                writer.handle.close()
             except OSError:
                 pass
 
@@ -168,7 +166,7 @@ class LiveCapture:
         return bytes(data), ts if ts else time.time()
 
     def close(self):
-        """Stop, read the kernel's drop counter where the platform has one, flush and close the pcap."""
+        """Stop, read the kernel's drop counter where the platform has one, flush and close the -w file."""
         try:
             _packets, drops = struct.unpack("II", self.sock.ins.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
             self.dropped = drops
@@ -178,8 +176,8 @@ class LiveCapture:
             self.sock.close()
         except OSError:
             pass
-        if self._handle is not None:
-            self._write(self._handle.flush)
-        if self._handle is not None and self._path != "-":  # a pipe has nothing to sync
-            self._write(os.fsync, self._handle.fileno())
-        self._discard_handle()
+        if self.writer is not None:
+            self._write(self.writer.finish, True)  # a file also synced to the disk
+        if self.writer is not None:
+            self.time_error = self.writer.outside_error()
+            self.writer = None

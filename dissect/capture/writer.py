@@ -9,6 +9,7 @@ kept, and closing the output is then an error that names the first such frame.
 """
 
 import math
+import os
 import struct
 import sys
 
@@ -36,14 +37,15 @@ def open_output(path):
     return sys.stdout.buffer if path == "-" else open(path, "wb")
 
 
-def open_writer(path, file_format):
-    """A writer for ``path`` (``-`` is standard output)."""
+def open_writer(path, file_format, linktype=None):
+    """A writer for ``path`` (``-`` is standard output). With ``linktype`` (live capture, whose link type is
+    known before any frame) the file's header is written at once, so a capture that saw nothing is still one."""
     try:
         handle = open_output(path)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write: {exc.strerror}") from None
     cls = PcapngWriter if file_format == "pcapng" else PcapWriter
-    return cls(handle, path)
+    return cls(handle, path, linktype)
 
 
 class _Writer:
@@ -75,17 +77,33 @@ class _Writer:
         try:
             self.handle.write(data)
         except OSError as exc:
-            raise WriteError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+            raise self._failed(exc) from None
 
-    def close(self):
+    def flush(self):
+        try:
+            self.handle.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def finish(self, sync=False):
+        """Flush, with ``sync`` also to the disk, and close (standard output stays open); WriteError when the
+        output cannot take it. The times written as the nearest held are not checked here (``close`` does)."""
         try:
             self.handle.flush()
             if self.path != "-":
+                if sync:
+                    os.fsync(self.handle.fileno())
                 self.handle.close()
         except OSError as exc:
-            raise WriteError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+            raise self._failed(exc) from None
+
+    def close(self):
+        self.finish()
         if self.outside:
             raise WriteError(self.outside_error())
+
+    def _failed(self, exc):
+        return WriteError(f"{self.path}: cannot write: {exc.strerror or exc}")
 
     def outside_error(self):
         """The error of the times written as the nearest held (None while every time fit)."""
@@ -100,18 +118,24 @@ class _Writer:
 
 
 class PcapWriter(_Writer):
-    """Classic pcap, microsecond timestamps, little-endian; the link type of the first frame."""
+    """Classic pcap, microsecond timestamps, little-endian; the link type of the first frame, or ``linktype``
+    when given, whose header is then written at once."""
 
-    def __init__(self, handle, path):
+    def __init__(self, handle, path, linktype=None):
         super().__init__(handle, path)
         self.linktype = None
+        if linktype is not None:
+            self._header(linktype)
+
+    def _header(self, linktype):
+        self.linktype = linktype
+        self._put(PCAP_HEADER.pack(0xA1B2C3D4, 2, 4, 0, 0, SNAPLEN, linktype))
 
     def write(self, frame):
         """``frame``: anything with number, ts, caplen, wirelen, linktype and data (a Frame, a FrameRecord)."""
         linktype = frame.linktype if frame.linktype is not None else 1
         if self.linktype is None:
-            self.linktype = linktype
-            self._put(PCAP_HEADER.pack(0xA1B2C3D4, 2, 4, 0, 0, SNAPLEN, linktype))
+            self._header(linktype)
         elif linktype != self.linktype:
             raise WriteError(f"{self.path}: frame {frame.number} has link type {linktype} but the pcap holds link "
                              f"type {self.linktype}: a pcap has one link type (write pcapng: -F pcapng)")
@@ -127,17 +151,23 @@ class PcapngWriter(_Writer):
     FORMAT = "pcapng"
     MAX_MICROS = PCAPNG_MAX_MICROS
 
-    def __init__(self, handle, path):
+    def __init__(self, handle, path, linktype=None):
         super().__init__(handle, path)
         self.interfaces = {}
         self._put(_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        if linktype is not None:
+            self._interface(linktype)
 
-    def write(self, frame):
-        linktype = frame.linktype if frame.linktype is not None else 1
+    def _interface(self, linktype):
+        """The interface of ``linktype``, described the first time it is met."""
         interface = self.interfaces.get(linktype)
         if interface is None:
             interface = self.interfaces[linktype] = len(self.interfaces)
             self._put(_block(0x00000001, struct.pack("<HHI", linktype, 0, SNAPLEN)))
+        return interface
+
+    def write(self, frame):
+        interface = self._interface(frame.linktype if frame.linktype is not None else 1)
         stamp = self._micros(frame)
         data = bytes(frame.data)
         body = struct.pack("<IIIII", interface, stamp >> 32, stamp & 0xFFFFFFFF, len(data),
