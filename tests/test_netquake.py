@@ -63,6 +63,27 @@ def test_ccrep_accept_big_endian_peer_is_read_big_endian():
     assert codes(msg) == ["netquake.big_endian_long"]
 
 
+def test_big_endian_player_with_colors_0_is_settled_by_connect_time():
+    """Colors 0 reads alike both ways: a big-endian peer's connect_time (754) would be negative read
+    little-endian, so the message is read big-endian; a little-endian peer's stays little-endian."""
+    body = bytes([2]) + b"Ranger\0"
+    big = dissect("netquake", nq.control(0x84, body + struct.pack(">iii", 0, 12, 754) + b"x\0"))
+    assert span(big, "netquake.control.colors") == (13, 4, 0)
+    assert span(big, "netquake.control.colors.shirt") == (16, 1, 0)
+    assert span(big, "netquake.control.frags") == (17, 4, 12)
+    assert span(big, "netquake.control.connect_time") == (21, 4, 754)
+    assert codes(big) == ["netquake.big_endian_long"]
+    assert (big.findings[0].offset, big.findings[0].length) == (13, 4)
+    little = dissect("netquake", nq.ccrep_player_info(2, "Ranger", 0, 12, 754, "x"))
+    assert span(little, "netquake.control.frags") == (17, 4, 12)
+    assert span(little, "netquake.control.connect_time") == (21, 4, 754)
+    assert codes(little) == ["netquake.little_endian_long"]
+    # A connect_time of 0 reads alike both ways too: the little-endian reading of real peers stays.
+    zero = dissect("netquake", nq.control(0x84, body + struct.pack(">iii", 0, 12, 0) + b"x\0"))
+    assert span(zero, "netquake.control.frags") == (17, 4, 12 << 24)
+    assert codes(zero) == ["netquake.little_endian_long"]
+
+
 def test_ccrep_reject_reason():
     msg = dissect("netquake", nq.ccrep_reject("Server is full.\n"))
     assert msg.name == "CCREP_REJECT"

@@ -8,8 +8,9 @@ Real peers versus the spec: the spec says every multi-byte number is big-endian,
 but Quake, DarkPlaces and qstat write the payload longs (port, colors, frags,
 connect_time) little-endian. They are decoded little-endian, with a note finding
 saying so; should a peer send them big-endian as the spec says (the little-endian
-reading gives an impossible port or colour byte and the big-endian one does not),
-the big-endian reading is used and noted instead.
+reading gives an impossible port or colour byte and the big-endian one does not, or,
+for colors 0, which read alike both ways, a negative connect_time where the
+big-endian one is not), the big-endian reading is used and noted instead.
 
 Non-control packets (data, ack, unreliable) carry a header and a big-endian
 sequence number; their game messages are not decoded.
@@ -58,6 +59,8 @@ COMMANDS = {
 }
 REQUESTS = (CCREQ_CONNECT, CCREQ_SERVER_INFO, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO)
 COLOR_MAX = 13
+CONNECT_TIME_AFTER_COLORS = 8  # colors, frags, then connect_time: longs of four bytes
+I32_MAX = 0x7FFFFFFF
 MAX_CONVERSATIONS = 4096
 
 
@@ -329,7 +332,7 @@ def _player_info(cur, msg):
     number = cur.u8(PLAYER_NUMBER)
     name = cur.cstring(NAME, "latin-1")
     values["player_number"], values["name"] = number, name
-    order = _long_order(cur, 0, 0xFF)
+    order = _long_order(cur, 0, 0xFF, CONNECT_TIME_AFTER_COLORS)
     colors = cur.number(order, COLORS)
     shirt, pants = (colors >> 4) & 0x0F, colors & 0x0F
     if cur.tree:
@@ -361,14 +364,20 @@ def _rule_info(cur, msg):
     msg.info = f'CCREP_RULE_INFO {rule}="{value}"'
 
 
-def _long_order(cur, low, high):
+def _long_order(cur, low, high, settle_at=0):
     """Choose the byte order of this message's longs, noting the departure it implies: a plausible value lies
-    in low..high."""
+    in low..high. A long that reads the same both ways (colors 0, every default-coloured player) leaves the
+    choice, when ``settle_at`` is given, to the long that many bytes further on, which is never negative
+    (connect_time: seconds since the player connected)."""
     pos = cur.pos
     if cur.remaining() < 4:
         return I32LE  # the read that follows reports the truncation
     little = unpack(I32LE, cur.data, pos)
     big = unpack(I32BE, cur.data, pos)
+    if little == big and settle_at and cur.remaining() >= settle_at + 4:
+        low, high = 0, I32_MAX
+        little = unpack(I32LE, cur.data, pos + settle_at)
+        big = unpack(I32BE, cur.data, pos + settle_at)
     if not low <= little <= high and low <= big <= high:
         cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
         return I32BE
