@@ -265,6 +265,9 @@ def _run(args, out):
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
+    if args.dask not in (None, "local") and os.path.exists(args.dask):
+        # `--dask a.pcap b.pcap`: the optional ADDRESS took the first capture; --dask alone means local
+        args.files, args.dask = [args.dask] + args.files, "local"
     args.files = args.files + args.read_file
     live_only = [flag for flag, value in (("-f", args.capture_filter), ("-a", args.autostop)) if value is not None]
     if args.interface:

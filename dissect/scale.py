@@ -223,6 +223,8 @@ def connect(dask, workers=None):
         client = Client(dask, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
         raise UsageError(f"--dask {dask}: cannot reach the scheduler: {exc}") from None
+    except ValueError as exc:  # not an address at all ("missing port number", an unknown scheme)
+        raise UsageError(f"--dask {dask}: not a scheduler address (tcp://HOST:PORT or local): {exc}") from None
     try:
         client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError):

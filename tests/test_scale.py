@@ -195,6 +195,25 @@ def test_an_unreachable_scheduler_is_one_line(monkeypatch, tmp_path):
     assert time.monotonic() - started < 15
 
 
+def test_dask_alone_before_the_files_is_a_local_cluster(tmp_path):
+    """`--dask a.pcap b.pcap`: argparse hands the optional ADDRESS the first capture; it is a file, so it
+    stays one and --dask means local, the whole run the same as one process's."""
+    files = [capture("teeframe-session.pcap"), capture("netquake-session.pcap")]
+    code, out, err = run_cli("--stats", "--to-parquet", tmp_path / "one", *files)
+    assert code == 0, err
+    code, got, err = run_cli("--stats", "--to-parquet", tmp_path / "cluster", "--dask", *files)
+    assert (code, got) == (0, out), err
+    assert pq.read_table(tmp_path / "cluster" / "frames").num_rows == 11 + 54
+    assert pq.read_table(tmp_path / "cluster" / "frames") == pq.read_table(tmp_path / "one" / "frames")
+
+
+def test_a_scheduler_address_that_is_no_address_is_one_line(tmp_path):
+    code, _, err = run_cli("--to-parquet", tmp_path / "out", "--dask", "nosuchhost", capture("teeframe-session.pcap"))
+    assert code == 2
+    assert err.startswith("dissect: --dask nosuchhost: not a scheduler address (tcp://HOST:PORT or local): ")
+    assert err.count("\n") == 1 and "internal error" not in err
+
+
 def test_a_directory_with_parts_of_an_earlier_run_is_refused(tmp_path):
     out = tmp_path / "out"
     assert run([capture("teeframe-session.pcap")], str(out)).code == 0
