@@ -307,6 +307,19 @@ def test_field_columns_parse_as_csv():
     assert rows[1] == ["2", "127.0.0.1", "dissect test server", "3"]
 
 
+def test_frame_time_is_the_time_json_gives(tmp_path):
+    """frame.time: the shortest decimal of the float, as JSON writes it, not nine digits of its binary noise
+    (1796018819.744587898 for a microsecond capture's .744588)."""
+    code, out, _ = run_cli("-T", "fields", "-e", "frame.time", "-c", "3", SESSION)
+    assert (code, out.split()) == (0, ["1796018819.744588", "1796018819.744693", "1796018819.744796"])
+    _, shown, _ = run_cli("-T", "jsonl", "-c", "3", SESSION)
+    assert [float(text) for text in out.split()] == [r["time"] for r in jsonl(shown) if r["kind"] == "frame"]
+    whole = tmp_path / "whole.pcap"  # a whole second: no decimals, as before
+    whole.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                      + struct.pack("<IIII", 1700000000, 0, 14, 14) + bytes(14))
+    assert run_cli("-T", "fields", "-e", "frame.time", whole) == (0, "1700000000\n", "")
+
+
 def test_field_occurrence_and_aggregator():
     args = ("-T", "fields", "-e", "ip.addr", "-c", "1", SESSION)
     assert run_cli(*args)[1] == "127.0.0.1,127.0.0.1\n"

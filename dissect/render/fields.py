@@ -7,6 +7,8 @@ several times in a frame gives all its values joined by the aggregator (``-E occ
 default), or the first or last one.
 """
 
+import math
+
 from ..filter import frame_values
 from .text import safe
 
@@ -91,5 +93,18 @@ def _text(value):
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, float):
-        return f"{value:.9f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+        return _float_text(value)
     return safe(str(value))  # a packet's text never breaks a row nor reaches the terminal raw
+
+
+def _float_text(value):
+    """The shortest decimal that reads back as the float, as JSON writes it: a time of a microsecond capture
+    gives its six digits (nine would show the float's binary noise, .744587898 for .744588)."""
+    if not math.isfinite(value):
+        return repr(value)  # nan, inf
+    if value.is_integer():
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:  # a tiny value in exponent form: plain digits instead
+        return f"{value:.9f}".rstrip("0").rstrip(".")
+    return text
