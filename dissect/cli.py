@@ -356,9 +356,11 @@ def _run_files(args, out):
     except WriteError as exc:  # -w failed: stop reading, conclude with what was read
         files.errors.append(str(exc))
         writer, printer.writer = printer.writer, None
-        outside = writer.outside_error() if writer is not None else None
-        if outside is not None:
-            files.errors.append(outside)
+        if writer is not None:
+            writer.abandon()
+            outside = writer.outside_error()
+            if outside is not None:
+                files.errors.append(outside)
     try:
         _conclude(session, printer)
     except WriteError as exc:

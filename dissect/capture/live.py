@@ -49,9 +49,9 @@ class LiveCapture:
         self.stopped = False
         self.received = 0
         self.dropped = None
-        self.writer = None
+        self.writer = None       # the -w writer while it takes frames
         self.write_error = None  # why writing -w failed (then capturing stopped), or None
-        self.time_error = None   # the -w times written as the nearest the pcap holds, or None
+        self._output = None      # the -w writer, kept after it is done for the times it could not hold
         self._check_interface(iface)
         listen = _scapy_listen_socket()
         self.sock = self._open(listen, iface, bpf)
@@ -92,10 +92,15 @@ class LiveCapture:
 
     def _open_writer(self, path, file_format):
         try:
-            self.writer = open_writer(path, pick_format(path, file_format), self.linktype)
+            self.writer = self._output = open_writer(path, pick_format(path, file_format), self.linktype)
         except WriteError as exc:
             self.sock.close()
             raise LiveError(str(exc)) from None
+
+    @property
+    def time_error(self):
+        """The error of the -w times written as the nearest the file holds, or None."""
+        return self._output.outside_error() if self._output is not None else None
 
     def stop(self, *_):
         self.stopped = True
@@ -137,17 +142,8 @@ class LiveCapture:
         except WriteError as exc:
             self.write_error = str(exc)
             self.stopped = True
-            self._drop_writer()
-
-    def _drop_writer(self):
-        """The -w file closed as it is after a failure, which the close would only repeat."""
-        writer, self.writer = self.writer, None
-        self.time_error = writer.outside_error()
-        if writer.path != "-":  # standard output stays open for the command
-            try:
-                writer.handle.close()
-            except OSError:
-                pass
+            self.writer.abandon()
+            self.writer = None
 
     def _receive(self):
         sock = self.sock
@@ -178,6 +174,4 @@ class LiveCapture:
             pass
         if self.writer is not None:
             self._write(self.writer.finish, True)  # a file also synced to the disk
-        if self.writer is not None:
-            self.time_error = self.writer.outside_error()
             self.writer = None

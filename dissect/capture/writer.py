@@ -43,7 +43,7 @@ def open_writer(path, file_format, linktype=None):
     try:
         handle = open_output(path)
     except OSError as exc:
-        raise WriteError(f"{path}: cannot write: {exc.strerror}") from None
+        raise _cannot_write(path, exc) from None
     cls = PcapngWriter if file_format == "pcapng" else PcapWriter
     return cls(handle, path, linktype)
 
@@ -77,33 +77,40 @@ class _Writer:
         try:
             self.handle.write(data)
         except OSError as exc:
-            raise self._failed(exc) from None
+            raise _cannot_write(self.path, exc) from None
 
     def flush(self):
         try:
             self.handle.flush()
         except OSError as exc:
-            raise self._failed(exc) from None
+            raise _cannot_write(self.path, exc) from None
 
     def finish(self, sync=False):
         """Flush, with ``sync`` also to the disk, and close (standard output stays open); WriteError when the
         output cannot take it. The times written as the nearest held are not checked here (``close`` does)."""
+        self.flush()
+        if self.path == "-":
+            return
         try:
-            self.handle.flush()
-            if self.path != "-":
-                if sync:
-                    os.fsync(self.handle.fileno())
-                self.handle.close()
+            if sync:
+                os.fsync(self.handle.fileno())
+            self.handle.close()
         except OSError as exc:
-            raise self._failed(exc) from None
+            raise _cannot_write(self.path, exc) from None
 
     def close(self):
         self.finish()
         if self.outside:
             raise WriteError(self.outside_error())
 
-    def _failed(self, exc):
-        return WriteError(f"{self.path}: cannot write: {exc.strerror or exc}")
+    def abandon(self):
+        """After a WriteError: the output closed as it is, without telling its failure again (standard output
+        stays open for the command)."""
+        if self.path != "-":
+            try:
+                self.handle.close()
+            except OSError:
+                pass
 
     def outside_error(self):
         """The error of the times written as the nearest held (None while every time fit)."""
@@ -174,6 +181,10 @@ class PcapngWriter(_Writer):
                            max(frame.wirelen, len(data))) + data + b"\0" * (-len(data) % 4)
         self._put(_block(0x00000006, body))
         self.count += 1
+
+
+def _cannot_write(path, exc):
+    return WriteError(f"{path}: cannot write: {exc.strerror or exc}")
 
 
 def _block(block_type, body):
