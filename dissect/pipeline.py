@@ -9,7 +9,7 @@ import struct
 
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
 from .capture.files import Frame
-from .capture.layers import Packet, decode_frame, tcp_flag_text
+from .capture.layers import Packet, count_cut, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS
 from .core import AnalysisRecord
@@ -158,6 +158,7 @@ class Pipeline:
             record.findings.append(FRAME_FINDINGS.truncated_frame.at(
                 f"frame captured {frame.caplen} of {frame.wirelen} bytes: decoded as far as the bytes go",
                 frame.caplen, 0))
+            count_cut(packet, frame.data, frame.wirelen - frame.caplen)
         if packet.fragment is not None:
             return record, self._fragment(record, packet)
         if packet.payload is None or packet.transport is None:

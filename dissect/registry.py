@@ -17,7 +17,7 @@ import re
 import sys
 
 from .analysis.base import Analyzer
-from .capture.tables import FRAME_FIELDS, LAYER_KEYS, SHARED_FINDINGS
+from .capture.tables import FRAME_FIELDS, FRAME_FINDINGS, LAYER_KEYS, SHARED_FINDINGS
 from .core import Truncated, Unterminated
 from .core.cursor import new_cursor
 from .core.model import new_message
@@ -49,6 +49,7 @@ class Dissector:
     analyzer = Analyzer  # cross-packet tracker class (or "module:Class", imported when loaded): one per run
     truncated = None     # FindingSpec for a field that runs off the end of the message
     unterminated = None  # FindingSpec for a string without its terminator (default: truncated)
+    cut_findings = ()    # FindingSpecs the missing end of a message the capture cut explains (beside truncated)
     stream_parser = None  # TCP protocols: a method returning a parser with feed, gap and close
     examples = ()        # valid messages (bytes): where property tests and fuzzers start from
 
@@ -87,11 +88,32 @@ def dissect_message(dissector, payload, tree, packet, offset):
     except Exception as exc:  # a dissector bug must not take the frame down with it
         msg.report(dissector.findings.dissector_error, f"internal dissector error: {type(exc).__name__}: {exc}",
                    cur.pos, 0)
+    if packet is not None and packet.cut:
+        _cut_by_capture(dissector, msg, packet.cut)
+        if not msg.info and not _faults(msg):
+            msg.info = f"{msg.name or 'unknown'} [Packet size limited during capture]"
     if not msg.name:
         msg.name = "unknown"
     if not msg.info:
         msg.info = f"{msg.name} [Malformed]" if msg.findings else msg.name
     return msg
+
+
+def _cut_by_capture(dissector, msg, missing):
+    """A message whose last ``missing`` bytes the capture did not keep (snap length): the findings that the
+    missing end explains (running off the end, ``cut_findings``) give way to one ``capture.cut_message``."""
+    explained = {dissector.truncated.code, *(spec.code for spec in dissector.cut_findings)}
+    if dissector.unterminated is not None:
+        explained.add(dissector.unterminated.code)
+    msg.findings[:] = [finding for finding in msg.findings if finding.code not in explained]
+    kept = msg.length
+    msg.report(FRAME_FINDINGS.cut_message, f"the capture kept {kept} of the message's {kept + missing} bytes",
+               kept, 0)
+
+
+def _faults(msg):
+    """Whether any finding but ``capture.cut_message`` is on the message."""
+    return any(finding.code != FRAME_FINDINGS.cut_message.code for finding in msg.findings)
 
 
 # -- discovery ---------------------------------------------------------------------------------------
@@ -234,6 +256,8 @@ def check_protocol(cls, name):
         raise ValueError(f"{cls.key}: findings must be a FindingTable of protocol {cls.key!r}")
     if cls.truncated is None or cls.truncated.code not in cls.findings:
         raise ValueError(f"{cls.key}: truncated must be an entry of its finding table")
+    if any(getattr(spec, "code", None) not in cls.findings for spec in cls.cut_findings):
+        raise ValueError(f"{cls.key}: cut_findings must be entries of its finding table")
     if not (isinstance(cls.analyzer, type) and issubclass(cls.analyzer, Analyzer)):
         raise ValueError(f"{cls.key}: analyzer must be a dissect.Analyzer subclass")
     if not cls.transports or not set(cls.transports) <= {"udp", "tcp"}:

@@ -166,7 +166,8 @@ def test_truncated_frame_is_decoded_and_flagged():
     cut = msg["fields"][3]
     assert (cut["key"], cut["offset"], cut["length"], cut["value"]) == \
         ("netquake.control.server_address", 5, 13, "10.0.0.1:2600")
-    assert "netquake.truncated" in [f["code"] for f in msg["findings"]]
+    assert [(f["code"], f["offset"], f["length"]) for f in msg["findings"]] == [("capture.cut_message", 18, 0)]
+    assert snapped["info"] == "CCREP_SERVER_INFO [Packet size limited during capture]"
 
 
 def test_unknown_link_type_still_gets_a_record(tmp_path):

@@ -30,7 +30,7 @@ cdef class Layer:
 
 cdef class Packet:
     cdef public object _layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
-    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame
+    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame, cut
 
 cdef _empty(Packet packet)
 @cython.locals(packet=Packet)

@@ -71,10 +71,12 @@ def _add_layer(packet, key, offset, length, describe, args=()):
 @cython.cclass
 class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
-    ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too."""
+    ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too. ``cut`` counts the bytes
+    of a UDP payload that the capture did not keep (``count_cut``)."""
 
     __slots__ = ("_layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
-                 "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame")
+                 "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame",
+                 "cut")
 
     def __init__(self):
         _empty(self)
@@ -104,6 +106,7 @@ def _empty(packet):
     packet.tcp_flags = 0
     packet.tcp_stream = None  # the reassembler's index of this connection
     packet.problem = None  # why decoding stopped early, for the Info column
+    packet.cut = 0  # bytes of the UDP payload past the bytes the capture kept (snap length): see snapped_payload
 
 
 def decode_frame(data, linktype, keep_layers=True):
@@ -124,6 +127,17 @@ def decode_frame(data, linktype, keep_layers=True):
     except (struct.error, IndexError, ValueError):
         packet.problem = f"malformed {packet.top} header"
     return packet
+
+
+def count_cut(packet, data, missing):
+    """Set ``packet.cut`` for a frame the capture kept ``missing`` bytes short of its wire length (snap length):
+    the bytes of its UDP payload that the UDP length counts past the captured end. A fragment, TCP and a UDP
+    header the snap length itself cut leave it 0."""
+    if packet.transport != "udp" or packet.fragment is not None or packet.payload is None:
+        return
+    at = packet.payload_offset - 8
+    ulen = data[at + 4] << 8 | data[at + 5]
+    packet.cut = max(0, min(ulen - 8 - len(packet.payload), missing))
 
 
 def ethernet_ipv4_pair(data):

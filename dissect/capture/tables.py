@@ -58,6 +58,8 @@ FRAME_FIELDS = (
 FRAME_FINDINGS = FindingTable("capture", [
     ("corrupt", "error", "every record of a capture file must be readable; reading resumes where it can"),
     ("truncated_frame", "warning", "a frame captured shorter than its wire length (snap length)"),
+    ("cut_message", "note", "a message longer than the bytes the capture kept (snap length) is decoded as far as "
+                            "they go; its missing end is no fault of the message"),
     ("time_backwards", "note", "frames of a capture are written in the order they arrived"),
 ])
 

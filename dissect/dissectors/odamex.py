@@ -283,6 +283,7 @@ class Odamex(Dissector):
     findings = W
     analyzer = "dissect.analysis.odamex:OdamexAnalyzer"
     truncated = W.truncated
+    cut_findings = (W.count_mismatch, W.bad_layout)
     # The query request and its replies, by message name: (role, the request a reply answers). The abuse
     # analysis (dissect/analysis/abuse.py) measures amplification and request rates from these.
     query_kinds = {

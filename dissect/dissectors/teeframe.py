@@ -240,6 +240,7 @@ class TeeFrame(Dissector):
     analyzer = "dissect.analysis.teeframe:TeeFrameAnalyzer"
     truncated = W.truncated
     unterminated = W.unterminated_string
+    cut_findings = (W.split_record, W.no_client_records)
     # The query requests and their replies, by message name: (role, the request a reply answers); the
     # largest reply the spec allows; the msg.values key of a request's token (W.token_reuse). The abuse
     # analysis (dissect/analysis/abuse.py) measures amplification and request rates from these.
@@ -280,7 +281,7 @@ class TeeFrame(Dissector):
 
     # -- decoding ------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        _decode(cur, msg)
+        _decode(cur, msg, packet.cut if packet is not None else 0)
 
 
 def _claims(payload, on_port):
@@ -295,13 +296,15 @@ def _claims(payload, on_port):
     return False
 
 
-def _decode(cur, msg):
+def _decode(cur, msg, missing):
+    """``missing``: the payload's bytes the capture did not keep (snap length); the packet's size counts them."""
     data = cur.data
     ident = cut(data, 10, 14)
     msg.name = ident.decode("latin-1")
     msg.values["identifier"] = msg.name
-    if len(data) > PACKET_LIMIT:
-        cur.finding(W.packet_too_large, f"packet is {len(data)} bytes", PACKET_LIMIT, len(data) - PACKET_LIMIT)
+    size = len(data) + missing
+    if size > PACKET_LIMIT:
+        cur.finding(W.packet_too_large, f"packet is {size} bytes", PACKET_LIMIT, size - PACKET_LIMIT)
     if ident == b"gie3" or (len(data) < 14 and cut(data, 0, 2) == XE):
         _gie3(cur, msg)
     elif ident in LEGACY:

@@ -1,0 +1,123 @@
+"""Frames the capture kept shorter than they were on the wire (snap length): a message cut by the capture is
+decoded as far as the bytes go, and its missing end is one ``capture.cut_message`` note, not a malformed message."""
+
+import capkit
+import netquake_peer as nq
+import odamex_peer as od
+import teeframe_peer as tf
+from conftest import jsonl, run_cli
+
+HEADERS = 42  # Ethernet 14 + IPv4 20 + UDP 8: where the payload starts in these frames
+
+
+def write_frame(path, payload, sport, kept=None):
+    """One Ethernet/IPv4/UDP frame of ``payload``; the capture keeps ``kept`` bytes of the payload (all by
+    default), with the frame's wire length still the whole frame's."""
+    frame = capkit.ethernet(capkit.udp_packet("10.0.0.1", sport, "10.0.0.7", 40000, payload))
+    kept = len(payload) if kept is None else kept
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, frame[:HEADERS + kept], len(frame))])
+
+
+def only_record(path, *flags):
+    code, out, err = run_cli("-T", "jsonl", *flags, path)
+    assert code == 0, err
+    records = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert len(records) == 1
+    return records[0]
+
+
+def codes(findings):
+    return [(f["code"], f["severity"], f["offset"], f["length"]) for f in findings]
+
+
+def test_netquake_reply_cut_by_the_snap_length_is_no_length_mismatch(tmp_path):
+    payload = nq.ccrep_server_info("10.0.0.1:26000", "dissect test server", "e1m1", 2, 8)
+    assert len(payload) == 48 and payload[2:4] == b"\x00\x30"  # the header counts all 48 bytes
+    path = tmp_path / "snapped.pcap"
+    write_frame(path, payload, 26000, kept=18)
+    record = only_record(path)
+    assert (record["caplen"], record["length"]) == (HEADERS + 18, HEADERS + 48)
+    assert codes(record["findings"]) == [("capture.truncated_frame", "warning", 60, 0)]
+    msg = record["messages"][0]
+    assert (msg["offset"], msg["length"]) == (HEADERS, 18)
+    assert codes(msg["findings"]) == [("capture.cut_message", "note", 18, 0)]
+    assert msg["findings"][0]["message"].startswith("the capture kept 18 of the message's 48 bytes")
+    assert record["info"] == "CCREP_SERVER_INFO [Packet size limited during capture]"
+    fields = {f["key"]: f for f in msg["fields"]}
+    assert fields["netquake.length"]["value"] == 48
+    address = fields["netquake.control.server_address"]
+    assert (address["offset"], address["length"], address["value"]) == (5, 13, "10.0.0.1:2600")
+
+
+def test_netquake_header_length_is_checked_against_the_wire_length(tmp_path):
+    payload = bytearray(nq.ccrep_server_info("10.0.0.1:26000", "dissect test server", "e1m1", 2, 8))
+    payload[2:4] = (47).to_bytes(2, "big")  # one less than the 48 bytes the datagram carries
+    path = tmp_path / "snapped.pcap"
+    write_frame(path, bytes(payload), 26000, kept=18)
+    msg = only_record(path)["messages"][0]
+    assert codes(msg["findings"]) == [("netquake.length_mismatch", "error", 2, 2),
+                                      ("capture.cut_message", "note", 18, 0)]
+    assert "header length 47 differs from the payload length 48" in msg["findings"][0]["message"]
+
+
+def test_teeframe_record_cut_by_the_capture_is_no_split_record(tmp_path):
+    clients = tf.sample_clients(8)
+    records = [tf.client_record(*c) for c in clients]
+    payload = tf.iext(42, clients)
+    first_record = len(payload) - sum(map(len, records))
+    kept = first_record + len(records[0]) + 5  # five bytes into the second record
+    snapped, short = tmp_path / "snapped.pcap", tmp_path / "short.pcap"
+    write_frame(snapped, payload, 8303, kept=kept)
+    write_frame(short, payload[:kept], 8303)  # the same bytes as a whole datagram: a record really split
+    cut_msg = only_record(snapped)["messages"][0]
+    split_msg = only_record(short)["messages"][0]
+    assert ("teeframe.split_record", "error", kept - 5, 5) in codes(split_msg["findings"])
+    cut_codes = codes(cut_msg["findings"])
+    assert ("capture.cut_message", "note", kept, 0) in cut_codes
+    assert not any(code.startswith("teeframe.split") for code, *_ in cut_codes)
+    assert [c for c in cut_codes if c[0] != "capture.cut_message"] == \
+           [c for c in codes(split_msg["findings"]) if c[0] != "teeframe.split_record"]
+
+
+def test_teeframe_packet_size_counts_the_bytes_the_capture_left_out(tmp_path):
+    clients = tf.sample_clients(40)
+    payload = tf.iext(42, clients)
+    assert len(payload) > 1400
+    path = tmp_path / "snapped.pcap"
+    write_frame(path, payload, 8303, kept=300)
+    found = codes(only_record(path)["messages"][0]["findings"])
+    assert ("teeframe.packet_too_large", "warning", 1400, len(payload) - 1400) in found
+
+
+def test_odamex_reply_cut_by_the_capture_has_no_truncation_findings(tmp_path):
+    payload = od.server_info(players=[(f"p{i}", i, 50, 0) for i in range(4)], layout="real")
+    path, whole = tmp_path / "snapped.pcap", tmp_path / "whole.pcap"
+    write_frame(path, payload, 10666, kept=len(payload) - 30)
+    write_frame(whole, payload[:len(payload) - 30], 10666)
+    cut_found = codes(only_record(path)["messages"][0]["findings"])
+    short_found = {code for code, *_ in codes(only_record(whole)["messages"][0]["findings"])}
+    assert "odamex.truncated" in short_found or "odamex.bad_layout" in short_found
+    assert cut_found == [("capture.cut_message", "note", len(payload) - 30, 0)]
+
+
+def test_a_snap_length_that_cuts_only_the_ethernet_padding_cuts_no_message(tmp_path):
+    payload = nq.ccreq_server_info()  # 12 bytes: the frame is padded to Ethernet's 60
+    frame = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, payload)) + bytes(6)
+    path = tmp_path / "padded.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, frame[:HEADERS + len(payload) + 2], len(frame))])
+    record = only_record(path)
+    assert codes(record["findings"]) == [("capture.truncated_frame", "warning", HEADERS + 14, 0)]
+    assert record["messages"][0]["findings"] == []
+    assert record["info"] == 'CCREQ_SERVER_INFO game="QUAKE" version=3'
+
+
+def test_summary_of_a_cut_message_says_the_capture_cut_it(tmp_path):
+    payload = nq.ccrep_server_info("10.0.0.1:26000", "dissect test server", "e1m1", 2, 8)
+    path = tmp_path / "snapped.pcap"
+    write_frame(path, payload, 26000, kept=18)
+    code, out, _ = run_cli(path)
+    assert code == 0
+    assert "CCREP_SERVER_INFO [Packet size limited during capture]  [warning]" in out
+    assert "Malformed" not in out
+    code, _, err = run_cli("--fail-on", "error", path)
+    assert code == 0, err
