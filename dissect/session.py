@@ -7,7 +7,7 @@ display filter, the ``--stats`` counters and the ``--fail-on`` verdict. What it 
 for the API.
 """
 
-from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds
+from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds, is_abuse_record
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import Pipeline
@@ -144,6 +144,8 @@ def finish_order(rec):
 def analysis_values(rec):
     """The keys a display filter sees on an analysis record."""
     values = {rec.protocol: [True], "analysis": [rec.name], f"{rec.protocol}.analysis": [rec.name]}
+    if rec.protocol != ABUSE and is_abuse_record(rec):  # a protocol's token_reuse: an abuse record too
+        values[ABUSE], values[f"{ABUSE}.analysis"] = [True], [rec.name]
     for finding in rec.findings:
         values.setdefault("expert.code", []).append(finding.code)
         values.setdefault("expert.severity", []).append(finding.severity)

@@ -10,7 +10,7 @@ import make_reflection as mr
 import pytest
 import teeframe_peer as tf
 import netquake_peer as nq
-from conftest import CAPTURES, run_cli
+from conftest import CAPTURES, jsonl, run_cli
 
 from dissect.analysis import abuse
 from dissect.capture.sources import open_capture
@@ -131,6 +131,20 @@ def test_two_workers_give_one_process_output(view):
     single = run_cli(*view, REFLECTION)
     assert single[0] in (0, 1) and single[1]
     assert run_cli("-j", "2", *view, REFLECTION) == single
+
+
+def test_abuse_filter_shows_every_suspicion_the_stats_list():
+    """-Y abuse shows the records of every rule --stats lists under Suspicions, token_reuse (a TeeFrame record)
+    included; abuse.analysis names the rule."""
+    _, out, _ = run_cli("--stats", "-T", "json", REFLECTION)
+    rules = [s["rule"] for s in json.loads(out)[-1]["abuse"]["suspicions"]]
+    code, out, err = run_cli("-Y", "abuse", "-T", "jsonl", REFLECTION)
+    assert code == 0, err
+    records = jsonl(out)
+    assert [r["name"] for r in records] == rules == ["reflection", "request_flood", "token_reuse", "reflection"]
+    assert [r["protocol"] for r in records] == ["abuse", "abuse", "teeframe", "abuse"]
+    _, out, _ = run_cli("-Y", 'abuse.analysis == "token_reuse"', "-T", "jsonl", REFLECTION)
+    assert [(r["protocol"], r["name"]) for r in jsonl(out)] == [("teeframe", "token_reuse")]
 
 
 def test_fail_on_counts_the_abuse_findings_with_two_workers():

@@ -459,6 +459,12 @@ class TrafficAnalyzer:
         return [server.as_dict(address) for address, server in ranked[:self.top]]
 
 
+def is_abuse_record(rec):
+    """Whether an analysis record is one of this analysis's: its own (``abuse.*``) and the ``token_reuse``
+    records it raises in a protocol's name."""
+    return rec.protocol == KEY or rec.name == "token_reuse"
+
+
 def check_thresholds(rate, window):
     """ValueError unless the rate is a positive number and the window a whole number of seconds, at least 1."""
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not rate > 0 or rate == float("inf"):

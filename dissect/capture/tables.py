@@ -51,7 +51,7 @@ FRAME_FIELDS = (
                root_description='the name of an analysis record (analysis == "server_info")'),
     FieldTable("abuse", [
         ("analysis", "Analysis", "string", "the name of an abuse analysis record: request_flood, reflection, "
-                                           "unsolicited_replies or state_evicted"),
+                                           "unsolicited_replies, token_reuse (a protocol's) or state_evicted"),
     ], title="Abuse analysis", root_description="an abuse analysis record (reflection and flood analysis)"),
 )
 
