@@ -307,9 +307,24 @@ def _run_scale(args, out):
                                         ("-T fields", args.format == "fields")) if value]
     if ignored:
         raise UsageError(f"{', '.join(ignored)} do not go with --to-parquet or --dask")
+    if args.format != "text" and not args.stats:
+        raise UsageError(f"-T {args.format} formats --stats' record under --to-parquet or --dask (the tables are "
+                         f"Parquet): add --stats, or leave -T out")
     from .scale import run_to_parquet
     return run_to_parquet(args.files, args.to_parquet, decode_as=args.decode_as, display_filter=args.filter,
                           dask=args.dask, stats=args.stats, out=out, format=args.format, fail_on=args.fail_on)
+
+
+def _check_frame_views(args):
+    """-V, -x and -T fields show frames, which --stats and -q do not print."""
+    views = [flag for flag, chosen in (("-V", args.verbose), ("-x", args.hex),
+                                       ("-T fields", args.format == "fields")) if chosen]
+    if views and (args.stats or args.quiet):
+        instead = "--stats shows counts instead of frames" if args.stats else "-q shows no frames"
+        raise UsageError(f"{instead}: leave out {', '.join(views)}")
+    if args.quiet and args.format in ("json", "jsonl") and not args.stats:
+        raise UsageError(f"-q shows no frames: -T {args.format} writes only --stats' record then (add --stats, "
+                         f"or leave -q out)")
 
 
 def _check_views(args):
@@ -324,6 +339,10 @@ def _check_views(args):
         raise UsageError("-T fields needs at least one -e KEY")
     if args.format != "fields" and (args.field or args.field_option):
         raise UsageError("-e and -E go with -T fields")
+    if args.write_format and not args.write:
+        raise UsageError(f"-F {args.write_format} is the format of -w OUT: give -w, or leave -F out")
+    if args.html_limit is not None and not args.html:
+        raise UsageError("--html-limit goes with --html REPORT.html")
     if args.write == "-":  # standard output carries the capture: nothing else may be printed there
         views = [flag for flag, chosen in (("-V", args.verbose), ("-x", args.hex), (f"-T {args.format}",
                  args.format != "text"), ("--stats", args.stats)) if chosen]
@@ -332,6 +351,7 @@ def _check_views(args):
             raise UsageError(f"-w - writes the capture to standard output, where {', '.join(views)} would write "
                              f"too: write the capture to a file (-w OUT), or leave {them} out")
         args.quiet = True
+    _check_frame_views(args)
     try:
         args.field_options = FieldOptions.parse(args.field_option)
     except ValueError as exc:

@@ -127,15 +127,20 @@ def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=Fals
     stderr is a terminal)."""
     paths = [os.fspath(path) for path in paths]
     check_usage(paths, out_dir, decode_as, display_filter, dask, stats)
-    if out_dir is not None:
-        prepare_dir(out_dir)
-    jobs = make_jobs(paths, out_dir, (list(decode_as), display_filter, stats, fail_on))
-    merge = _Merge(jobs, stats, TaskProgress(jobs, sys.stderr, progress))
-    if dask is None:
-        for job in jobs:
-            _in_process(job, merge)
-    else:
-        _on_dask(jobs, dask, workers, merge)
+    client, cluster = connect(dask, workers) if dask is not None else (None, None)  # a bad address makes no DIR
+    try:
+        if out_dir is not None:
+            prepare_dir(out_dir)
+        jobs = make_jobs(paths, out_dir, (list(decode_as), display_filter, stats, fail_on))
+        merge = _Merge(jobs, stats, TaskProgress(jobs, sys.stderr, progress))
+        if client is None:
+            for job in jobs:
+                _in_process(job, merge)
+        else:
+            _on_dask(jobs, client, merge)
+    finally:
+        if client is not None:
+            _disconnect(dask, client, cluster)
     merge.progress.close()
     outcome = merge.outcome
     for error in outcome.errors:
@@ -186,28 +191,30 @@ def require_dask():
         raise MissingExtra(f"--dask needs dask[distributed]: pip install 'dissect-gameq[{EXTRA}]'") from None
 
 
-def _on_dask(jobs, dask, workers, merge):
+def _on_dask(jobs, client, merge):
     from distributed import as_completed
-    client, cluster = connect(dask, workers)
-    try:
-        run_id = uuid.uuid4().hex[:8]
-        futures = {client.submit(dissect_file, job, key=f"dissect-{run_id}-{job.index}", pure=False): job
-                   for job in jobs}
-        for future in as_completed(futures):
-            job = futures[future]
-            try:
-                summary = future.result()
-            except Exception as exc:  # the task raised, or its worker died: the file is named, the rest goes on
-                merge.failed(job, exc)
-            else:
-                merge.done(job, summary)
-            future.release()
-    finally:
-        if cluster is not None:
-            client.close()
-            cluster.close()
-        elif client is not dask:
-            client.close()
+    run_id = uuid.uuid4().hex[:8]
+    futures = {client.submit(dissect_file, job, key=f"dissect-{run_id}-{job.index}", pure=False): job
+               for job in jobs}
+    for future in as_completed(futures):
+        job = futures[future]
+        try:
+            summary = future.result()
+        except Exception as exc:  # the task raised, or its worker died: the file is named, the rest goes on
+            merge.failed(job, exc)
+        else:
+            merge.done(job, summary)
+        future.release()
+
+
+def _disconnect(dask, client, cluster):
+    """Close what ``connect`` opened: the LocalCluster it started and its client, or the client it made (a
+    Client given as ``dask`` stays open: it is the caller's)."""
+    if cluster is not None:
+        client.close()
+        cluster.close()
+    elif client is not dask:
+        client.close()
 
 
 def connect(dask, workers=None):

@@ -207,6 +207,27 @@ def test_usage_errors_exit_2():
         assert err.startswith("dissect: ") and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--stats", "-V"], "--stats shows counts instead of frames: leave out -V"),
+    (["--stats", "-x", "-V"], "--stats shows counts instead of frames: leave out -V, -x"),
+    (["--stats", "-T", "fields", "-e", "frame.number"], "--stats shows counts instead of frames: leave out -T fields"),
+    (["-q", "-V"], "-q shows no frames: leave out -V"),
+    (["-q", "-T", "fields", "-e", "frame.number"], "-q shows no frames: leave out -T fields"),
+    (["-q", "-T", "jsonl"], "-q shows no frames: -T jsonl writes only --stats' record then (add --stats, or leave "
+                            "-q out)"),
+    (["-F", "pcapng"], "-F pcapng is the format of -w OUT: give -w, or leave -F out"),
+    (["--html-limit", "5"], "--html-limit goes with --html REPORT.html"),
+])
+def test_an_option_the_view_would_ignore_is_an_error(args, message):
+    assert run_cli(*args, SESSION) == (2, "", f"dissect: {message}\n")
+
+
+def test_quiet_views_that_print_something_are_accepted():
+    code, out, _ = run_cli("-q", "--stats", "-T", "json", SESSION)
+    assert code == 0 and json.loads(out)[-1]["kind"] == "stats"
+    assert run_cli("-q", SESSION) == (0, "", "")
+
+
 def test_control_characters_are_escaped(tmp_path):
     import capkit
     import netquake_peer as nq

@@ -211,6 +211,7 @@ def test_a_scheduler_address_that_is_no_address_is_one_line(tmp_path):
     code, _, err = run_cli("--to-parquet", tmp_path / "out", "--dask", "nosuchhost", capture("teeframe-session.pcap"))
     assert code == 2
     assert err.startswith("dissect: --dask nosuchhost: not a scheduler address (tcp://HOST:PORT or local): ")
+    assert not (tmp_path / "out").exists()  # the address is tried before DIR is made
     assert err.count("\n") == 1 and "internal error" not in err
 
 
@@ -267,3 +268,12 @@ def test_progress_counts_files_frames_and_bytes_per_second(inputs):
     line = stream.getvalue()
     assert line.startswith(f"\r2/2 files, 65 frames, {size:,.1f} MB, ") and line.endswith(" MB/s\n")
     assert TaskProgress(jobs, io.StringIO()).show is False  # not a terminal: no line
+
+
+def test_a_json_format_without_stats_is_refused_before_anything_is_written(tmp_path):
+    """Under --to-parquet -T only formats --stats' record: without --stats it would be ignored."""
+    code, out, err = run_cli("--to-parquet", tmp_path / "out", "-T", "jsonl", capture("teeframe-session.pcap"))
+    assert (code, out) == (2, "")
+    assert err == ("dissect: -T jsonl formats --stats' record under --to-parquet or --dask (the tables are "
+                   "Parquet): add --stats, or leave -T out\n")
+    assert not (tmp_path / "out").exists()
