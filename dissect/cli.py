@@ -16,7 +16,7 @@ from .render.fields import FieldOptions
 from .render.output import BatchedOutput, OutputError
 from .render.printer import Printer
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, check_thresholds
-from .session import Session, abuse_options, filter_fields
+from .session import Session, abuse_options, explain_failure, filter_fields
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -388,7 +388,7 @@ def _run_files(args, out):
     if report is not None:
         _close_report(report, session, files.errors)
     if not interrupted:
-        _explain_failure(session)
+        explain_failure(session.failed, session.filter is not None)
     for error in files.errors:  # after Ctrl-C too: the frames read were written, and so were their faults
         print(f"dissect: {error}", file=sys.stderr)
     if interrupted:
@@ -425,12 +425,6 @@ def _close_report(report, session, errors):
         report.close(session.analyzers, errors)
     except OSError as exc:
         errors.append(f"{report.path}: cannot write: {exc.strerror or exc}")
-
-
-def _explain_failure(session):
-    """With -Y, a finding that fails the run may sit in a frame that is not shown: say which it was."""
-    if session.failed and session.filter is not None and not session.failed.shown:
-        print(f"dissect: --fail-on: {session.failed}", file=sys.stderr)
 
 
 def _conclude(session, printer):

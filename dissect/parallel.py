@@ -33,7 +33,7 @@ from .progress import Progress
 from .registry import UsageError, parse_decode_as
 from .render.printer import Printer
 from .render.stats import StatsCollector
-from .session import Session, abuse_options, finish_order
+from .session import Session, abuse_options, explain_failure, finish_order, first_failure
 
 CHUNK = 512  # frame numbers per message from a worker: a few MB of JSON at most, held by each process
 PIPE_BYTES = 1 << 20  # each worker's pipe to the parent (Linux's limit for an unprivileged process)
@@ -252,7 +252,9 @@ def _merge(args, printer, receivers):
         print(f"dissect: {error}", file=sys.stderr)
     if ends[0]["errors"]:
         return 2
-    return 1 if concluded.failed or any(end["failed"] for end in ends) else 0
+    failed = first_failure([*(end["failed"] for end in ends), concluded.failed])
+    explain_failure(failed, args.filter is not None)
+    return 1 if failed else 0
 
 
 def _receive(conn, index):
@@ -381,7 +383,7 @@ def _work(index, args, partition, conn):
     conn.send(("chunk", chunk, files.position(), traffic.events))
     finished = []
     for rec in sorted(session.pipeline.finish(), key=finish_order):
-        session.analysis(rec)
+        session.ending(rec)
         text = sink.take()
         if text:
             finished.append((finish_order(rec), text))

@@ -8,7 +8,7 @@ from dissect.render.printer cimport Printer
 from dissect.render.stats cimport StatsCollector
 
 cdef class Session:
-    cdef public object sink, filter, fail_rank, failed
+    cdef public object sink, filter, fail_rank, failed, phase, current
     cdef public StatsCollector stats
     cdef public Pipeline pipeline
     cdef public Printer printer

@@ -7,6 +7,8 @@ display filter, the ``--stats`` counters and the ``--fail-on`` verdict. What it 
 for the API.
 """
 
+import sys
+
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds, is_abuse_record
 from .core import SEVERITY_RANK
 from .filter import compile_filter, evaluate, frame_values
@@ -25,7 +27,7 @@ class Session:
     filter shows its frame or not. ``abuse_rate`` requests per second sustained over ``abuse_window``
     seconds: the threshold of the abuse analysis's rules (``--abuse-rate``, ``--abuse-window``)."""
 
-    __slots__ = ("sink", "printer", "filter", "pipeline", "stats", "fail_rank", "failed")
+    __slots__ = ("sink", "printer", "filter", "pipeline", "stats", "fail_rank", "failed", "phase", "current")
 
     def __init__(self, sink, decode_as=(), display_filter=None, tree=False, stats=False, fail_on=None,
                  abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
@@ -42,6 +44,7 @@ class Session:
         self.stats = StatsCollector() if stats else None
         self.fail_rank = SEVERITY_RANK[fail_on] if fail_on else None
         self.failed = False
+        self.phase, self.current = 0, 0  # where a finding is met (FailReason.at): see at_frame, finish
 
     @property
     def analyzers(self):
@@ -50,6 +53,7 @@ class Session:
 
     def frame(self, frame, packet=None):
         """Dissect one frame (``packet``: the frame already decoded by ``decode_frame``, if it was)."""
+        self.current = frame.number
         record, concluded = self.pipeline.frame(frame, packet)
         self._frame(record)
         for rec in concluded:
@@ -69,11 +73,17 @@ class Session:
         """The capture ended: what is still pending is concluded, in the order its first frames came; then
         what the abuse analysis concludes across conversations."""
         for rec in sorted(self.pipeline.finish(), key=finish_order):
-            self.analysis(rec)
+            self.ending(rec)
         self.conclude(self.pipeline.traffic)
+
+    def ending(self, rec):
+        """A record the capture's end concludes (``finish`` gives them in ``finish_order``)."""
+        self.phase, self.current = 1, finish_order(rec)
+        self.analysis(rec)
 
     def conclude(self, traffic):
         """The abuse analysis's records for the whole capture (``-j``: ``traffic`` merged from the workers)."""
+        self.phase, self.current = 2, 0
         for rec in traffic.conclude():
             self.analysis(rec)
 
@@ -105,7 +115,7 @@ class Session:
     def _check_fail(self, findings, where, shown):
         for finding in findings:
             if SEVERITY_RANK[finding.severity] >= self.fail_rank:
-                self.failed = FailReason(finding.code, finding.severity, where, shown)
+                self.failed = FailReason(finding.code, finding.severity, where, shown, (self.phase, self.current))
                 return
 
     def stats_dict(self):
@@ -114,21 +124,36 @@ class Session:
 
 
 class FailReason:
-    """The finding that made ``--fail-on`` fail the run: its code, severity, where, and whether it was shown."""
+    """The finding that made ``--fail-on`` fail the run: its code, severity, where, whether it was shown, and
+    ``at``, when one process meets it: (0, frame number) while frames are read, (1, first frame) for a record
+    the capture's end concludes, (2, 0) for the abuse analysis's (``-j`` keeps the workers' first)."""
 
-    __slots__ = ("code", "severity", "where", "shown")
+    __slots__ = ("code", "severity", "where", "shown", "at")
 
-    def __init__(self, code, severity, where, shown):
+    def __init__(self, code, severity, where, shown, at=(0, 0)):
         self.code = code
         self.severity = severity
         self.where = where
         self.shown = shown
+        self.at = at
 
     def __bool__(self):
         return True
 
     def __str__(self):
         return f"{self.where} has {self.severity} {self.code}" + ("" if self.shown else " (not shown by the filter)")
+
+
+def first_failure(reasons):
+    """The FailReason one process would meet first among those of ``-j``'s sessions (false ones skipped), or
+    False."""
+    return min((reason for reason in reasons if reason), key=lambda reason: reason.at, default=False)
+
+
+def explain_failure(reason, filtered):
+    """With -Y, a finding that fails the run may sit in a frame that is not shown: stderr says which it was."""
+    if reason and filtered and not reason.shown:
+        print(f"dissect: --fail-on: {reason}", file=sys.stderr)
 
 
 def abuse_options(args):

@@ -85,6 +85,37 @@ def test_damaged_files_end_the_same_way(path):
     assert run_cli("-j", "2", path) == run_cli(path)
 
 
+def incomplete_responses(path):
+    """Four TeeFrame servers whose responses lose their last packet: each an incomplete_response warning that
+    only the capture's end concludes, in the order of their first frames."""
+    frames = []
+    for n in range(4):
+        browser, server = (f"10.3.0.{n + 1}", 50000), (f"10.3.1.{n + 1}", 8303)
+        frames.append(capkit.udp_packet(*browser, *server, tf.gie3(n, n)))
+        first = tf.response_packets(n, tf.sample_clients(40))[0]
+        frames.append(capkit.udp_packet(*server, *browser, first))
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, capkit.ethernet(ip)) for n, ip in enumerate(frames)])
+
+
+@pytest.mark.parametrize("case", ["frame findings", "notes", "the end's records", "the abuse analysis's"])
+def test_fail_on_names_the_finding_a_filter_hides_as_one_process_does(mixed, tmp_path, case):
+    """With -Y hiding the frame or record whose finding fails the run, stderr names it: the one that one process
+    meets first, whichever worker found it (each worker finds its own first)."""
+    reflection = os.path.join(CAPTURES, "reflection.pcap")
+    incomplete_responses(tmp_path / "incomplete.pcap")
+    paths = [*mixed, os.path.join(CAPTURES, "teeframe-damaged.pcap"), reflection]
+    fail_on, paths, expected = {
+        "frame findings": ("error", paths, "frame "),
+        "notes": ("note", paths, "frame "),
+        "the end's records": ("warning", [tmp_path / "incomplete.pcap"], "the teeframe server_info record of frames [2]"),
+        "the abuse analysis's": ("warning", [reflection], "the abuse reflection record of frames [75]"),
+    }[case]
+    single = run_cli("--fail-on", fail_on, "-Y", "frame.number == 1", *paths)
+    assert single[0] == 1 and single[2].startswith(f"dissect: --fail-on: {expected}")
+    assert single[2].endswith("(not shown by the filter)\n")
+    assert run_cli("-j", "2", "--fail-on", fail_on, "-Y", "frame.number == 1", *paths) == single
+
+
 def test_session_captures_read_as_one_capture():
     paths = sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")))
     assert run_cli("-j", "2", "-T", "jsonl", *paths) == run_cli("-T", "jsonl", *paths)
