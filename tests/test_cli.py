@@ -241,6 +241,42 @@ def test_control_characters_are_escaped(tmp_path):
         assert "\\x1b[2J" in out or flags == ["-x"]
 
 
+HIDDEN = "\u202eevil\u202c \u2066x\u2069 \u200b\u2028\ufeff\x7f"  # bidi override, isolate, zero width, LS, BOM, DEL
+
+
+@pytest.mark.parametrize("view", [["-T", "jsonl"], ["-T", "json"], ["-j", "2", "-T", "jsonl"],
+                                  ["--stats", "-T", "json"]], ids=" ".join)
+def test_json_writes_the_characters_a_terminal_acts_on_escaped(tmp_path, view):
+    """A name with bidi overrides, C1 controls and invisible characters reaches no terminal raw through JSON:
+    they are \\u escapes, and a JSON reader gets the very same name."""
+    import capkit
+    import netquake_peer as nq
+    import teeframe_peer as tf
+    path = tmp_path / "hidden.pcap"
+    c1_name = "\x9b31mred\x85"  # latin-1 bytes 9B and 85: CSI and NEL once decoded
+    frames = [capkit.ethernet(capkit.udp_packet("10.0.0.1", 26000, "10.0.0.7", 40000,
+                                                nq.ccrep_server_info("1.2.3.4:26000", c1_name, "e1m1", 1, 8))),
+              capkit.ethernet(capkit.udp_packet("10.0.0.2", 8303, "10.0.0.7", 40001,
+                                                tf.iext(7, [(HIDDEN, "clan", 276, 5, 1)])))]
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, frame) for n, frame in enumerate(frames)])
+    code, out, err = run_cli(*view, path)
+    assert code == 0, err
+    for char in "\u202e\u202c\u2066\u2069\u200b\u2028\ufeff\x7f\x9b\x85":
+        assert char not in out, hex(ord(char))
+    assert "\\u009b31mred\\u0085" in out  # --stats' server record names the NetQuake host
+    if "--stats" in view:
+        return
+    assert "\\u202eevil\\u202c" in out
+    records = jsonl(out) if "jsonl" in view else json.loads(out)
+    def walk(fields):
+        for field in fields:
+            yield field
+            yield from walk(field["children"])
+    names = [field["value"] for record in records if record["kind"] == "frame" for msg in record["messages"]
+             for field in walk(msg["fields"]) if field["key"] in ("netquake.control.host_name", "teeframe.client.name")]
+    assert names == [c1_name, HIDDEN]
+
+
 def test_arrival_time_formats():
     from dissect.render.text import utc_text
     assert utc_text(1700000000.123456) == "2023-11-14 22:13:20.123456 UTC"

@@ -821,3 +821,16 @@ def test_stats_counts_survive_pickling_and_merge_by_addition():
     assert data["analyses"] == [{"protocol": "netquake", "name": "player_walk", "count": 1}]
     assert data["findings"] == [{"code": "netquake.test", "severity": "warning", "count": 1}]
     assert one.as_dict({})["messages"] == [{"protocol": "netquake", "message": "CCREP_PLAYER_INFO", "count": 3}]
+
+
+def test_json_escapes_exactly_the_characters_a_terminal_acts_on():
+    from dissect.render.jsonout import terminal_safe_text, terminal_safe_utf8
+    escaped = [0x7F, *range(0x80, 0xA0), 0x61C, *range(0x200B, 0x2010), *range(0x2028, 0x202F),
+               *range(0x2060, 0x206A), 0xFEFF]
+    kept = [0x7E, 0xA0, 0xE9, 0x200A, 0x2010, 0x2027, 0x202F, 0x205F, 0x206A, 0xFEFE, 0x1F600]
+    for code in escaped + kept:
+        text = json.dumps(f"a{chr(code)}b", ensure_ascii=False)
+        safe = terminal_safe_text(text)
+        assert terminal_safe_utf8(text.encode()) == safe.encode()
+        assert json.loads(safe) == f"a{chr(code)}b"
+        assert safe == (f'"a\\u{code:04x}b"' if code in escaped else text), hex(code)
