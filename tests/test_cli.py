@@ -241,7 +241,7 @@ def test_control_characters_are_escaped(tmp_path):
         assert "\\x1b[2J" in out or flags == ["-x"]
 
 
-HIDDEN = "\u202eevil\u202c \u2066x\u2069 \u200b\u2028\ufeff\x7f"  # bidi override, isolate, zero width, LS, BOM, DEL
+HIDDEN = "\u202eevil\u202c \u2066x\u2069 \u200b\u2028\ufeff\x7f"  # bidi override, isolate, zero width, LS, BOM (DEL: kept)
 
 
 @pytest.mark.parametrize("view", [["-T", "jsonl"], ["-T", "json"], ["-j", "2", "-T", "jsonl"],
@@ -261,7 +261,7 @@ def test_json_writes_the_characters_a_terminal_acts_on_escaped(tmp_path, view):
     capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, frame) for n, frame in enumerate(frames)])
     code, out, err = run_cli(*view, path)
     assert code == 0, err
-    for char in "\u202e\u202c\u2066\u2069\u200b\u2028\ufeff\x7f\x9b\x85":
+    for char in "\u202e\u202c\u2066\u2069\u200b\u2028\ufeff\x9b\x85":
         assert char not in out, hex(ord(char))
     assert "\\u009b31mred\\u0085" in out  # --stats' server record names the NetQuake host
     if "--stats" in view:

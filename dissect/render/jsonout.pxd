@@ -131,6 +131,64 @@ cdef extern from *:
         return dissect_json_wrapped(text, size, "\\"", "\\"", 1);
     }
 
+    /* The bytes of the character at text[i] (a byte above 0x7f) where it is one that JSON writes as a \\u escape
+       for terminals (jsonout.py: _ESCAPED_UTF8; a C1 control, U+061C, U+200B-200F, U+2028-202E, U+2060-2069,
+       U+FEFF), its code point in *code; else 0. */
+    static inline int dissect_json_hidden(const unsigned char *t, Py_ssize_t i, Py_ssize_t size, unsigned *code) {
+        unsigned char lead = t[i];
+        if (lead == 0xc2 && i + 1 < size && t[i + 1] <= 0x9f) {
+            *code = t[i + 1];
+            return 2;
+        }
+        if (lead == 0xd8 && i + 1 < size && t[i + 1] == 0x9c) {
+            *code = 0x61c;
+            return 2;
+        }
+        if (lead == 0xe2 && i + 2 < size) {
+            unsigned char second = t[i + 1], third = t[i + 2];
+            if ((second == 0x80 && ((third >= 0x8b && third <= 0x8f) || (third >= 0xa8 && third <= 0xae)))
+                    || (second == 0x81 && third >= 0xa0 && third <= 0xa9)) {
+                *code = 0x2000 | ((second & 0x3f) << 6) | (third & 0x3f);
+                return 3;
+            }
+        }
+        if (lead == 0xef && i + 2 < size && t[i + 1] == 0xbb && t[i + 2] == 0xbf) {
+            *code = 0xfeff;
+            return 3;
+        }
+        return 0;
+    }
+
+    /* A text that is not ASCII, escaped as dissect_json_wrapped escapes it and with the characters of
+       dissect_json_hidden as \\u escapes, byte by byte (such texts are names: short). */
+    static inline int dissect_json_wrapped_utf8(const unsigned char *text, Py_ssize_t size, const char *open,
+                                                const char *close, Py_ssize_t ends) {
+        static const char hex[] = "0123456789abcdef";
+        Py_ssize_t i = 0;
+        unsigned code;
+        int taken;
+        char *out;
+        if (dissect_buffer_reserve(&dissect_json_out, 6 * size + 2 * ends) < 0)
+            return -1;
+        out = dissect_json_out.data + dissect_json_out.size;
+        memcpy(out, open, ends);
+        out += ends;
+        while (i < size) {
+            if (text[i] < 0x80 || !(taken = dissect_json_hidden(text, i, size, &code))) {
+                out = dissect_json_escape(out, text[i++]);
+                continue;
+            }
+            *out++ = '\\'; *out++ = 'u';
+            *out++ = hex[code >> 12]; *out++ = hex[(code >> 8) & 15]; *out++ = hex[(code >> 4) & 15];
+            *out++ = hex[code & 15];
+            i += taken;
+        }
+        memcpy(out, close, ends);
+        out += ends;
+        dissect_json_out.size = out - dissect_json_out.data;
+        return 0;
+    }
+
     /* A float of whole microseconds (a capture's time) as repr writes it, without its general algorithm (6,700
        instructions): where the number of millionths nearest to it, divided by 10**6 (a division IEEE rounds
        correctly, as reading the text back would), is the float itself, that text reads back as it; below 2**33
@@ -170,7 +228,7 @@ cdef extern from *:
                 PyErr_Clear();
                 return 0;
             }
-            return dissect_json_text((const unsigned char *)text, size) < 0 ? -1 : 1;
+            return dissect_json_wrapped_utf8((const unsigned char *)text, size, "\\"", "\\"", 1) < 0 ? -1 : 1;
         }
         if (PyLong_CheckExact(value))
             return dissect_buffer_int(&dissect_json_out, value);
@@ -240,15 +298,18 @@ cdef extern from *:
         if (PyUnicode_IS_ASCII(value)) {
             text = (const char *)PyUnicode_1BYTE_DATA(value);
             length = PyUnicode_GET_LENGTH(value);
-        } else {
-            text = PyUnicode_AsUTF8AndSize(value, &length);
-            if (text == NULL) {
-                PyErr_Clear();
-                return 0;
-            }
+            if (dissect_json_raw(name, size) < 0
+                    || dissect_json_wrapped((const unsigned char *)text, length, open_text, close_text, 3) < 0)
+                return -1;
+            return 1;
+        }
+        text = PyUnicode_AsUTF8AndSize(value, &length);
+        if (text == NULL) {
+            PyErr_Clear();
+            return 0;
         }
         if (dissect_json_raw(name, size) < 0
-                || dissect_json_wrapped((const unsigned char *)text, length, open_text, close_text, 3) < 0)
+                || dissect_json_wrapped_utf8((const unsigned char *)text, length, open_text, close_text, 3) < 0)
             return -1;
         return 1;
     }

@@ -9,9 +9,10 @@ encoded even so is written as a minimal record of the same kind carrying a ``dis
 finding.
 
 JSON may hold any character raw inside a string; the few that a terminal acts on or that change how text
-around them displays (DEL, the C1 controls, bidi marks, overrides and isolates, zero-width characters, the
-line and paragraph separators, the byte-order mark) are written as \\u escapes instead, so that a hostile
-name in a capture cannot reach a terminal raw. A JSON reader gets the same string.
+around them displays (the C1 controls, bidi marks, overrides and isolates, zero-width characters, the line
+and paragraph separators, the byte-order mark) are written as \\u escapes instead, so that a hostile name in
+a capture cannot reach a terminal raw. A JSON reader gets the same string. (The compiled writer of frame
+records escapes them in C, jsonout.pxd; what orjson writes is escaped here.)
 """
 
 import re
@@ -32,26 +33,23 @@ def _orjson():
 
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what orjson writes as a number
 
-# The characters written escaped (see the module's docstring), as text and as their UTF-8 bytes; the markers
-# are bytes one of them begins with, looked for first (most records hold none, or are ASCII).
-_ESCAPED_TEXT = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_ESCAPED_UTF8 = re.compile(b"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]"
-                           b"|\xef\xbb\xbf")
-_MARKERS = (b"\x7f", b"\xc2", b"\xd8\x9c", b"\xe2\x80", b"\xe2\x81", b"\xef\xbb\xbf")
+# The characters written escaped (see the module's docstring), as text and as their UTF-8 bytes; each begins
+# with one of the lead bytes, looked for first (most records hold none, or are ASCII).
+_ESCAPED_TEXT = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_ESCAPED_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf")
 
 
 def terminal_safe_utf8(data):
     """JSON text as UTF-8 with the characters of the module's docstring escaped."""
-    if data.isascii() and b"\x7f" not in data:
-        return data
-    if not any(marker in data for marker in _MARKERS):
+    if data.isascii() or (b"\xc2" not in data and b"\xe2" not in data and b"\xd8" not in data
+                          and b"\xef" not in data):  # one byte each: a memchr, where longer needles are slow
         return data
     return _ESCAPED_UTF8.sub(lambda found: _u_escape(found.group().decode("utf-8")).encode(), data)
 
 
 def terminal_safe_text(text):
     """``terminal_safe_utf8`` for JSON text as a str."""
-    if text.isascii() and "\x7f" not in text:
+    if text.isascii():
         return text
     return _ESCAPED_TEXT.sub(lambda found: _u_escape(found.group()), text)
 
@@ -221,10 +219,9 @@ class JsonRenderer:
             data = self.dumps_bytes(obj, default=_fallback, option=self.newline)
         except Exception:  # what encode does when orjson cannot: the same text
             data = (self.encode(obj) + ("\n" if self.lines else "")).encode()
-        self._write(data)
+        self._write(terminal_safe_utf8(data))
 
     def _write(self, data):
-        data = terminal_safe_utf8(data)
         if not self.lines:
             self.write_bytes(b"[\n" if self.count == 0 else b",\n")
         if self.batched is not None:
