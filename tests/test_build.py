@@ -82,6 +82,29 @@ def test_pure_python_and_the_build_write_the_same(path, view):
 
 
 @compiled_only
+@pytest.mark.parametrize("view", [["-T", "jsonl"], ["-T", "json"], ["-V"], ["--stats", "-T", "json"]], ids=" ".join)
+def test_both_builds_escape_hidden_characters_and_cut_messages_alike(tmp_path, view):
+    """Names with the characters JSON escapes for terminals (the compiled writer escapes them in C, the pure
+    build after orjson), and a message the snap length cut."""
+    import capkit
+    import netquake_peer as nq
+    import teeframe_peer as tf
+    hidden = "\u202eevil\u202c \u2066x\u2069 \u200b\u2028\ufeff\x7f \u061c\u00e9\u2013\u00b7"
+    reply = nq.ccrep_server_info("1.2.3.4:26000", "\x9b31mred\x85\xa0", "e1m1", 1, 8)
+    frames = [(capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet("10.0.0.1", 26000, "10.0.0.7", 40000, reply))),
+              (capkit.DEFAULT_TS + 1, capkit.ethernet(capkit.udp_packet(
+                  "10.0.0.2", 8303, "10.0.0.7", 40001, tf.iext(7, [(hidden, hidden[:6], 276, 5, 1)]))))]
+    snapped = capkit.ethernet(capkit.udp_packet("10.0.0.1", 26000, "10.0.0.8", 40000, reply))
+    frames.append((capkit.DEFAULT_TS + 2, snapped[:60], len(snapped)))
+    path = tmp_path / "hidden.pcap"
+    capkit.write_pcap(path, frames)
+    pure, built = run_pure_and_compiled(*view, path)
+    assert pure[0] == 0 and ("\\u009b31mred\\u0085" in pure[1] or "\\x9b31mred\\x85" in pure[1])  # JSON; -V
+    assert "\\u202eevil" in pure[1] or "--stats" in view
+    assert built == pure
+
+
+@compiled_only
 def test_a_source_edited_after_the_build_sets_the_build_aside(tmp_path):
     copy = tmp_path / "dissect"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.c", "__pycache__"))

@@ -178,7 +178,7 @@ cdef extern from *:
                 out = dissect_json_escape(out, text[i++]);
                 continue;
             }
-            *out++ = '\\'; *out++ = 'u';
+            *out++ = '\\\\'; *out++ = 'u';
             *out++ = hex[code >> 12]; *out++ = hex[(code >> 8) & 15]; *out++ = hex[(code >> 4) & 15];
             *out++ = hex[code & 15];
             i += taken;
