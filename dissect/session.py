@@ -53,7 +53,6 @@ class Session:
 
     def frame(self, frame, packet=None):
         """Dissect one frame (``packet``: the frame already decoded by ``decode_frame``, if it was)."""
-        self.current = frame.number
         record, concluded = self.pipeline.frame(frame, packet)
         self._frame(record)
         for rec in concluded:
@@ -88,6 +87,7 @@ class Session:
             self.analysis(rec)
 
     def _frame(self, record):
+        self.current = record.number  # the records frame() concludes after it are met at this frame too
         shown = self.filter is None or evaluate(self.filter, frame_values(record))
         if self.fail_rank is not None and self.failed is False:
             self._check_fail(record.all_findings(), f"frame {record.number}", shown)

@@ -168,6 +168,11 @@ cdef extern from *:
         unsigned code;
         int taken;
         char *out;
+        while (i < size && text[i] != 0xc2 && text[i] != 0xd8 && text[i] != 0xe2 && text[i] != 0xef)
+            i++;
+        if (i == size)  /* no lead byte of such a character: the writer of eight bytes a step */
+            return dissect_json_wrapped(text, size, open, close, ends);
+        i = 0;
         if (dissect_buffer_reserve(&dissect_json_out, 6 * size + 2 * ends) < 0)
             return -1;
         out = dissect_json_out.data + dissect_json_out.size;

@@ -41,8 +41,10 @@ _ESCAPED_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xa
 
 def terminal_safe_utf8(data):
     """JSON text as UTF-8 with the characters of the module's docstring escaped."""
-    if data.isascii() or (b"\xc2" not in data and b"\xe2" not in data and b"\xd8" not in data
-                          and b"\xef" not in data):  # one byte each: a memchr, where longer needles are slow
+    # One byte each, with find: a memchr (longer needles are slow), and no TypeError raised and cleared inside, as
+    # ``in`` does (bytes.__contains__ first tries its operand as an int).
+    if data.isascii() or (data.find(b"\xc2") < 0 and data.find(b"\xe2") < 0 and data.find(b"\xd8") < 0
+                          and data.find(b"\xef") < 0):
         return data
     return _ESCAPED_UTF8.sub(lambda found: _u_escape(found.group().decode("utf-8")).encode(), data)
 
