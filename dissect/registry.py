@@ -17,6 +17,7 @@ import re
 import sys
 
 from .analysis.base import Analyzer
+from .capture.layers import Packet
 from .capture.tables import FRAME_FIELDS, FRAME_FINDINGS, LAYER_KEYS, SHARED_FINDINGS
 from .core import Truncated, Unterminated
 from .core.cursor import new_cursor
@@ -76,6 +77,10 @@ def dissect_message(dissector, payload, tree, packet, offset):
     (registry.pxd)."""
     msg = new_message(dissector.key, payload, offset)
     cur = new_cursor(msg, payload, tree, 0)
+    frame = packet if type(packet) is Packet else None  # typed (registry.pxd): its cut read in C
+    snapped = frame is not None and frame.cut
+    if snapped:
+        cur.missing = frame.cut
     try:
         dissector.decode(cur, msg, packet)
     except Unterminated as exc:
@@ -88,8 +93,8 @@ def dissect_message(dissector, payload, tree, packet, offset):
     except Exception as exc:  # a dissector bug must not take the frame down with it
         msg.report(dissector.findings.dissector_error, f"internal dissector error: {type(exc).__name__}: {exc}",
                    cur.pos, 0)
-    if packet is not None and packet.cut:
-        _cut_by_capture(dissector, msg, packet.cut)
+    if snapped:
+        _cut_by_capture(dissector, msg, cur.missing)
         if not msg.info and not _faults(msg):
             msg.info = f"{msg.name or 'unknown'} [Packet size limited during capture]"
     if not msg.name:

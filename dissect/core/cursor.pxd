@@ -15,7 +15,7 @@ cdef class _Subtree:
 cdef class Cursor:
     # The position and the last item's place as C integers: every field read moves them.
     cdef public bytes data
-    cdef public Py_ssize_t pos, end, last_offset, last_length
+    cdef public Py_ssize_t pos, end, last_offset, last_length, missing
     cdef public bint tree
     cdef public object msg, _stack, _raw
     # where last_raw's bytes are while _raw is None

@@ -123,8 +123,11 @@ _NO_SUBTREE = _NoSubtree()
 @cython.freelist(64)
 @cython.cclass
 class Cursor:
+    """Reads a message's fields from ``data``. ``missing`` counts the bytes of the message that the capture did not
+    keep (snap length): they would follow ``end``, and a protocol's length checks count them."""
+
     __slots__ = ("data", "pos", "end", "tree", "msg", "_stack", "last_offset", "last_length", "_raw", "_raw_start",
-                 "_raw_stop", "_starts", "_fields")
+                 "_raw_stop", "_starts", "_fields", "missing")
 
     def __init__(self, msg, data, tree=True, pos=0):
         _start(self, msg, data, tree, pos)
@@ -398,6 +401,7 @@ def _start(cur, msg, data, tree, pos):
     cur.data = data if type(data) is bytes else bytes(data)  # slices of it are the fields' bytes
     cur.pos = pos
     cur.end = len(data)
+    cur.missing = 0
     cur.tree = tree
     cur._stack = [msg.fields]
     cur.last_offset = pos

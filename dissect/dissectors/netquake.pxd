@@ -12,7 +12,7 @@ from dissect.core.fmt cimport hex16, hex_text
 @cython.locals(names=dict)
 cpdef _command_text(command)  # the formatter of every message's command
 
-cpdef _decode(Cursor cur, Message msg, Py_ssize_t missing)
+cpdef _decode(Cursor cur, Message msg)
 cpdef _data(Cursor cur, Message msg, flags)
 cpdef _control(Cursor cur, Message msg, flags)
 

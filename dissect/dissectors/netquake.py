@@ -222,17 +222,16 @@ class NetQuake(Dissector):
 
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        _decode(cur, msg, packet.cut if packet is not None else 0)
+        _decode(cur, msg)
 
 
-def _decode(cur, msg, missing):
-    """``missing``: the payload's bytes the capture did not keep (snap length); the header's length counts them."""
+def _decode(cur, msg):
     flags = cur.number(U16BE, FLAGS)
     length = cur.number(U16BE, LENGTH)
     msg.values["flags"] = flags
-    if length != cur.end + missing:
+    if length != cur.end + cur.missing:  # the bytes the capture did not keep count too
         cur.flag_last(W.length_mismatch,
-                      f"header length {length} differs from the payload length {cur.end + missing}")
+                      f"header length {length} differs from the payload length {cur.end + cur.missing}")
     if flags & NETFLAG_CTL:
         _control(cur, msg, flags)
     else:

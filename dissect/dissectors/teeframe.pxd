@@ -22,7 +22,7 @@ cpdef _identifier_display(value)
 @cython.locals(ident=bytes)
 cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(data=bytes, ident=bytes)
-cpdef _decode(Cursor cur, Message msg, Py_ssize_t missing)
+cpdef _decode(Cursor cur, Message msg)
 @cython.locals(values=dict, extended=bint)
 cpdef _gie3(Cursor cur, Message msg)
 cpdef _check_request_length(Cursor cur, Message msg)

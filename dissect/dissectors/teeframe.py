@@ -281,7 +281,7 @@ class TeeFrame(Dissector):
 
     # -- decoding ------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        _decode(cur, msg, packet.cut if packet is not None else 0)
+        _decode(cur, msg)
 
 
 def _claims(payload, on_port):
@@ -296,13 +296,12 @@ def _claims(payload, on_port):
     return False
 
 
-def _decode(cur, msg, missing):
-    """``missing``: the payload's bytes the capture did not keep (snap length); the packet's size counts them."""
+def _decode(cur, msg):
     data = cur.data
     ident = cut(data, 10, 14)
     msg.name = ident.decode("latin-1")
     msg.values["identifier"] = msg.name
-    size = len(data) + missing
+    size = len(data) + cur.missing  # the bytes the capture did not keep count too
     if size > PACKET_LIMIT:
         cur.finding(W.packet_too_large, f"packet is {size} bytes", PACKET_LIMIT, size - PACKET_LIMIT)
     if ident == b"gie3" or (len(data) < 14 and cut(data, 0, 2) == XE):
