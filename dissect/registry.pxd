@@ -12,5 +12,5 @@ cdef class Registry:
     @cython.locals(plans=tuple, plan_by_port=dict, plan=tuple)
     cpdef select(self, Packet packet, payload)
 
-@cython.locals(msg=Message, cur=Cursor, frame=Packet, snapped=bint)
+@cython.locals(msg=Message, cur=Cursor, decoded=Packet, snapped=bint)
 cpdef Message dissect_message(dissector, payload, tree, packet, offset)

@@ -77,10 +77,10 @@ def dissect_message(dissector, payload, tree, packet, offset):
     (registry.pxd)."""
     msg = new_message(dissector.key, payload, offset)
     cur = new_cursor(msg, payload, tree, 0)
-    frame = packet if type(packet) is Packet else None  # typed (registry.pxd): its cut read in C
-    snapped = frame is not None and frame.cut
+    decoded = packet if type(packet) is Packet else None  # typed (registry.pxd): its cut read in C
+    snapped = decoded is not None and decoded.cut
     if snapped:
-        cur.missing = frame.cut
+        cur.missing = decoded.cut
     try:
         dissector.decode(cur, msg, packet)
     except Unterminated as exc:
@@ -95,12 +95,12 @@ def dissect_message(dissector, payload, tree, packet, offset):
                    cur.pos, 0)
     if snapped:
         _cut_by_capture(dissector, msg, cur.missing)
-        if not msg.info and not _faults(msg):
-            msg.info = f"{msg.name or 'unknown'} [Packet size limited during capture]"
     if not msg.name:
         msg.name = "unknown"
     if not msg.info:
-        msg.info = f"{msg.name} [Malformed]" if msg.findings else msg.name
+        msg.info = f"{msg.name} [Malformed]" if (_faults(msg) if snapped else msg.findings) else msg.name
+    if snapped:
+        msg.info += " [Packet size limited during capture]"  # as Wireshark's Info column says it
     return msg
 
 

@@ -69,8 +69,9 @@ def test_teeframe_record_cut_by_the_capture_is_no_split_record(tmp_path):
     snapped, short = tmp_path / "snapped.pcap", tmp_path / "short.pcap"
     write_frame(snapped, payload, 8303, kept=kept)
     write_frame(short, payload[:kept], 8303)  # the same bytes as a whole datagram: a record really split
-    cut_msg = only_record(snapped)["messages"][0]
-    split_msg = only_record(short)["messages"][0]
+    cut_record, short_record = only_record(snapped), only_record(short)
+    cut_msg, split_msg = cut_record["messages"][0], short_record["messages"][0]
+    assert cut_record["info"] == short_record["info"] + " [Packet size limited during capture]"
     assert ("teeframe.split_record", "error", kept - 5, 5) in codes(split_msg["findings"])
     cut_codes = codes(cut_msg["findings"])
     assert ("capture.cut_message", "note", kept, 0) in cut_codes

@@ -106,7 +106,7 @@ def _empty(packet):
     packet.tcp_flags = 0
     packet.tcp_stream = None  # the reassembler's index of this connection
     packet.problem = None  # why decoding stopped early, for the Info column
-    packet.cut = 0  # bytes of the UDP payload past the bytes the capture kept (snap length): see snapped_payload
+    packet.cut = 0  # bytes of the UDP payload past the bytes the capture kept (snap length): see count_cut
 
 
 def decode_frame(data, linktype, keep_layers=True):
