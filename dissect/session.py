@@ -44,7 +44,7 @@ class Session:
         self.stats = StatsCollector() if stats else None
         self.fail_rank = SEVERITY_RANK[fail_on] if fail_on else None
         self.failed = False
-        self.phase, self.current = 0, 0  # where a finding is met (FailReason.at): see at_frame, finish
+        self.phase, self.current = 0, 0  # where a finding is met: FailReason.at
 
     @property
     def analyzers(self):

@@ -107,7 +107,8 @@ def test_fail_on_names_the_finding_a_filter_hides_as_one_process_does(mixed, tmp
     fail_on, paths, expected = {
         "frame findings": ("error", paths, "frame "),
         "notes": ("note", paths, "frame "),
-        "the end's records": ("warning", [tmp_path / "incomplete.pcap"], "the teeframe server_info record of frames [2]"),
+        "the end's records": ("warning", [tmp_path / "incomplete.pcap"],
+                              "the teeframe server_info record of frames [2]"),
         "the abuse analysis's": ("warning", [reflection], "the abuse reflection record of frames [75]"),
     }[case]
     single = run_cli("--fail-on", fail_on, "-Y", "frame.number == 1", *paths)

@@ -58,6 +58,8 @@ def terminal_safe_text(text):
 
 def _u_escape(char):
     return f"\\u{ord(char):04x}"
+
+
 # What identifies a record, kept in the minimal record that stands in for one that cannot be encoded.
 _IDENTITY = ("kind", "frame", "time", "protocol", "name")
 
