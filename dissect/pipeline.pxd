@@ -36,7 +36,7 @@ cdef class Pipeline:
     @cython.locals(analyzer=Analyzer)
     cpdef _add_message(self, FrameRecord record, Message msg)
     @cython.locals(record=FrameRecord, packet=Packet, delivery=Delivery, stream=TcpStream)
-    cpdef _tcp(self, record, packet)
+    cpdef _tcp(self, record, Packet packet)
     cpdef _stream_message(self, FrameRecord record, TcpStream stream, direction, Message msg)
 
 @cython.locals(values=dict)

@@ -215,6 +215,7 @@ class Pipeline:
     # -- TCP ----------------------------------------------------------------------------------------
     def _tcp(self, record, packet):
         delivery = self.tcp.segment(packet, record.number)
+        packet.cut = 0  # the bytes the capture did not keep are the stream's gap now: its messages are not cut
         record.info = _transport_info(packet, packet.payload)
         if delivery is None:
             return []

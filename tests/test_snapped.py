@@ -122,3 +122,48 @@ def test_summary_of_a_cut_message_says_the_capture_cut_it(tmp_path):
     assert "Malformed" not in out
     code, _, err = run_cli("--fail-on", "error", path)
     assert code == 0, err
+
+
+def test_tcp_segments_cut_by_the_capture_are_gaps_not_losses(tmp_path):
+    """Soldat's lobby captured with a snap length of 120 bytes: each cut segment's missing bytes are a gap at once
+    (tcp.cut_segment), so nothing waits out of order or is reported lost, and every line the capture kept whole
+    decodes as in the full capture."""
+    import dpkt
+    from conftest import capture
+    full = capture("soldat-session.pcap")
+    frames, cut_segments = [], 0
+    with open(full, "rb") as handle:
+        for ts, data in dpkt.pcap.Reader(handle):
+            frames.append((ts, data[:120], len(data)))
+            ip = dpkt.ethernet.Ethernet(data).data
+            if len(data) > 120 and len(ip.data.data) > 120 - 14 - ip.hl * 4 - ip.data.off * 4:
+                cut_segments += 1
+    snapped = tmp_path / "soldat-120.pcap"
+    capkit.write_pcap(snapped, frames, snaplen=120)
+    whole, cut = only_records(full), only_records(snapped)
+    found = [f["code"] for r in cut for f in r["findings"]]
+    assert cut_segments == 5 and found.count("tcp.cut_segment") == cut_segments
+    assert "tcp.lost_segment" not in found and "tcp.out_of_order" not in found
+    messages = {(r["frame"], m["message"]): m for r in whole for m in r["messages"]}
+    kept = [(r["frame"], m) for r in cut for m in r["messages"]]
+    assert len(kept) == 9 and len(messages) == 14
+    for frame, msg in kept:
+        assert msg == messages[(frame, msg["message"])]
+        assert not msg["findings"] or "capture.cut_message" not in [f["code"] for f in msg["findings"]]
+
+
+def only_records(path):
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0, err
+    return [r for r in jsonl(out) if r["kind"] == "frame"]
+
+
+def test_the_cut_of_a_tcp_segment_is_counted_from_the_ip_length_in_both_versions():
+    from dissect.capture.layers import count_cut, decode_frame
+    body = b"0123456789" * 10
+    for src, dst in (("10.0.0.1", "10.0.0.2"), ("2001:db8::1", "2001:db8::2")):
+        frame = capkit.ethernet(capkit.tcp_packet(src, 13073, dst, 50000, body)) + bytes(4)  # and a 4-byte trailer
+        kept = frame[:len(frame) - 4 - 30]  # the trailer and the last 30 bytes of the payload not captured
+        packet = decode_frame(kept, 1, False)
+        count_cut(packet, kept, len(frame) - len(kept))
+        assert (len(packet.payload), packet.cut) == (70, 30), src

@@ -72,7 +72,7 @@ def _add_layer(packet, key, offset, length, describe, args=()):
 class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
     ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too. ``cut`` counts the bytes
-    of a UDP payload that the capture did not keep (``count_cut``)."""
+    of a UDP or TCP payload that the capture did not keep (``count_cut``)."""
 
     __slots__ = ("_layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
                  "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame",
@@ -106,7 +106,7 @@ def _empty(packet):
     packet.tcp_flags = 0
     packet.tcp_stream = None  # the reassembler's index of this connection
     packet.problem = None  # why decoding stopped early, for the Info column
-    packet.cut = 0  # bytes of the UDP payload past the bytes the capture kept (snap length): see count_cut
+    packet.cut = 0  # bytes of the payload past the bytes the capture kept (snap length): see count_cut
 
 
 def decode_frame(data, linktype, keep_layers=True):
@@ -131,13 +131,29 @@ def decode_frame(data, linktype, keep_layers=True):
 
 def count_cut(packet, data, missing):
     """Set ``packet.cut`` for a frame the capture kept ``missing`` bytes short of its wire length (snap length):
-    the bytes of its UDP payload that the UDP length counts past the captured end. A fragment, TCP and a UDP
-    header the snap length itself cut leave it 0."""
-    if packet.transport != "udp" or packet.fragment is not None or packet.payload is None:
+    the bytes of its UDP or TCP payload that the UDP length, or the IP length for TCP, counts past the captured
+    end. A fragment and a header the snap length itself cut leave it 0."""
+    if packet.fragment is not None or packet.payload is None:
         return
-    at = packet.payload_offset - 8
-    ulen = data[at + 4] << 8 | data[at + 5]
-    packet.cut = max(0, min(ulen - 8 - len(packet.payload), missing))
+    if packet.transport == "udp":
+        at = packet.payload_offset - 8
+        stated_end = packet.payload_offset + (data[at + 4] << 8 | data[at + 5]) - 8
+    elif packet.transport == "tcp":
+        stated_end = _ip_end(packet, data)
+    else:
+        return
+    packet.cut = max(0, min(stated_end - packet.payload_offset - len(packet.payload), missing))
+
+
+def _ip_end(packet, data):
+    """Where the innermost IP header says its datagram ends: its total length (IPv4) or payload length (IPv6)."""
+    headers = [layer for layer in packet.layers if layer.key in ("ip", "ipv6")]
+    if not headers:
+        return 0
+    at = headers[-1].offset
+    if headers[-1].key == "ip":
+        return at + (data[at + 2] << 8 | data[at + 3])
+    return at + 40 + (data[at + 4] << 8 | data[at + 5])
 
 
 def ethernet_ipv4_pair(data):

@@ -172,8 +172,10 @@ class TcpReassembler:
             side.next_seq = seq           # the capture began mid-stream
         if data:
             self._data(side, seq, bytes(data), frame, packet.payload_offset, delivery)
+        if packet.cut:
+            self._uncaptured(side, (seq + len(data)) & 0xFFFFFFFF, packet.cut, frame, delivery)
         if flags & FIN:
-            side.fin_seq = (seq + len(data)) & 0xFFFFFFFF
+            side.fin_seq = (seq + len(data) + packet.cut) & 0xFFFFFFFF
             self._finished(side, frame, delivery)
 
     def _data(self, side, seq, data, frame, offset, delivery):
@@ -250,6 +252,20 @@ class TcpReassembler:
     def _skip_gap(self, side, frame, delivery):
         """Give up on the bytes before the earliest held segment: report them lost and go on after them."""
         self._lose(side, side.heap[0] - side.next_off, frame, delivery)
+        self._drain(side, delivery)
+
+    def _uncaptured(self, side, seq, size, frame, delivery):
+        """The ``size`` bytes from ``seq`` were sent but the capture did not keep them (snap length). Where they
+        are the stream's next bytes they are a gap now, and what waits behind them goes on; elsewhere (a segment
+        held out of order, a retransmission) they are left to the loss rules."""
+        if seq != side.next_seq:
+            return
+        delivery.pieces.append((side.index, Gap(size, frame)))
+        delivery.findings.append(TCP_FINDINGS.cut_segment.at(
+            f"{size} bytes of the segment were not captured (snap length); parsing resumes after them"))
+        side.next_off += size
+        side.next_seq = (side.next_seq + size) & 0xFFFFFFFF
+        side.history.clear()
         self._drain(side, delivery)
 
     def _lose(self, side, missing, frame, delivery):

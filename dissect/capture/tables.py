@@ -70,6 +70,8 @@ TCP_FINDINGS = FindingTable("tcp", [
     ("buffer_limit", "warning", "bytes held behind a gap are limited per stream and in all"),
     ("overlap_conflict", "warning", "bytes sent twice in a stream must be the same bytes"),
     ("lost_segment", "warning", "a stream's bytes arrive without gaps"),
+    ("cut_segment", "note", "a segment the capture's snap length cut leaves a gap in the stream that is no loss: "
+                            "parsing resumes after it"),
 ])
 
 IP_FINDINGS = FindingTable("ip", [
