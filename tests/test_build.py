@@ -105,6 +105,22 @@ def test_both_builds_escape_hidden_characters_and_cut_messages_alike(tmp_path, v
 
 
 @compiled_only
+@pytest.mark.parametrize("view", [[], ["-T", "jsonl"], ["--stats"]], ids=lambda view: " ".join(view) or "summary")
+def test_both_builds_treat_tcp_segments_cut_by_the_capture_alike(tmp_path, view):
+    """Soldat's lobby captured with a snap length of 100 bytes: the cut segments' gaps (reassembly.py and
+    count_cut, both compiled)."""
+    import capkit
+    import dpkt
+    with open(os.path.join(CAPTURES, "soldat-session.pcap"), "rb") as handle:
+        frames = [(ts, data[:100], len(data)) for ts, data in dpkt.pcap.Reader(handle)]
+    path = tmp_path / "soldat-100.pcap"
+    capkit.write_pcap(path, frames, snaplen=100)
+    pure, built = run_pure_and_compiled(*view, path)
+    assert pure[0] == 0 and "cut_segment" in run_cli("--stats", path)[1]
+    assert built == pure
+
+
+@compiled_only
 def test_a_source_edited_after_the_build_sets_the_build_aside(tmp_path):
     copy = tmp_path / "dissect"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.c", "__pycache__"))
