@@ -132,7 +132,7 @@ cdef extern from *:
     }
 
     /* The bytes of the character at text[i] (a byte above 0x7f) where it is one that JSON writes as a \\u escape
-       for terminals (jsonout.py: _ESCAPED_UTF8; a C1 control, U+061C, U+200B-200F, U+2028-202E, U+2060-2069,
+       for terminals (jsonout.py: _ESCAPED; a C1 control, U+061C, U+200B-200F, U+2028-202E, U+2060-2069,
        U+FEFF), its code point in *code; else 0. */
     static inline int dissect_json_hidden(const unsigned char *t, Py_ssize_t i, Py_ssize_t size, unsigned *code) {
         unsigned char lead = t[i];

@@ -33,10 +33,9 @@ def _orjson():
 
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what orjson writes as a number
 
-# The characters written escaped (see the module's docstring), as text and as their UTF-8 bytes; each begins
-# with one of the lead bytes, looked for first (most records hold none, or are ASCII).
-_ESCAPED_TEXT = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_ESCAPED_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf")
+# The characters written escaped (see the module's docstring). In UTF-8 each begins with one of the lead bytes
+# C2, D8, E2 and EF, looked for first: most records hold none, or are ASCII.
+_ESCAPED = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def terminal_safe_utf8(data):
@@ -46,14 +45,14 @@ def terminal_safe_utf8(data):
     if data.isascii() or (data.find(b"\xc2") < 0 and data.find(b"\xe2") < 0 and data.find(b"\xd8") < 0
                           and data.find(b"\xef") < 0):
         return data
-    return _ESCAPED_UTF8.sub(lambda found: _u_escape(found.group().decode("utf-8")).encode(), data)
+    return terminal_safe_text(data.decode("utf-8")).encode("utf-8")
 
 
 def terminal_safe_text(text):
     """``terminal_safe_utf8`` for JSON text as a str."""
     if text.isascii():
         return text
-    return _ESCAPED_TEXT.sub(lambda found: _u_escape(found.group()), text)
+    return _ESCAPED.sub(lambda found: _u_escape(found.group()), text)
 
 
 def _u_escape(char):
