@@ -243,7 +243,8 @@ def _printer(args, out, writer=None):
 
 def _session(args, printer):
     return Session(printer, decode_as=args.decode_as, display_filter=args.filter, tree=printer.needs_tree,
-                   stats=args.stats, fail_on=args.fail_on, **abuse_options(args))
+                   stats=args.stats, fail_on=args.fail_on, analyzer_stats=args.stats or bool(args.html),
+                   **abuse_options(args))
 
 
 def _run(args, out):

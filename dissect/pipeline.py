@@ -8,6 +8,7 @@ except ImportError:  # no Cython: its class decorators below as no-ops (see core
 import struct
 
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
+from .analysis.base import Analyzer
 from .capture.files import Frame
 from .capture.layers import Packet, count_cut, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
@@ -93,16 +94,21 @@ class Pipeline:
     """Runs one capture: call ``frame`` for each frame, then ``finish``.
 
     ``traffic`` is the abuse analysis, fed every message of every protocol; ``abuse_rate`` (requests per
-    second) sustained over ``abuse_window`` (whole seconds) is its rules' threshold."""
+    second) sustained over ``abuse_window`` (whole seconds) is its rules' threshold. ``analyzer_stats``: a
+    view reads the analyzers' ``stats`` (``--stats``, the HTML report); without it they skip what only
+    ``stats`` shows (their ``stats_off``)."""
 
     __slots__ = ("registry", "tree", "analyzers", "observing", "traffic", "tcp", "defrag", "first_ts", "last_ts")
 
-    def __init__(self, registry, tree=False, abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
+    def __init__(self, registry, tree=False, abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW,
+                 analyzer_stats=True):
         self.registry = registry
         self.tree = tree
         self.analyzers = registry.make_analyzers()
         self.observing = registry.observing()
         self.traffic = TrafficAnalyzer.for_registry(registry, abuse_rate, abuse_window)
+        if not analyzer_stats:
+            _stats_off([*self.analyzers.values(), self.traffic])
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
         self.first_ts = None
@@ -326,6 +332,13 @@ class _NoFrame:
     ts = None
     src = dst = sport = dport = None
     packet = Packet()  # no addresses either
+
+
+def _stats_off(analyzers):
+    """Tell the analyzers that no view reads their ``stats``: a plugin's that is no Analyzer is left as it is."""
+    for analyzer in analyzers:
+        if isinstance(analyzer, (Analyzer, TrafficAnalyzer)):
+            analyzer.stats_off = True
 
 
 def _wire_length(record, msg):

@@ -22,7 +22,8 @@ class Session:
     """One capture, frame by frame: call ``frame`` for each frame, then ``finish``.
 
     ``tree``: build field trees (views that show fields need them; a display filter turns them on).
-    ``stats``: count what ``--stats`` shows (the frames and records the filter shows). ``fail_on``: a
+    ``stats``: count what ``--stats`` shows (the frames and records the filter shows). ``analyzer_stats``: a
+    view reads the analyzers' ``stats()`` (the HTML report does without ``stats``); None: as ``stats``. ``fail_on``: a
     severity; ``failed`` becomes a true FailReason at the first finding at or above it, whether the
     filter shows its frame or not. ``abuse_rate`` requests per second sustained over ``abuse_window``
     seconds: the threshold of the abuse analysis's rules (``--abuse-rate``, ``--abuse-window``)."""
@@ -30,7 +31,7 @@ class Session:
     __slots__ = ("sink", "printer", "filter", "pipeline", "stats", "fail_rank", "failed", "phase", "current")
 
     def __init__(self, sink, decode_as=(), display_filter=None, tree=False, stats=False, fail_on=None,
-                 abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW):
+                 abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW, analyzer_stats=None):
         self.sink = sink
         self.printer = sink if type(sink) is Printer else None  # the command's sink, called in C when compiled
         try:
@@ -40,7 +41,8 @@ class Session:
         self.filter = compile_filter(display_filter, fields=filter_fields()) if display_filter else None
         registry = Registry(parse_decode_as(decode_as))
         self.pipeline = Pipeline(registry, tree=bool(tree) or self.filter is not None, abuse_rate=abuse_rate,
-                                 abuse_window=abuse_window)
+                                 abuse_window=abuse_window,
+                                 analyzer_stats=bool(stats) if analyzer_stats is None else analyzer_stats)
         self.stats = StatsCollector() if stats else None
         self.fail_rank = SEVERITY_RANK[fail_on] if fail_on else None
         self.failed = False

@@ -37,7 +37,7 @@ SMALL_CHUNKS = 16  # rows per chunk in these reports: several chunks even for th
 def run_report(path, captures, limit=report_html.DEFAULT_LIMIT):
     """Write a report as ``dissect --html`` will (a Session building trees, its analyzers watched)."""
     report = HtmlReport(path, limit=limit, sources=captures)
-    session = Session(report, tree=True)
+    session = Session(report, tree=True, analyzer_stats=True)
     report.watch(session.analyzers)
     for frame in CaptureFiles(captures):
         session.frame(frame)

@@ -32,6 +32,7 @@ cdef class TrafficAnalyzer:
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
     cdef public object clock
+    cdef public bint stats_off
     cpdef feed(self, frame, ts, Packet packet, Message msg, size, wire)
     @cython.locals(kinds=dict, kind=tuple)
     cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)

@@ -60,7 +60,7 @@ class TrafficAnalyzer:
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers", "events", "clock")
+                 "host_peers", "server_peers", "events", "clock", "stats_off")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -89,6 +89,7 @@ class TrafficAnalyzer:
         self.server_peers = 0                    # most MAX_PEER_ENTRIES
         self.events = None                       # a list: feed keeps the messages there (-j workers) for count
         self.clock = -1                          # the last message's second (see count)
+        self.stats_off = False                   # True: no view reads stats(), queries' amplification is not kept
 
     @classmethod
     def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
@@ -232,8 +233,8 @@ class TrafficAnalyzer:
             flood.requests = max(flood.requests, pair.total)
 
     def _close(self, key, query):
-        """A query ends: its amplification joins its request type's."""
-        if query is not None:
+        """A query ends: its amplification joins its request type's (which only ``stats`` shows)."""
+        if query is not None and not self.stats_off:
             query.kind.conclude(query, key[2], key[3])
 
     def _kind(self, protocol, request):

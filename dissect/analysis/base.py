@@ -5,9 +5,16 @@ class Analyzer:
     """One per protocol and run. The pipeline calls ``feed`` with each decoded message, ``stream_closed``
     when a TCP stream of the protocol ends, and ``finish`` at the end of the capture; ``-j`` calls
     ``merge`` to fold another worker's tracker into this one; ``stats`` feeds ``--stats``.
-    Subclasses override what they track; these defaults track nothing."""
+    Subclasses override what they track; these defaults track nothing.
 
-    __slots__ = ()
+    ``stats_off``: no view of the run reads ``stats`` (the pipeline sets it for a run without ``--stats``
+    or a report), so what only ``stats`` shows, such as the servers-seen table, need not be kept. A
+    subclass's ``__init__`` calls this one, or sets it False itself."""
+
+    __slots__ = ("stats_off",)
+
+    def __init__(self):
+        self.stats_off = False
 
     def feed(self, record, msg, tree):
         """Learn from one message of ``record`` (a frame); return the analysis records it concludes."""

@@ -54,6 +54,7 @@ class NetQuakeAnalyzer(Analyzer):
     __slots__ = ("conversations", "timings", "requests", "answered", "servers")
 
     def __init__(self):
+        super().__init__()
         self.conversations = BoundedDict(MAX_CONVERSATIONS)
         self.timings = {}
         self.requests = 0
@@ -129,7 +130,8 @@ class NetQuakeAnalyzer(Analyzer):
             timing.add(elapsed)
         if command == CCREP_SERVER_INFO:
             conv.current_players = msg.values.get("current_players")
-            self._server_seen((packet.src, packet.sport), record, msg)
+            if not self.stats_off:
+                self._server_seen((packet.src, packet.sport), record, msg)
         elif command == CCREP_RULE_INFO:
             self._rule_reply(record, msg, conv, out)
         elif command == CCREP_PLAYER_INFO:

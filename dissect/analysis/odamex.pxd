@@ -17,7 +17,9 @@ cdef class OdamexAnalyzer(Analyzer):
     cdef public ServersSeen servers
     @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
-    @cython.locals(listing=dict, servers=MasterEntries)
+    @cython.locals(servers=MasterEntries)
     cpdef _master_list(self, master, Message msg, dict result, list frames)
+    @cython.locals(listing=dict, listed=BoundedDict)
+    cpdef _list(self, master, MasterEntries servers, frame)
     @cython.locals(data=dict)
     cpdef _server_info(self, server, Message msg, dict result, list frames)

@@ -22,6 +22,7 @@ class OdamexAnalyzer(Analyzer):
     __slots__ = ("pending", "servers", "listed", "timings", "requests", "answered")
 
     def __init__(self):
+        super().__init__()
         self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
         # server named by a master reply, as its key (MasterEntries.keys) -> {masters, last_frame}
@@ -61,7 +62,15 @@ class OdamexAnalyzer(Analyzer):
         servers = msg.values.get("servers")
         if servers is None:  # the reply ends before its server count
             servers = NO_ENTRIES
-        listed, frame = self.listed, frames[-1]
+        if not self.stats_off:
+            self._list(master, servers, frames[-1])
+        result.update(request_was="master list request", server_count=msg.values.get("server_count"))
+        summary = f"master list from {master}: {len(servers)} servers"
+        return AnalysisRecord("odamex", "master_list", frames, partial(_master_result, result, servers), [], summary)
+
+    def _list(self, master, servers, frame):
+        """The servers a master listed, into the table of listings ``stats`` shows."""
+        listed = self.listed
         for key in servers.keys():
             listing = refreshed(listed, key)
             if listing is None:
@@ -70,15 +79,13 @@ class OdamexAnalyzer(Analyzer):
             if master not in listing["masters"]:
                 listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
             listing["last_frame"] = frame
-        result.update(request_was="master list request", server_count=msg.values.get("server_count"))
-        summary = f"master list from {master}: {len(servers)} servers"
-        return AnalysisRecord("odamex", "master_list", frames, partial(_master_result, result, servers), [], summary)
 
     def _server_info(self, server, msg, result, frames):
         data = msg.values
-        self.servers.update(server, frames[-1], (  # in SEEN_COLUMNS order
-            data.get("name"), data.get("map"), data.get("players"), data.get("max_players"), data.get("mode"),
-            data.get("layout"), result.get("response_time")))
+        if not self.stats_off:
+            self.servers.update(server, frames[-1], (  # in SEEN_COLUMNS order
+                data.get("name"), data.get("map"), data.get("players"), data.get("max_players"), data.get("mode"),
+                data.get("layout"), result.get("response_time")))
         summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
         # The message itself only where the rest of its reply is to be read (a reading without a tree): a record
         # that an API user keeps then holds its bytes, not a field tree.

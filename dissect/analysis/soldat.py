@@ -66,6 +66,7 @@ class SoldatAnalyzer(Analyzer):
     __slots__ = ("exchanges", "servers", "timing", "requests", "answered", "held_entries", "held_bytes")
 
     def __init__(self):
+        super().__init__()
         self.exchanges = BoundedDict(MAX_EXCHANGES)
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)
         self.timing = Timing()
@@ -126,7 +127,8 @@ class SoldatAnalyzer(Analyzer):
             if self.held_entries < MAX_HELD_ENTRIES and self.held_bytes + cost <= MAX_HELD_BYTES:
                 exchange.servers.append(values)
                 self._hold(exchange, 1, cost)
-        self._seen(exchange, values, msg.frames)
+        if not self.stats_off:
+            self._seen(exchange, values, msg.frames)
 
     def _make_room(self, stream, cost, out):
         """Conclude the oldest open lists, other than this stream's, until a new entry fits the budget."""

@@ -89,6 +89,7 @@ class TeeFrameAnalyzer(Analyzer):
                  "held", "holders")
 
     def __init__(self):
+        super().__init__()
         self.pending = BoundedDict(MAX_PENDING)
         self.requests = BoundedDict(MAX_REQUESTS)
         self.latest_token = BoundedDict(MAX_PENDING)   # (client, server) -> token of the last request
@@ -230,7 +231,7 @@ class TeeFrameAnalyzer(Analyzer):
             findings.append(W.state_evicted.at(f"pending responses held {MAX_HELD_RECORDS} client records in all: the "
                                                f"one holding records longest was concluded early"))
         elapsed = max(0.0, response.first_ts - response.request[1]) if response.request is not None else None
-        if info:
+        if info and not self.stats_off:
             self._server_seen(response, info, elapsed)
         summary = (f"server info {response.server} token={response.token}: {collected}/{expected} clients in "
                    f"packets {_packet_list(response.records)}"

@@ -65,7 +65,8 @@ def write_report(path, sources, limit=DEFAULT_LIMIT, decode_as=(), display_filte
     from ..capture.sources import CaptureFiles
     from ..session import Session
     report = HtmlReport(path, limit=limit, sources=sources)
-    session = Session(report, decode_as=list(decode_as), display_filter=display_filter, tree=True)
+    session = Session(report, decode_as=list(decode_as), display_filter=display_filter, tree=True,
+                      analyzer_stats=True)
     report.watch(session.analyzers)
     files = CaptureFiles([os.fspath(s) for s in sources], limit=count)
     try:

@@ -1,0 +1,99 @@
+"""Without --stats (or a report) no view reads the analyzers' stats(): they skip what only stats() shows,
+and every record the run writes stays as it was."""
+
+import json
+import os
+
+import pytest
+from conftest import capture, run_cli
+
+from dissect.capture.sources import CaptureFiles
+from dissect.session import Session
+
+BUNDLED = sorted(name for name in os.listdir(os.path.dirname(capture("netquake-session.pcap")))
+                 if name.endswith(".pcap"))
+
+
+class _Kept:
+    def __init__(self):
+        self.records = []
+
+    def frame(self, record):
+        self.records.append(record)
+
+    def analysis(self, rec):
+        self.records.append(rec)
+
+
+def _run(name, **options):
+    session = Session(_Kept(), **options)
+    for frame in CaptureFiles([capture(name)]):
+        session.frame(frame)
+    session.finish()
+    return session
+
+
+def _written(session):
+    """The run's records as -T jsonl writes them."""
+    return [json.dumps(record.to_dict(), sort_keys=True, default=str) for record in session.sink.records]
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("tree", [False, True])
+def test_records_are_the_same_with_and_without_stats(name, tree):
+    read = _run(name, tree=tree, stats=True)
+    unread = _run(name, tree=tree)
+    assert unread.analyzers["abuse"].stats_off and not read.analyzers["abuse"].stats_off
+    assert _written(unread) == _written(read)
+    assert len(_written(read)) > 10
+
+
+def test_the_command_writes_the_same_frames_with_and_without_a_report(tmp_path):
+    """--html reads the analyzers' stats without --stats: the frames it prints stay the same."""
+    code, plain, _ = run_cli(capture("soldat-session.pcap"))
+    code_html, with_report, _ = run_cli("--html", str(tmp_path / "r.html"), capture("soldat-session.pcap"))
+    assert (code, code_html) == (0, 0)
+    assert plain == with_report and "server list" in plain
+
+
+@pytest.mark.parametrize("name", ["netquake-session.pcap", "odamex-session.pcap", "soldat-session.pcap",
+                                  "teeframe-session.pcap"])
+def test_servers_seen_are_kept_only_where_read(name):
+    protocol = name.split("-")[0]
+    read = _run(name, stats=True).analyzers
+    unread = _run(name).analyzers
+    assert read[protocol].stats()["servers"], "the capture lists servers"
+    assert unread[protocol].stats_off and not read[protocol].stats_off
+    assert unread[protocol].stats()["servers"] == []
+    assert unread["abuse"].stats_off and not read["abuse"].stats_off
+
+
+def test_a_report_reads_stats_without_the_option():
+    session = _run("teeframe-session.pcap", tree=True, analyzer_stats=True)
+    assert not session.analyzers["teeframe"].stats_off
+    assert [s["server"] for s in session.analyzers["teeframe"].stats()["servers"]] == \
+        ["127.0.0.1:8303", "127.0.0.1:8304"]
+
+
+def test_amplification_is_measured_only_where_read():
+    """The abuse analysis's amplification per query (only --stats shows it) is not concluded without it; its
+    counts and its rules' records are."""
+    read = _run("reflection.pcap", stats=True)
+    unread = _run("reflection.pcap")
+    kinds_read = read.analyzers["abuse"].amplification
+    kinds_unread = unread.analyzers["abuse"].amplification
+    assert kinds_read.keys() == kinds_unread.keys()
+    for key, kind in kinds_read.items():
+        assert kinds_unread[key].requests == kind.requests and kinds_unread[key].replies == kind.replies
+        assert kinds_unread[key].factors == {} and kinds_unread[key].worst is None
+    assert any(kind.worst is not None for kind in kinds_read.values())
+    summaries = [rec.summary for rec in read.sink.records if rec.kind == "analysis"]
+    assert summaries == [rec.summary for rec in unread.sink.records if rec.kind == "analysis"]
+    assert any(rec.protocol == "abuse" for rec in unread.sink.records if rec.kind == "analysis")
+
+
+def test_the_stats_record_of_parallel_workers_is_complete():
+    code, out, _ = run_cli("-j", "2", "--stats", "-T", "json", capture("teeframe-session.pcap"))
+    assert code == 0
+    servers = [r for r in json.loads(out) if r["kind"] == "server"]
+    assert sorted(s["server"] for s in servers) == ["127.0.0.1:8303", "127.0.0.1:8304"]
