@@ -107,8 +107,7 @@ class Pipeline:
         self.analyzers = registry.make_analyzers()
         self.observing = registry.observing()
         self.traffic = TrafficAnalyzer.for_registry(registry, abuse_rate, abuse_window)
-        if not analyzer_stats:
-            _stats_off([*self.analyzers.values(), self.traffic])
+        _set_stats_off([*self.analyzers.values(), self.traffic], not analyzer_stats)
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
         self.first_ts = None
@@ -334,11 +333,12 @@ class _NoFrame:
     packet = Packet()  # no addresses either
 
 
-def _stats_off(analyzers):
-    """Tell the analyzers that no view reads their ``stats``: a plugin's that is no Analyzer is left as it is."""
+def _set_stats_off(analyzers, off):
+    """Tell the analyzers whether a view reads their ``stats`` (a plugin's that is no Analyzer is left as it is;
+    one that is has the flag set even where its ``__init__`` did not call Analyzer's)."""
     for analyzer in analyzers:
         if isinstance(analyzer, (Analyzer, TrafficAnalyzer)):
-            analyzer.stats_off = True
+            analyzer.stats_off = off
 
 
 def _wire_length(record, msg):

@@ -7,7 +7,10 @@ import os
 import pytest
 from conftest import capture, run_cli
 
+from dissect import Analyzer
 from dissect.capture.sources import CaptureFiles
+from dissect.pipeline import Pipeline
+from dissect.registry import Registry
 from dissect.session import Session
 
 BUNDLED = sorted(name for name in os.listdir(os.path.dirname(capture("netquake-session.pcap")))
@@ -97,3 +100,24 @@ def test_the_stats_record_of_parallel_workers_is_complete():
     assert code == 0
     servers = [r for r in json.loads(out) if r["kind"] == "server"]
     assert sorted(s["server"] for s in servers) == ["127.0.0.1:8303", "127.0.0.1:8304"]
+
+
+class _Bare(Analyzer):
+    """A plugin's analyzer whose __init__ does not call Analyzer's."""
+
+    def __init__(self):
+        self.seen = 0
+
+
+class _WithBare(Registry):
+    def make_analyzers(self):
+        return {**super().make_analyzers(), "bare": _Bare(), "plain": object()}
+
+
+@pytest.mark.parametrize("read", [True, False])
+def test_the_pipeline_tells_every_analyzer(read):
+    pipeline = Pipeline(_WithBare(), analyzer_stats=read)
+    flags = {key: analyzer.stats_off for key, analyzer in pipeline.analyzers.items() if key != "plain"}
+    assert flags == dict.fromkeys(["bare", "netquake", "odamex", "soldat", "teeframe"], not read)
+    assert pipeline.traffic.stats_off is (not read)
+    assert not hasattr(pipeline.analyzers["plain"], "stats_off")

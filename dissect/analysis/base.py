@@ -7,9 +7,9 @@ class Analyzer:
     ``merge`` to fold another worker's tracker into this one; ``stats`` feeds ``--stats``.
     Subclasses override what they track; these defaults track nothing.
 
-    ``stats_off``: no view of the run reads ``stats`` (the pipeline sets it for a run without ``--stats``
-    or a report), so what only ``stats`` shows, such as the servers-seen table, need not be kept. A
-    subclass's ``__init__`` calls this one, or sets it False itself."""
+    ``stats_off``: no view of the run reads ``stats`` (the pipeline sets it, True for a run without
+    ``--stats`` or a report), so what only ``stats`` shows, such as the servers-seen table, need not be kept.
+    False as this ``__init__`` leaves it: an analyzer made outside a pipeline keeps everything."""
 
     __slots__ = ("stats_off",)
 
