@@ -237,7 +237,7 @@ class Pipeline:
             for direction, piece in delivery.pieces:
                 parser = stream.parsers[direction]
                 if isinstance(piece, Gap):
-                    parser.gap()
+                    _gap(parser, piece)
                     continue
                 for msg in parser.feed(piece, self.tree, packet):
                     out += self._stream_message(record, stream, direction, msg)
@@ -308,7 +308,7 @@ class Pipeline:
             if stream.dissector is not None:
                 for direction, piece in delivery.pieces:
                     if isinstance(piece, Gap):
-                        stream.parsers[direction].gap()
+                        _gap(stream.parsers[direction], piece)
                     else:
                         for msg in stream.parsers[direction].feed(piece, self.tree, None):
                             records += self._orphan(stream, direction, msg, HELD)
@@ -331,6 +331,16 @@ class _NoFrame:
     ts = None
     src = dst = sport = dport = None
     packet = Packet()  # no addresses either
+
+
+def _gap(parser, gap):
+    """Tell a stream parser that the bytes of ``gap`` are missing: ``uncaptured()`` where the capture cut them and
+    the parser tells that apart (an optional method), else ``gap()``."""
+    uncaptured = getattr(parser, "uncaptured", None) if gap.cut else None
+    if uncaptured is not None:
+        uncaptured()
+    else:
+        parser.gap()
 
 
 def _set_stats_off(analyzers, off):

@@ -167,3 +167,45 @@ def test_the_cut_of_a_tcp_segment_is_counted_from_the_ip_length_in_both_versions
         packet = decode_frame(kept, 1, False)
         count_cut(packet, kept, len(frame) - len(kept))
         assert (len(packet.payload), packet.cut) == (70, 30), src
+
+
+def soldat_snapped(tmp_path, snaplen, dropped=()):
+    """Soldat's lobby as a capture with snap length ``snaplen`` would keep it, without the frames ``dropped``."""
+    import dpkt
+    from conftest import capture
+    frames = []
+    with open(capture("soldat-session.pcap"), "rb") as handle:
+        for number, (ts, data) in enumerate(dpkt.pcap.Reader(handle), 1):
+            if number not in dropped:
+                frames.append((ts, data[:snaplen], len(data)))
+    path = tmp_path / "soldat-snapped.pcap"
+    capkit.write_pcap(path, frames, snaplen=snaplen)
+    return path
+
+
+def server_lists(path):
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0, err
+    return [r for r in jsonl(out) if r["kind"] == "analysis" and r["name"] == "server_list"]
+
+
+def test_a_list_short_of_lines_the_capture_cut_is_no_count_mismatch(tmp_path):
+    """Frames 14 and 18 of the first list, and lines of the second, lose their ends to a snap length of 120: the lines
+    that crossed the cut are dropped, and each list says so with a note, not with soldat.count_mismatch."""
+    lists = server_lists(soldat_snapped(tmp_path, 120))
+    assert [(r["result"]["received"], r["result"]["announced"]) for r in lists] == [(2, 4), (1, 4)]
+    assert [[f["code"] for f in r["findings"]] for r in lists] == [["capture.cut_message"]] * 2
+    assert lists[0]["findings"][0]["severity"] == "note"
+    assert lists[0]["findings"][0]["message"].startswith("2 servers listed between f and h, SERVERCOUNT is 4: the "
+                                                         "capture's snap length cut lines of the list (")
+
+
+def test_a_list_that_also_lost_bytes_keeps_its_count_mismatch(tmp_path):
+    """Frame 22 (a server line, shorter than the snap length) never captured: its bytes are lost, and the first
+    list's count mismatch is the warning it always was; the second list lost nothing."""
+    lists = server_lists(soldat_snapped(tmp_path, 120, dropped={22}))
+    first, second = ([f["code"] for f in r["findings"]] for r in lists)
+    assert first == ["soldat.count_mismatch"] and second == ["capture.cut_message"]
+    assert "but SERVERCOUNT is 4; bytes of the stream were lost (" in lists[0]["findings"][0]["message"]
+    full = server_lists(soldat_snapped(tmp_path, 65535))
+    assert [r["findings"] for r in full] == [[], []]

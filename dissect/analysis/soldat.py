@@ -9,6 +9,7 @@ keeping them (the result's ``omitted``).
 
 from sys import getsizeof
 
+from ..capture.tables import FRAME_FINDINGS
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
@@ -27,6 +28,7 @@ SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "version",
 IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION = [
     SERVER_KEYS.index(key) for key in ("ip", "port", "passworded", "name", "map", "players", "maxplayers",
                                        "gamestyle", "version")]
+CUT_MESSAGE = FRAME_FINDINGS.cut_message  # a list short of lines the capture did not keep: no fault of the peer
 EMPTY_TUPLE_BYTES = getsizeof(())
 TUPLE_SLOT_BYTES = getsizeof((None,)) - EMPTY_TUPLE_BYTES
 _STR_BYTES = str.__sizeof__  # sys.getsizeof of a str (it is not tracked by the garbage collector), called unbound
@@ -45,7 +47,7 @@ def _cost(values):
 
 class _Exchange:
     __slots__ = ("client", "lobby", "filters", "announced", "servers", "received", "cost", "frames", "start_ts",
-                 "elapsed", "ended", "lost")
+                 "elapsed", "ended", "lost", "uncaptured")
 
     def __init__(self, client, lobby):
         self.client = client
@@ -60,6 +62,7 @@ class _Exchange:
         self.elapsed = None
         self.ended = False
         self.lost = False            # bytes of the stream were lost while the list was open
+        self.uncaptured = False      # bytes of the stream were not captured (snap length) while it was open
 
 
 class SoldatAnalyzer(Analyzer):
@@ -89,6 +92,8 @@ class SoldatAnalyzer(Analyzer):
             exchange = self._open(stream, msg, out)
         if values.get("after_gap"):
             exchange.lost = True
+        if values.get("after_uncaptured"):
+            exchange.uncaptured = True
         if record.number is not None and len(exchange.frames) < MAX_FRAMES:
             _add_frames(exchange.frames, msg.frames)
         if name == "request_list":
@@ -172,9 +177,7 @@ class SoldatAnalyzer(Analyzer):
         elif not exchange.ended:
             findings.append(W.missing_end.at(f"the list never reached its end line h ({why or 'the stream ended'})"))
         elif exchange.announced is not None and exchange.received != exchange.announced:
-            lost = "; bytes of the stream were lost" if exchange.lost else ""
-            findings.append(W.count_mismatch.at(f"{exchange.received} servers listed between f and h, but "
-                                                f"SERVERCOUNT is {exchange.announced}{lost}"))
+            findings.append(_count_finding(exchange))
         summary = (f"server list {exchange.lobby} → {exchange.client}: {exchange.received} servers"
                    f" of {exchange.announced}" + ("" if exchange.ended else " (no end line)"))
         return AnalysisRecord("soldat", "server_list", exchange.frames, lambda: _result(stream, exchange), findings,
@@ -198,6 +201,17 @@ class SoldatAnalyzer(Analyzer):
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {"list": self.timing.as_dict()}, "servers": self.servers.entries()}
+
+
+def _count_finding(exchange):
+    """A list whose servers between f and h are not SERVERCOUNT: the peer's fault, unless lines were missing because
+    the capture's snap length cut them (and no bytes were lost)."""
+    counts = f"{exchange.received} servers listed between f and h"
+    if exchange.uncaptured and not exchange.lost:
+        return CUT_MESSAGE.at(f"{counts}, SERVERCOUNT is {exchange.announced}: the capture's snap length cut lines "
+                              f"of the list")
+    lost = "; bytes of the stream were lost" if exchange.lost else ""
+    return W.count_mismatch.at(f"{counts}, but SERVERCOUNT is {exchange.announced}{lost}")
 
 
 def _add_frames(frames, more):

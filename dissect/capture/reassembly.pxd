@@ -13,7 +13,7 @@ cdef class Delivery:
     cdef public object stream, direction, pieces, findings, closed, evicted
 
 cdef class Gap:
-    cdef public object size, frame
+    cdef public object size, frame, cut
 
 cdef class IPv4Defragmenter:
     cdef public object pending, max_bytes, total

@@ -48,13 +48,14 @@ class Chunk:
 
 
 class Gap:
-    """Bytes that never arrived."""
+    """Bytes that never arrived: lost on the way, or ``cut`` (sent, but not kept by the capture's snap length)."""
 
-    __slots__ = ("size", "frame")
+    __slots__ = ("size", "frame", "cut")
 
-    def __init__(self, size, frame):
+    def __init__(self, size, frame, cut=False):
         self.size = size
         self.frame = frame
+        self.cut = cut
 
 
 class _Direction:
@@ -260,7 +261,7 @@ class TcpReassembler:
         held out of order, a retransmission) they are left to the loss rules."""
         if seq != side.next_seq:
             return
-        delivery.pieces.append((side.index, Gap(size, frame)))
+        delivery.pieces.append((side.index, Gap(size, frame, True)))
         delivery.findings.append(TCP_FINDINGS.cut_segment.at(
             f"{size} bytes of the segment were not captured (snap length); parsing resumes after them"))
         side.next_off += size

@@ -664,9 +664,11 @@ class LineParser:
 
     A line that reaches MAX_LINE bytes without its \\n is cut there before it is dissected, and the
     bytes up to the next \\n are skipped; so is a line that would take the bytes held for unfinished
-    lines of all streams past MAX_HELD. After lost bytes (a gap), parsing resumes at the next line start."""
+    lines of all streams past MAX_HELD. After lost bytes (a gap), or bytes the capture did not keep, parsing resumes
+    at the next line start."""
 
-    __slots__ = ("dissector", "buffer", "spans", "counted", "skipping", "after_gap", "lost", "encoding")
+    __slots__ = ("dissector", "buffer", "spans", "counted", "skipping", "after_gap", "lost", "uncaptured_bytes",
+                 "encoding")
 
     def __init__(self, dissector):
         self.dissector = dissector
@@ -676,6 +678,7 @@ class LineParser:
         self.skipping = False        # drop everything up to the next \n
         self.after_gap = False       # bytes were lost: resume at the next line start
         self.lost = False            # bytes were lost since the last line: the next one says so
+        self.uncaptured_bytes = False  # bytes were not captured (snap length) since the last line: the same
         self.encoding = None
 
     def feed(self, chunk, tree, packet):
@@ -717,9 +720,18 @@ class LineParser:
 
     def gap(self):
         """Bytes were lost: the line in progress cannot be completed."""
+        self._resume_after_gap()
+        self.lost = True
+
+    def uncaptured(self):
+        """Bytes were sent but the capture's snap length did not keep them: as a gap, but no loss."""
+        self._resume_after_gap()
+        self.uncaptured_bytes = True
+
+    def _resume_after_gap(self):
         self._release()
         self.skipping = False
-        self.after_gap = self.lost = True
+        self.after_gap = True
 
     def close(self, tree, packet):
         """The stream ended: a line still waiting for its \\n is dissected as it is."""
@@ -768,6 +780,9 @@ class LineParser:
         if self.lost:
             msg.values["after_gap"] = True
             self.lost = False
+        if self.uncaptured_bytes:
+            msg.values["after_uncaptured"] = True
+            self.uncaptured_bytes = False
         self._note_separator(msg)
         return msg
 
