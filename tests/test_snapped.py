@@ -169,8 +169,9 @@ def test_the_cut_of_a_tcp_segment_is_counted_from_the_ip_length_in_both_versions
         assert (len(packet.payload), packet.cut) == (70, 30), src
 
 
-def soldat_snapped(tmp_path, snaplen, dropped=()):
-    """Soldat's lobby as a capture with snap length ``snaplen`` would keep it, without the frames ``dropped``."""
+def soldat_snapped(tmp_path, snaplen, dropped=(), swapped=None):
+    """Soldat's lobby as a capture with snap length ``snaplen`` would keep it, without the frames ``dropped``, and
+    with the two frames ``swapped`` in each other's place (their times too)."""
     import dpkt
     from conftest import capture
     frames = []
@@ -178,6 +179,10 @@ def soldat_snapped(tmp_path, snaplen, dropped=()):
         for number, (ts, data) in enumerate(dpkt.pcap.Reader(handle), 1):
             if number not in dropped:
                 frames.append((ts, data[:snaplen], len(data)))
+    if swapped:
+        first, second = swapped[0] - 1, swapped[1] - 1
+        (first_ts, *first_rest), (second_ts, *second_rest) = frames[first], frames[second]
+        frames[first], frames[second] = (first_ts, *second_rest), (second_ts, *first_rest)
     path = tmp_path / "soldat-snapped.pcap"
     capkit.write_pcap(path, frames, snaplen=snaplen)
     return path
@@ -209,3 +214,22 @@ def test_a_list_that_also_lost_bytes_keeps_its_count_mismatch(tmp_path):
     assert "but SERVERCOUNT is 4; bytes of the stream were lost (" in lists[0]["findings"][0]["message"]
     full = server_lists(soldat_snapped(tmp_path, 65535))
     assert [r["findings"] for r in full] == [[], []]
+
+
+def test_a_cut_segment_held_out_of_order_is_a_gap_once_the_stream_reaches_it(tmp_path):
+    """Frame 14 (a server line whose last 10 bytes the snap length of 120 cut) arrives before frame 12, the 3 bytes
+    ahead of it: it waits, and once frame 12 fills the gap its captured bytes go on and its uncaptured end is a
+    tcp.cut_segment gap, not bytes lost when the lobby's FIN comes."""
+    in_order = only_records(soldat_snapped(tmp_path, 120))
+    path = soldat_snapped(tmp_path, 120, swapped=(12, 14))
+    swapped = only_records(path)
+    found = [f["code"] for r in swapped for f in r["findings"]]
+    assert "tcp.lost_segment" not in found
+    assert found.count("tcp.out_of_order") == 1
+    assert found.count("tcp.cut_segment") == [f["code"] for r in in_order for f in r["findings"]].count(
+        "tcp.cut_segment") == 5
+    frame_12 = swapped[13]  # the 3 bytes, now 14th, fill the gap: the held segment's bytes and its cut follow
+    assert [f["code"] for f in frame_12["findings"]] == ["tcp.cut_segment"]
+    assert [m["message"] for r in swapped for m in r["messages"]] == [m["message"] for r in in_order
+                                                                      for m in r["messages"]]
+    assert [[f["code"] for f in r["findings"]] for r in server_lists(path)] == [["capture.cut_message"]] * 2

@@ -47,3 +47,4 @@ cpdef bint _both_finished(tuple directions) except -1
 cdef class _Direction:
     cdef public object index, next_seq, next_off, pending, heap, pending_bytes, history, fin_seq
     cdef public object closed
+    cdef public dict cuts

@@ -62,7 +62,8 @@ class _Direction:
     """One direction of a connection. Held segments are keyed by their offset from the stream start
     (unwrapped, so that a heap finds the earliest even across sequence-number wraparound)."""
 
-    __slots__ = ("index", "next_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq", "closed")
+    __slots__ = ("index", "next_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq", "closed",
+                 "cuts")
 
     def __init__(self, index):
         self.index = index
@@ -74,6 +75,7 @@ class _Direction:
         self.history = bytearray()
         self.fin_seq = None
         self.closed = False
+        self.cuts = {}               # offset -> (size, frame): bytes ahead the capture did not keep (snap length)
 
 
 class TcpStream:
@@ -236,13 +238,19 @@ class TcpReassembler:
 
     def _drain(self, side, delivery):
         heap = side.heap
-        while heap and heap[0] <= side.next_off:
-            stream_offset = heapq.heappop(heap)
-            data, frame, offset = self._take(side, stream_offset)
-            behind = side.next_off - stream_offset
-            if behind < len(data):
-                self._check_overlap(side, behind, data[:behind], delivery)
-                self._deliver(side, data[behind:], frame, offset + behind, delivery)
+        while True:
+            if heap and heap[0] <= side.next_off:
+                stream_offset = heapq.heappop(heap)
+                data, frame, offset = self._take(side, stream_offset)
+                behind = side.next_off - stream_offset
+                if behind < len(data):
+                    self._check_overlap(side, behind, data[:behind], delivery)
+                    self._deliver(side, data[behind:], frame, offset + behind, delivery)
+            elif side.cuts and side.next_off in side.cuts:
+                size, frame = side.cuts.pop(side.next_off)
+                self._cut_gap(side, size, frame, delivery)
+            else:
+                return
 
     def _take(self, side, stream_offset):
         data, frame, offset = side.pending.pop(stream_offset)
@@ -251,23 +259,36 @@ class TcpReassembler:
         return data, frame, offset
 
     def _skip_gap(self, side, frame, delivery):
-        """Give up on the bytes before the earliest held segment: report them lost and go on after them."""
-        self._lose(side, side.heap[0] - side.next_off, frame, delivery)
+        """Give up on the bytes before the earliest held segment or uncaptured bytes: report them lost and go on
+        after them."""
+        _forget_passed_cuts(side)
+        if not side.heap and not side.cuts:
+            return
+        ahead = min([*side.heap[:1], *side.cuts])
+        if ahead > side.next_off:
+            self._lose(side, ahead - side.next_off, frame, delivery)
         self._drain(side, delivery)
 
     def _uncaptured(self, side, seq, size, frame, delivery):
         """The ``size`` bytes from ``seq`` were sent but the capture did not keep them (snap length). Where they
-        are the stream's next bytes they are a gap now, and what waits behind them goes on; elsewhere (a segment
-        held out of order, a retransmission) they are left to the loss rules."""
-        if seq != side.next_seq:
-            return
+        are the stream's next bytes they are a gap now, and what waits behind them goes on; ahead of them (the end
+        of a segment held out of order) they become one when the stream reaches them, for at most
+        MAX_PENDING_SEGMENTS such ends a direction; behind them (a retransmission) they are nothing new."""
+        ahead = seq_diff(seq, side.next_seq)
+        if ahead > 0 and len(side.cuts) < MAX_PENDING_SEGMENTS:
+            side.cuts[side.next_off + ahead] = (size, frame)
+        elif ahead == 0:
+            self._cut_gap(side, size, frame, delivery)
+            self._drain(side, delivery)
+
+    def _cut_gap(self, side, size, frame, delivery):
+        """The stream's next ``size`` bytes were not captured: a gap, and no loss."""
         delivery.pieces.append((side.index, Gap(size, frame, True)))
         delivery.findings.append(TCP_FINDINGS.cut_segment.at(
             f"{size} bytes of the segment were not captured (snap length); parsing resumes after them"))
         side.next_off += size
         side.next_seq = (side.next_seq + size) & 0xFFFFFFFF
         side.history.clear()
-        self._drain(side, delivery)
 
     def _lose(self, side, missing, frame, delivery):
         delivery.pieces.append((side.index, Gap(missing, frame)))
@@ -288,7 +309,7 @@ class TcpReassembler:
             self._lose(side, missing, frame, delivery)
 
     def _flush(self, side, frame, delivery):
-        while side.pending:
+        while side.pending or side.cuts:
             self._skip_gap(side, frame, delivery)
 
     def _drop(self, stream):
@@ -296,6 +317,7 @@ class TcpReassembler:
             self.total_pending -= side.pending_bytes
             side.pending.clear()
             side.heap.clear()
+            side.cuts.clear()
             side.pending_bytes = 0
 
     def finish(self):
@@ -310,6 +332,12 @@ class TcpReassembler:
             out.append(delivery)
         self.streams.clear()
         return out
+
+
+def _forget_passed_cuts(side):
+    """Uncaptured bytes the stream has gone past (declared lost, or sent again and captured) are no gap ahead."""
+    for offset in [offset for offset in side.cuts if offset < side.next_off]:
+        del side.cuts[offset]
 
 
 def _both_finished(directions):
