@@ -264,7 +264,10 @@ class TcpReassembler:
         _forget_passed_cuts(side)
         if not side.heap and not side.cuts:
             return
-        ahead = min([*side.heap[:1], *side.cuts])
+        starts = list(side.cuts)
+        if side.heap:
+            starts.append(side.heap[0])  # the earliest held segment
+        ahead = min(starts)
         if ahead > side.next_off:
             self._lose(side, ahead - side.next_off, frame, delivery)
         self._drain(side, delivery)
