@@ -435,3 +435,32 @@ def test_overlapping_fragments_keep_the_first_bytes_and_the_byte_limit_holds():
     limited = IPv4Defragmenter(max_bytes=10 * (64 + PIECE_COST))
     codes = [f.code for i in range(15) for f in limited.add(_fragment(i, 0, b"y" * 64), i)[2]]
     assert codes == ["ip.fragments_evicted"] * 5 and limited.total == 10 * (64 + PIECE_COST)
+
+
+def cut_segment(seq, data, cut, flags=0x18):
+    """A segment whose last ``cut`` bytes the capture's snap length did not keep."""
+    packet = segment(seq, data, flags)
+    packet.cut = cut
+    return packet
+
+
+def test_the_uncaptured_end_of_a_held_segment_is_a_cut_gap_when_the_stream_reaches_it():
+    """Bytes 101-116 are "abcdefghijklmnop". The segment at 105 arrives first and its last 4 bytes ("hijk") were
+    not captured: it waits; once 101-104 arrive its 3 captured bytes go on, then a gap of 4 that is no loss."""
+    _, out = run([segment(100, flags=0x02), cut_segment(105, b"efg", 4), segment(101, b"abcd"),
+                  segment(112, b"lmnop")])
+    assert delivered(out) == [b"abcd", b"efg", ("gap", 4), b"lmnop"]
+    assert codes_of(out) == ["tcp.out_of_order", "tcp.cut_segment"]
+    gap = out[2].pieces[2][1]
+    assert (gap.cut, gap.frame) == (True, 2)  # the frame that carried the cut segment
+
+
+def test_uncaptured_bytes_sent_again_and_captured_are_no_gap():
+    """The held segment's uncaptured end (108-111) comes again inside a larger retransmission the capture kept
+    whole: the bytes go on, no gap is made, and the stream ends without waiting for the forgotten cut."""
+    tcp, out = run([segment(100, flags=0x02), cut_segment(105, b"efg", 4), segment(101, b"abcdefghijklm"),
+                    segment(114, b"nop", flags=0x19)])
+    assert delivered(out) == [b"abcdefghijklm", b"nop"]
+    assert "tcp.cut_segment" not in codes_of(out) and "tcp.lost_segment" not in codes_of(out)
+    ends = tcp.finish()  # the client's side never sent FIN: the stream is flushed at the capture's end
+    assert [(d.pieces, codes_of([d])) for d in ends] == [([], [])]
