@@ -287,7 +287,7 @@ cdef extern from *:
         static const char quote[] = {0x22}, open_text[] = {0x22, 0x5c, 0x22}, close_text[] = {0x5c, 0x22, 0x22};
         Py_ssize_t start = dissect_json_out.size, length;
         const char *text;
-        int written;
+        int written, ascii;
         if (PyLong_CheckExact(value)) {
             if (dissect_json_raw(name, size) < 0 || dissect_json_raw(quote, 1) < 0)
                 return -1;
@@ -300,23 +300,22 @@ cdef extern from *:
         }
         if (!PyUnicode_CheckExact(value))
             return 0;
-        if (PyUnicode_IS_ASCII(value)) {
+        ascii = PyUnicode_IS_ASCII(value);
+        if (ascii) {
             text = (const char *)PyUnicode_1BYTE_DATA(value);
             length = PyUnicode_GET_LENGTH(value);
-            if (dissect_json_raw(name, size) < 0
-                    || dissect_json_wrapped((const unsigned char *)text, length, open_text, close_text, 3) < 0)
-                return -1;
-            return 1;
+        } else {
+            text = PyUnicode_AsUTF8AndSize(value, &length);
+            if (text == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
         }
-        text = PyUnicode_AsUTF8AndSize(value, &length);
-        if (text == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
-        if (dissect_json_raw(name, size) < 0
-                || dissect_json_wrapped_utf8((const unsigned char *)text, length, open_text, close_text, 3) < 0)
+        if (dissect_json_raw(name, size) < 0)
             return -1;
-        return 1;
+        written = ascii ? dissect_json_wrapped((const unsigned char *)text, length, open_text, close_text, 3)
+                        : dissect_json_wrapped_utf8((const unsigned char *)text, length, open_text, close_text, 3);
+        return written < 0 ? -1 : 1;
     }
 
     /* A member of an object: its name (the text from the comma or brace before it to the colon), then its value. */
