@@ -107,7 +107,8 @@ class Pipeline:
         self.analyzers = registry.make_analyzers()
         self.observing = registry.observing()
         self.traffic = TrafficAnalyzer.for_registry(registry, abuse_rate, abuse_window)
-        _set_stats_off([*self.analyzers.values(), self.traffic], not analyzer_stats)
+        self.traffic.stats_off = not analyzer_stats
+        _set_stats_off(self.analyzers.values(), not analyzer_stats)
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
         self.first_ts = None
@@ -347,7 +348,7 @@ def _set_stats_off(analyzers, off):
     """Tell the analyzers whether a view reads their ``stats`` (a plugin's that is no Analyzer is left as it is;
     one that is has the flag set even where its ``__init__`` did not call Analyzer's)."""
     for analyzer in analyzers:
-        if isinstance(analyzer, (Analyzer, TrafficAnalyzer)):
+        if isinstance(analyzer, Analyzer):
             analyzer.stats_off = off
 
 
