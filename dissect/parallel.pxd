@@ -4,20 +4,24 @@
 
 cimport cython
 from dissect.capture.files cimport Frame
-from dissect.capture.layers cimport Packet, decode_frame, ethernet_ipv4_pair
+from dissect.capture.layers cimport Packet, decode_frame, ethernet_ip_pair
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.session cimport Session
 
 cdef class Partition:
     cdef public Py_ssize_t jobs
     cdef public dict pairs
-    cdef public list load
-    cdef public object pinned, bounds
-    @cython.locals(load=list, best=Py_ssize_t, worker=Py_ssize_t)
+    cdef public double[::1] load
+    cdef public double pinned
+    cdef public object bounds
+    @cython.locals(load="double[::1]", best=Py_ssize_t, worker=Py_ssize_t)
     cpdef Py_ssize_t _least_loaded(self) except -1
-    cpdef owner(self, Frame frame, pair)
-    cpdef _cost(self, Frame frame)
-    cpdef _place(self, pair)
+    @cython.locals(cost=double, worker=Py_ssize_t, found=object)
+    cpdef Py_ssize_t owner(self, Frame frame, pair) except -1
+    cpdef double _cost(self, Frame frame) except? -1
+    cpdef Py_ssize_t _place(self, pair) except -1
+
+cpdef _zeros(Py_ssize_t count)
 
 @cython.locals(found=tuple, packet=Packet)
 cpdef tuple address_pair(Frame frame)

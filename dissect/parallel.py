@@ -22,13 +22,14 @@ import multiprocessing
 import os
 import sys
 import zlib
+from array import array
 from _socket import AF_INET, AF_INET6, inet_pton
 from operator import itemgetter
 
 from .analysis.abuse import KEY as ABUSE
 from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
-from .capture.layers import decode_frame, ethernet_ipv4_pair
+from .capture.layers import decode_frame, ethernet_ip_pair
 from .progress import Progress
 from .registry import UsageError, parse_decode_as
 from .render.printer import Printer
@@ -68,10 +69,10 @@ class Partition:
     def __init__(self, jobs, first_path):
         self.jobs = jobs
         self.pairs = {}
-        self.load = [0] * jobs
+        self.load = _zeros(jobs)  # the modelled load of each worker, C doubles (compiled, read and added in C)
         self._deal(first_path)
-        self.load = [0] * jobs
-        self.pinned = 0      # the load of what goes to worker 0 whatever the split (TCP, frames without IP)
+        self.load = _zeros(jobs)
+        self.pinned = 0.0    # the load of what goes to worker 0 whatever the split (TCP, frames without IP)
         self.bounds = None   # the hashed placement's cumulative shares, fixed when the table fills
 
     def _deal(self, path):
@@ -109,9 +110,8 @@ class Partition:
             cost *= PINNED_WEIGHT
             self.pinned += cost
         else:
-            worker = self.pairs.get(pair)
-            if worker is None:
-                worker = self._place(pair)
+            found = self.pairs.get(pair)
+            worker = self._place(pair) if found is None else found
         self.load[worker] += cost
         return worker
 
@@ -144,12 +144,16 @@ class Partition:
         return [first + rest * index for index in range(self.jobs)]
 
 
+def _zeros(count):
+    return array("d", [0.0]) * count
+
+
 def address_pair(frame):
     """(the frame's unordered IP address pair as ``pair_key`` makes it, its Packet if decoding it was needed).
 
     The pair is None for frames that go to worker 0: no IP header, or TCP (see Partition)."""
     if frame.linktype == 1:
-        found = ethernet_ipv4_pair(frame.data)
+        found = ethernet_ip_pair(frame.data)
         if found is not None:
             return (None if found[1] == 6 else found[0]), None
     packet = decode_frame(frame.data, frame.linktype) if frame.data else None
@@ -160,7 +164,7 @@ def address_pair(frame):
 
 def pair_key(src, dst):
     """An unordered pair of IP addresses (texts) as one key: both packed (4 bytes for IPv4, 16 for IPv6), the lower
-    first. Ethernet frames carrying IPv4 give the same key from their bytes (``ethernet_ipv4_pair``)."""
+    first. Ethernet frames carrying IP give the same key from their bytes (``ethernet_ip_pair``)."""
     first, second = _packed(src), _packed(dst)
     return first + second if first <= second else second + first
 

@@ -140,7 +140,7 @@ def test_the_first_pairs_are_dealt_by_their_bytes_heaviest_first(tmp_path):
     assert parallel.PINNED_WEIGHT == 1.3
     assert partition.pairs == {pair_key("10.0.0.5", "10.0.0.6"): 1, pair_key("10.0.0.1", "10.0.0.2"): 1,
                                pair_key("10.0.0.3", "10.0.0.4"): 0, pair_key("10.0.0.9", "10.0.0.10"): 0}
-    assert partition.load == [0, 0]  # the workers model the load from the first frame on
+    assert list(partition.load) == [0, 0]  # the workers model the load from the first frame on
 
 
 def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
@@ -161,7 +161,7 @@ def test_a_pair_has_one_key_whichever_way_its_frames_are_read():
     """Ethernet frames carrying IPv4 are keyed from their 8 address bytes (lower address first, compared byte by
     byte from the first); any other frame from its decoded Packet's texts, packed the same way. A request and its
     reply, or the same pair over another link type, meet under one key."""
-    from dissect.capture.layers import ethernet_ipv4_pair
+    from dissect.capture.layers import ethernet_ip_pair
     cases = [("10.0.0.7", "10.0.0.8", bytes([10, 0, 0, 7, 10, 0, 0, 8])),     # the last byte decides
              ("10.0.0.8", "10.0.0.7", bytes([10, 0, 0, 7, 10, 0, 0, 8])),     # swapped: the same key
              ("255.0.0.0", "1.255.255.255", bytes([1, 255, 255, 255, 255, 0, 0, 0])),  # the first byte decides
@@ -169,17 +169,44 @@ def test_a_pair_has_one_key_whichever_way_its_frames_are_read():
     for src, dst, key in cases:
         udp = capkit.udp_packet(src, 40000, dst, 26000, b"x")
         frame = capkit.ethernet(udp)
-        assert ethernet_ipv4_pair(frame) == (key, 17)
+        assert ethernet_ip_pair(frame) == (key, 17)
         assert address_pair(Frame(1, 0.0, len(frame), len(frame), 1, frame)) == (key, None)
         for linktype, data in ((113, capkit.sll(udp)), (101, capkit.raw(udp)), (1, capkit.ethernet(udp, vlan=5))):
             pair, packet = address_pair(Frame(1, 0.0, len(data), len(data), linktype, data))
             assert pair == key and packet.sport == 40000  # decoded in full: no fixed offsets
         assert pair_key(src, dst) == key
+    assert ethernet_ip_pair(capkit.ethernet(capkit.udp_packet("10.0.0.1", 5, "10.0.0.2", 6, b""))[:33]) is None
+
+
+def test_an_ipv6_pair_is_read_at_fixed_offsets_unless_an_extension_header_comes_first():
+    """Ethernet frames carrying IPv6 are keyed from their 32 address bytes, the lower address first, when the
+    fixed header's next header is the transport's; behind an extension header, or cut inside the fixed header,
+    the frame is decoded in full. Either way the key is pair_key's."""
+    from dissect.capture.layers import ethernet_ip_pair
+    low = bytes.fromhex("20010db8" + "0" * 23 + "1")
+    high = bytes.fromhex("20010db8" + "0" * 23 + "2")
+    for src, dst in (("2001:db8::2", "2001:db8::1"), ("2001:db8::1", "2001:db8::2")):
+        v6 = capkit.ethernet(capkit.udp_packet(src, 5, dst, 6, b"x"))
+        assert ethernet_ip_pair(v6) == (low + high, 17)
+        assert address_pair(Frame(1, 0.0, len(v6), len(v6), 1, v6)) == (low + high, None)
+        assert pair_key(src, dst) == low + high
     v6 = capkit.ethernet(capkit.udp_packet("2001:db8::2", 5, "2001:db8::1", 6, b"x"))
-    assert ethernet_ipv4_pair(v6) is None
-    pair, _ = address_pair(Frame(1, 0.0, len(v6), len(v6), 1, v6))
-    assert pair == bytes.fromhex("20010db8" + "0" * 23 + "1" + "20010db8" + "0" * 23 + "2")
-    assert ethernet_ipv4_pair(capkit.ethernet(capkit.udp_packet("10.0.0.1", 5, "10.0.0.2", 6, b""))[:33]) is None
+    # A hop-by-hop options header (next header 0) before the UDP header: 8 bytes, its own next header 17.
+    hop_by_hop = bytes([17, 0, 1, 4, 0, 0, 0, 0])
+    payload_length = (v6[18] << 8 | v6[19]) + 8
+    extended = v6[:18] + bytes([payload_length >> 8, payload_length & 0xFF, 0]) + v6[21:54] + hop_by_hop + v6[54:]
+    assert ethernet_ip_pair(extended) is None
+    pair, packet = address_pair(Frame(1, 0.0, len(extended), len(extended), 1, extended))
+    assert pair == low + high and packet.sport == 5 and packet.ip_proto == 17  # decoded in full
+    tcp = capkit.ethernet(capkit.tcp_packet("2001:db8::2", 1000, "2001:db8::1", 13073, b"e\r\n"))
+    assert ethernet_ip_pair(tcp) == (low + high, 6)
+    assert address_pair(Frame(1, 0.0, len(tcp), len(tcp), 1, tcp)) == (None, None)  # TCP: worker 0's
+    assert ethernet_ip_pair(v6[:53]) is None  # the fixed header cut: no addresses, worker 0's
+    assert address_pair(Frame(1, 0.0, 53, 53, 1, v6[:53]))[1].problem == "IPv6 header cut short"
+    assert address_pair(Frame(1, 0.0, 53, 53, 1, v6[:53]))[0] is None
+    assert ethernet_ip_pair(v6[:58]) == (low + high, 17)  # the UDP header cut: its pair as decode_frame finds it
+    packet = decode_frame(v6[:58], 1)
+    assert pair_key(packet.src, packet.dst) == low + high and packet.problem == "UDP header cut short"
 
 
 def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):

@@ -35,10 +35,12 @@ cdef class Packet:
 cdef _empty(Packet packet)
 @cython.locals(packet=Packet)
 cpdef Packet decode_frame(data, linktype, bint keep_layers=*)
-cpdef tuple ethernet_ipv4_pair(data)
-cdef tuple _ethernet_ipv4_pair(bytes data)
+cpdef tuple ethernet_ip_pair(data)
+@cython.locals(size=Py_ssize_t)
+cdef tuple _ethernet_ip_pair(bytes data)
 @cython.locals(index=Py_ssize_t)
-cdef bint _source_first(bytes data) except -1
+cdef bytes _ordered_pair(bytes data, Py_ssize_t at, Py_ssize_t width)
+cdef bint _is_extension(int next_header)
 
 @cython.locals(layer=Layer)
 cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)

@@ -156,30 +156,41 @@ def _ip_end(packet, data):
     return at + 40 + (data[at + 4] << 8 | data[at + 5])
 
 
-def ethernet_ipv4_pair(data):
-    """(the unordered address pair of an untagged Ethernet frame carrying IPv4, IP protocol), read at fixed
-    offsets without building a Packet; None for any other frame. The pair is both addresses' 4 bytes, the
-    lower address first (as ``parallel.pair_key`` packs the texts of a decoded Packet): ``-j`` workers ask
-    this of every frame, most of which another worker dissects, and find its owner by it."""
+def ethernet_ip_pair(data):
+    """(the unordered address pair of an untagged Ethernet frame carrying IPv4, or IPv6 with no extension header,
+    IP protocol), read at fixed offsets without building a Packet; None for any other frame. The pair is both
+    addresses' bytes (4 each for IPv4, 16 for IPv6), the lower address first (as ``parallel.pair_key`` packs the
+    texts of a decoded Packet): ``-j`` workers ask this of every frame, most of which another worker dissects,
+    and find its owner by it."""
     if type(data) is not bytes:  # the compiled readers read bytes in C
         data = bytes(data)
-    return _ethernet_ipv4_pair(data)
+    return _ethernet_ip_pair(data)
 
 
-def _ethernet_ipv4_pair(data):
-    if len(data) < 34 or data[12] != 0x08 or data[13] != 0x00 or data[14] >> 4 != 4:
-        return None
-    if _source_first(data):  # the frame's 8 address bytes as they are
-        return cut(data, 26, 34), data[23]
-    return cut(data, 30, 34) + cut(data, 26, 30), data[23]
+def _ethernet_ip_pair(data):
+    size = len(data)
+    if size >= 34 and data[12] == 0x08 and data[13] == 0x00 and data[14] >> 4 == 4:
+        return _ordered_pair(data, 26, 4), data[23]
+    # The IPv6 header's fixed 40 bytes, as _ipv6 reads them; its next header the transport's (no chain to walk)
+    if size >= 54 and data[12] == 0x86 and data[13] == 0xDD and not _is_extension(data[20]):
+        return _ordered_pair(data, 22, 16), data[20]
+    return None
 
 
-def _source_first(data):
-    """True where the source address (at 26) sorts before the destination (at 30), or is the same."""
-    for index in range(26, 30):
-        if data[index] != data[index + 4]:
-            return data[index] < data[index + 4]
-    return True
+def _ordered_pair(data, at, width):
+    """The source address (``width`` bytes at ``at``) and the destination after it, the lower one first."""
+    for index in range(at, at + width):
+        if data[index] != data[index + width]:
+            if data[index] < data[index + width]:
+                break
+            return cut(data, at + width, at + 2 * width) + cut(data, at, at + width)
+    return cut(data, at, at + 2 * width)  # as they are: the source sorts first, or they are the same
+
+
+def _is_extension(next_header):
+    """An IPv6 extension header (hop-by-hop, routing, destination options, authentication) or a fragment
+    header: what _ipv6 walks past to reach the transport."""
+    return next_header in IPV6_EXTENSIONS or next_header == 44
 
 
 def _decode_link(packet, data, linktype):
@@ -386,7 +397,7 @@ def _ipv6(packet, data, offset):
     packet.top = "ipv6"
     end = min(len(data), offset + 40 + plen)
     pos = offset + 40
-    while nxt in IPV6_EXTENSIONS or nxt == 44:
+    while _is_extension(nxt):
         if pos + 8 > end:
             packet.problem = "IPv6 extension header cut short"
             return
