@@ -11,6 +11,8 @@ import capkit
 import hostile
 import netquake_peer as nq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import teeframe_peer as tf
 from conftest import CAPTURES, ROOT, run_cli
 
@@ -207,6 +209,26 @@ def test_an_ipv6_pair_is_read_at_fixed_offsets_unless_an_extension_header_comes_
     assert ethernet_ip_pair(v6[:58]) == (low + high, 17)  # the UDP header cut: its pair as decode_frame finds it
     packet = decode_frame(v6[:58], 1)
     assert pair_key(packet.src, packet.dst) == low + high and packet.problem == "UDP header cut short"
+
+
+@settings(max_examples=400, deadline=None)
+@given(version=st.sampled_from([4, 6]), header=st.binary(min_size=0, max_size=80),
+       next_header=st.sampled_from([0, 6, 17, 43, 44, 50, 51, 58, 60, 255]))
+def test_the_fixed_offsets_give_the_full_decode_s_key_on_any_header(version, header, next_header):
+    """Whatever follows an Ethernet header that says IPv4 or IPv6 (random bytes, any length, the protocol or
+    next header byte chosen among transports, extension headers and others), address_pair gives the key the full
+    decode gives: pair_key of its addresses, None for TCP or where there are none."""
+    ethertype = b"\x08\x00" if version == 4 else b"\x86\xdd"
+    data = bytearray(b"\x02" * 12 + ethertype + header)
+    if version == 4 and len(data) > 23:
+        data[14] = 0x40 | (data[14] & 0x0F)  # IPv4 (the header length as drawn)
+        data[23] = next_header
+    elif version == 6 and len(data) > 20:
+        data[20] = next_header
+    data = bytes(data)
+    packet = decode_frame(data, 1)
+    expected = None if packet.src is None or packet.ip_proto == 6 else pair_key(packet.src, packet.dst)
+    assert address_pair(Frame(1, 0.0, len(data), len(data), 1, data))[0] == expected
 
 
 def test_tcp_and_frames_without_ip_go_to_worker_zero(mixed):

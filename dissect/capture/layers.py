@@ -169,7 +169,8 @@ def ethernet_ip_pair(data):
 
 def _ethernet_ip_pair(data):
     size = len(data)
-    if size >= 34 and data[12] == 0x08 and data[13] == 0x00 and data[14] >> 4 == 4:
+    # An IPv4 header as _ipv4 takes it (version 4, a length of 20 bytes or more, whatever follows)
+    if size >= 34 and data[12] == 0x08 and data[13] == 0x00 and data[14] >> 4 == 4 and data[14] & 0x0F >= 5:
         return _ordered_pair(data, 26, 4), data[23]
     # The IPv6 header's fixed 40 bytes, as _ipv6 reads them; its next header the transport's (no chain to walk)
     if size >= 54 and data[12] == 0x86 and data[13] == 0xDD and not _is_extension(data[20]):
