@@ -28,7 +28,8 @@ cdef class TrafficAnalyzer:
     cdef public object threshold, top
     cdef public dict amplification, unsolicited
     cdef public BoundedDict hosts, servers, pairs, open
-    cdef public object floods, evicted
+    cdef public object floods
+    cdef public dict evicted
     cdef public Py_ssize_t host_peers, server_peers
     cdef public list events
     cdef public object clock
@@ -126,4 +127,5 @@ cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
 cpdef _three_digits(micro)
 cpdef _split(text)
+cdef _count_eviction(dict evicted, table)
 cpdef _second(double ts)
