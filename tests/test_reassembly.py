@@ -11,7 +11,8 @@ import teeframe_peer as tf
 from conftest import capture, jsonl, run_cli
 
 from dissect.capture.layers import Packet
-from dissect.capture.reassembly import MAX_STREAMS, PIECE_COST, Chunk, Gap, IPv4Defragmenter, TcpReassembler
+from dissect.capture.reassembly import (HISTORY, MAX_PENDING_PER_STREAM, MAX_STREAMS, PIECE_COST, SEGMENT_COST, Chunk,
+                                        Gap, IPv4Defragmenter, TcpReassembler)
 
 CLIENT, LOBBY = ("10.0.0.9", 40000), ("10.0.0.5", 13073)
 
@@ -109,8 +110,60 @@ def test_endless_out_of_order_window_stays_bounded():
     for i in range(20000):   # one-byte segments, each ahead of a gap that never fills
         tcp.segment(segment(10 + 2 * i, b"z"), i + 2)
     stream = next(iter(tcp.streams.values()))
-    assert len(stream.directions[0].pending) <= 4096
-    assert tcp.total_pending <= 4096
+    pending = stream.directions[0].pending
+    # each held byte costs SEGMENT_COST more for its bookkeeping, so one-byte segments stop far short of 4096
+    assert 0 < len(pending) <= MAX_PENDING_PER_STREAM // (1 + SEGMENT_COST)
+    assert tcp.total_pending == sum(len(data) + SEGMENT_COST for data, _, _ in pending.values())
+
+
+def test_held_segments_of_many_streams_cost_their_bookkeeping_against_the_total():
+    # 200 streams each holding one-byte segments behind a gap: the data alone is 120,000 bytes, far under the
+    # limit, but the dicts, tuples and heaps that hold them are not, and they are what the limit counts
+    limit = 2 * 1024 * 1024
+    tcp = TcpReassembler(max_total=limit)
+    tracemalloc.start()
+    before, _ = tracemalloc.get_traced_memory()
+    declared = 0
+    for i in range(600):
+        for s in range(200):
+            delivery = tcp.segment(segment(10 + 2 * i, b"z", src=("10.0.1.%d" % s, 40000)), i * 200 + s + 1)
+            declared += "tcp.buffer_limit" in codes_of([delivery])
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    held = sum(len(side.pending) for stream in tcp.streams.values() for side in stream.directions)
+    assert tcp.total_pending <= limit and held <= limit // (1 + SEGMENT_COST)
+    assert declared > 0
+    assert after - before < limit + 200 * 4096, after - before   # the held segments, and the streams themselves
+
+
+def test_the_capture_end_sums_up_a_streams_gaps_and_hands_streams_out_one_at_a_time():
+    tcp = TcpReassembler()
+    for s in range(3):
+        tcp.segment(segment(1, b"a", src=("10.0.2.%d" % s, 40000)), 1)
+        for i in range(50):                          # 50 one-byte segments, each after a one-byte gap
+            tcp.segment(segment(3 + 2 * i, b"z", src=("10.0.2.%d" % s, 40000)), i + 2)
+    ends = tcp.finish()
+    first = next(ends)
+    assert len(tcp.streams) == 2 and tcp.total_pending == 2 * 50 * (1 + SEGMENT_COST)
+    assert delivered([first]) == [("gap", 1), b"z"] * 50
+    assert [(f.code, f.message.split(";")[0]) for f in first.findings] == [
+        ("tcp.lost_segment", "50 bytes of the stream in 50 gaps never arrived (lost segments)")]
+    assert len(list(ends)) == 2 and tcp.total_pending == 0 and not tcp.streams
+
+
+def test_overlap_is_checked_against_exactly_the_last_4_kib_delivered():
+    tcp = TcpReassembler()
+    stream = bytes(range(256)) * 40                  # 10,240 bytes in segments of 1,024
+    for i in range(10):
+        tcp.segment(segment(1 + 1024 * i, stream[1024 * i:1024 * (i + 1)]), i + 1)
+    side = next(iter(tcp.streams.values())).directions[0]
+    assert side.history == stream[-HISTORY:] and type(side.history) is bytes
+    same = tcp.segment(segment(1 + len(stream) - HISTORY, stream[-HISTORY:]), 11)
+    changed = tcp.segment(segment(1 + len(stream) - HISTORY, b"x" + stream[-HISTORY + 1:]), 12)
+    too_old = tcp.segment(segment(1 + len(stream) - HISTORY - 1, b"x" * 2), 13)
+    assert codes_of([same]) == ["tcp.retransmission"]
+    assert codes_of([changed]) == ["tcp.overlap_conflict", "tcp.retransmission"]
+    assert codes_of([too_old]) == ["tcp.retransmission"]   # its first byte is older than what is kept
 
 
 def test_100000_connections_that_never_close_stay_bounded():

@@ -164,7 +164,7 @@ def test_a_16_mib_line_is_cut_at_64_kib_before_it_is_dissected():
     messages, held = [], []
     for start in range(0, len(stream), 65536):
         messages += parser.feed(Chunk(stream[start:start + 65536], 7, 54), True, None)
-        held.append(len(parser.buffer))
+        held.append(parser.size)
     assert max(held) < MAX_LINE and soldat.held == 0
     cut, begin = messages
     assert cut.length == MAX_LINE and cut.frames == [7]

@@ -3,6 +3,8 @@
 - tokens:     TeeFrame responses with N distinct tokens that never complete
 - streams:    N TCP connections (SYN, then one Soldat line) that never close
 - window:     one TCP stream whose first segment never arrives, then N one-byte segments after the gap
+- held:       4,096 TCP streams interleaved, each holding N / 4,096 one-byte segments behind a gap that never fills
+- lines:      4,090 TCP streams interleaved, each an unfinished Soldat line of N / 4,090 segments of 1,400 bytes
 - fragments:  N overlapping IPv4 fragments of datagrams that never complete
 - blocks:     pcapng with N packet blocks of nearly 16 MiB each (over the 256 KiB record limit: skipped
               without being held in memory), each followed by a good frame
@@ -29,9 +31,11 @@ import dpkt  # noqa: E402
 import soldat_peer as sp  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
-FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "fragments": 200_000, "blocks": 16,
+FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "held": 1_600_000, "lines": 200_000,
+              "fragments": 200_000, "blocks": 16,
               "digits": 2_000}
-FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "blocks": lambda n: 2 * n}
+FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda n: n // 4096 * 4096 + 4096,
+          "lines": lambda n: n // 4090 * 4090 + 4090, "blocks": lambda n: 2 * n}
 SUFFIXES = {"blocks": "pcapng"}
 BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
 
@@ -95,6 +99,29 @@ def write_window(path, count):
     out.close()
 
 
+def _interleaved(path, streams, count, payload):
+    """``streams`` connections to the lobby, each opened by a SYN, then ``count`` segments from the lobby in turns:
+    segment i of every stream, then segment i + 1. ``payload(i)`` gives segment i's (sequence offset, bytes)."""
+    out = _Writer(path)
+    lobby = ("10.0.0.5", 13073)
+    clients = [(f"10.1.{(s >> 8) & 255}.{s & 255}", 20000 + s) for s in range(streams)]
+    for client in clients:
+        out.add(capkit.ethernet(capkit.tcp_packet(*lobby, *client, b"", seq=0, flags=0x02)))
+    for i in range(max(1, count // streams)):
+        offset, data = payload(i)
+        for client in clients:
+            out.add(capkit.ethernet(capkit.tcp_packet(*lobby, *client, data, seq=1 + offset)))
+    out.close()
+
+
+def write_held(path, count):
+    _interleaved(path, 4096, count, lambda i: (2 + 2 * i, b"g"))  # byte 0 never comes; nor does every other one
+
+
+def write_lines(path, count):
+    _interleaved(path, 4090, count, lambda i: (1400 * i, (b"g\xa9" if i == 0 else b"") + b"A" * (1400 - 2 * (i == 0))))
+
+
 def write_fragments(path, count):
     out = _Writer(path)
     for i in range(count):
@@ -135,7 +162,8 @@ def write_digits(path, count):
     out.close()
 
 
-WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "fragments": write_fragments,
+WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,
+           "lines": write_lines, "fragments": write_fragments,
            "blocks": write_blocks, "digits": write_digits}
 
 

@@ -17,12 +17,14 @@ import heapq
 from bisect import bisect_left, bisect_right
 
 from ..core.bounded import BoundedDict, popped, put, refreshed
+from ..core.model import Finding
 from .tables import IP_FINDINGS, TCP_FINDINGS
 
 MAX_STREAMS = 4096                 # streams tracked at once; the least recently used is evicted
 MAX_PENDING_PER_STREAM = 256 * 1024
 MAX_PENDING_TOTAL = 32 * 1024 * 1024
 MAX_PENDING_SEGMENTS = 4096        # segments held behind a gap, per direction
+SEGMENT_COST = 192                 # bytes a held segment, or an uncaptured end ahead, costs beyond its data
 HISTORY = 4096                     # delivered bytes kept per direction, to check overlaps
 RECENTLY_CLOSED = 4096             # closed connections remembered, so late retransmissions stay quiet
 PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its data (bookkeeping)
@@ -72,7 +74,7 @@ class _Direction:
         self.pending = {}            # offset -> (data, frame, frame_offset)
         self.heap = []
         self.pending_bytes = 0
-        self.history = bytearray()
+        self.history = b""           # the last HISTORY bytes delivered, exactly
         self.fin_seq = None
         self.closed = False
         self.cuts = {}               # offset -> (size, frame): bytes ahead the capture did not keep (snap length)
@@ -202,17 +204,16 @@ class TcpReassembler:
             return
         side.pending[stream_offset] = (data, frame, offset)
         heapq.heappush(side.heap, stream_offset)
-        side.pending_bytes += len(data)
-        self.total_pending += len(data)
+        self._charge(side, len(data) + SEGMENT_COST)
         delivery.findings.append(TCP_FINDINGS.out_of_order.at(
             f"segment {stream_offset - side.next_off} bytes ahead of the next expected byte: held until the gap "
             f"fills"))
         if (side.pending_bytes > self.max_pending or self.total_pending > self.max_total
                 or len(side.pending) > MAX_PENDING_SEGMENTS):
             delivery.findings.append(TCP_FINDINGS.buffer_limit.at(
-                f"{side.pending_bytes} bytes in {len(side.pending)} segments wait behind a gap (limits: "
-                f"{self.max_pending} bytes and {MAX_PENDING_SEGMENTS} segments a stream, {self.max_total} bytes "
-                f"in all): the gap is declared lost"))
+                f"{len(side.pending)} segments wait behind a gap, {side.pending_bytes} bytes with their bookkeeping "
+                f"(limits: {self.max_pending} bytes and {MAX_PENDING_SEGMENTS} segments a stream, {self.max_total} "
+                f"bytes in all): the gap is declared lost"))
             self._skip_gap(side, frame, delivery)
 
     def _check_overlap(self, side, back, old_part, delivery):
@@ -232,9 +233,7 @@ class TcpReassembler:
         delivery.pieces.append((side.index, Chunk(data, frame, offset)))
         side.next_seq = (side.next_seq + len(data)) & 0xFFFFFFFF
         side.next_off += len(data)
-        side.history += data
-        if len(side.history) > HISTORY:
-            del side.history[:len(side.history) - HISTORY]
+        side.history = _last_bytes(side.history, data)
 
     def _drain(self, side, delivery):
         heap = side.heap
@@ -248,20 +247,25 @@ class TcpReassembler:
                     self._deliver(side, data[behind:], frame, offset + behind, delivery)
             elif side.cuts and side.next_off in side.cuts:
                 size, frame = side.cuts.pop(side.next_off)
+                self._charge(side, -SEGMENT_COST)
                 self._cut_gap(side, size, frame, delivery)
             else:
                 return
 
     def _take(self, side, stream_offset):
         data, frame, offset = side.pending.pop(stream_offset)
-        side.pending_bytes -= len(data)
-        self.total_pending -= len(data)
+        self._charge(side, -len(data) - SEGMENT_COST)
         return data, frame, offset
+
+    def _charge(self, side, cost):
+        """Count ``cost`` bytes (negative: given back) held by ``side`` against its limit and the total."""
+        side.pending_bytes += cost
+        self.total_pending += cost
 
     def _skip_gap(self, side, frame, delivery):
         """Give up on the bytes before the earliest held segment or uncaptured bytes: report them lost and go on
         after them."""
-        _forget_passed_cuts(side)
+        self._forget_passed_cuts(side)
         if not side.heap and not side.cuts:
             return
         starts = list(side.cuts)
@@ -276,10 +280,14 @@ class TcpReassembler:
         """The ``size`` bytes from ``seq`` were sent but the capture did not keep them (snap length). Where they
         are the stream's next bytes they are a gap now, and what waits behind them goes on; ahead of them (the end
         of a segment held out of order) they become one when the stream reaches them, for at most
-        MAX_PENDING_SEGMENTS such ends a direction; behind them (a retransmission) they are nothing new."""
+        MAX_PENDING_SEGMENTS such ends a direction, within the bytes held in all; behind them (a retransmission) they
+        are nothing new."""
         ahead = seq_diff(seq, side.next_seq)
-        if ahead > 0 and len(side.cuts) < MAX_PENDING_SEGMENTS:
-            side.cuts[side.next_off + ahead] = (size, frame)
+        if ahead > 0:
+            if len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total \
+                    and side.next_off + ahead not in side.cuts:
+                side.cuts[side.next_off + ahead] = (size, frame)
+                self._charge(side, SEGMENT_COST)
         elif ahead == 0:
             self._cut_gap(side, size, frame, delivery)
             self._drain(side, delivery)
@@ -291,7 +299,7 @@ class TcpReassembler:
             f"{size} bytes of the segment were not captured (snap length); parsing resumes after them"))
         side.next_off += size
         side.next_seq = (side.next_seq + size) & 0xFFFFFFFF
-        side.history.clear()
+        side.history = b""
 
     def _lose(self, side, missing, frame, delivery):
         delivery.pieces.append((side.index, Gap(missing, frame)))
@@ -299,7 +307,7 @@ class TcpReassembler:
                                                               f"segment); parsing resumes after them"))
         side.next_off += missing
         side.next_seq = (side.next_seq + missing) & 0xFFFFFFFF
-        side.history.clear()
+        side.history = b""
 
     def _finished(self, side, frame, delivery):
         """The sender's FIN: it has sent its last byte, so bytes still missing before the FIN were lost
@@ -312,8 +320,17 @@ class TcpReassembler:
             self._lose(side, missing, frame, delivery)
 
     def _flush(self, side, frame, delivery):
+        """Declare every gap still open in ``side`` lost and deliver what waited behind each; its findings are
+        summed up, one of each kind, however many gaps there were."""
+        if not (side.pending or side.cuts):
+            return
+        findings, delivery.findings = delivery.findings, []
+        first = len(delivery.pieces)
         while side.pending or side.cuts:
             self._skip_gap(side, frame, delivery)
+        findings += _summed_up(delivery.findings, [piece for _, piece in delivery.pieces[first:]
+                                                   if type(piece) is Gap])
+        delivery.findings = findings
 
     def _drop(self, stream):
         for side in stream.directions:
@@ -324,23 +341,56 @@ class TcpReassembler:
             side.pending_bytes = 0
 
     def finish(self):
-        """A delivery per stream still open at the end of the capture, with what waited behind gaps."""
-        out = []
-        for stream in list(self.streams.values()):
+        """A delivery per stream still open at the end of the capture, with what waited behind gaps: made one
+        at a time, as the caller takes them, so that only one stream's held bytes are out at once."""
+        while self.streams:
+            key = next(iter(self.streams))
+            stream = popped(self.streams, key)
             delivery = Delivery(stream, 0)
             if not stream.ignored:
                 for side in stream.directions:
                     self._flush(side, None, delivery)
+            self._drop(stream)
             delivery.closed = True
-            out.append(delivery)
-        self.streams.clear()
-        return out
+            yield delivery
+
+    def _forget_passed_cuts(self, side):
+        """Uncaptured bytes the stream has gone past (declared lost, or sent again and captured) are no gap ahead."""
+        for offset in [offset for offset in side.cuts if offset < side.next_off]:
+            del side.cuts[offset]
+            self._charge(side, -SEGMENT_COST)
 
 
-def _forget_passed_cuts(side):
-    """Uncaptured bytes the stream has gone past (declared lost, or sent again and captured) are no gap ahead."""
-    for offset in [offset for offset in side.cuts if offset < side.next_off]:
-        del side.cuts[offset]
+def _last_bytes(history, data):
+    """The last HISTORY bytes of ``history`` followed by ``data``, in a bytes object of exactly that size."""
+    if len(data) >= HISTORY:
+        return data[len(data) - HISTORY:]
+    keep = HISTORY - len(data)
+    return (history[len(history) - keep:] if len(history) > keep else history) + data
+
+
+def _summed_up(findings, gaps):
+    """``findings`` with one finding per code: the lost and the uncaptured bytes of ``gaps`` summed, and any other
+    code that came more than once counted."""
+    by_code = {}
+    for finding in findings:
+        by_code.setdefault(finding.code, []).append(finding)
+    out = []
+    for code, same in by_code.items():
+        if len(same) == 1:
+            out.append(same[0])
+        elif code == TCP_FINDINGS.lost_segment.code:
+            lost = [gap.size for gap in gaps if not gap.cut]
+            out.append(TCP_FINDINGS.lost_segment.at(f"{sum(lost)} bytes of the stream in {len(lost)} gaps never "
+                                                    f"arrived (lost segments); parsing resumes after each"))
+        elif code == TCP_FINDINGS.cut_segment.code:
+            cut = [gap.size for gap in gaps if gap.cut]
+            out.append(TCP_FINDINGS.cut_segment.at(f"{sum(cut)} bytes in {len(cut)} segments were not captured "
+                                                   f"(snap length); parsing resumes after each"))
+        else:
+            first = same[0]
+            out.append(Finding(code, first.severity, f"{first.message} (and {len(same) - 1} more like it)"))
+    return out
 
 
 def _both_finished(directions):

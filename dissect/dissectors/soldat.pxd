@@ -71,7 +71,7 @@ cdef extern from *:
     Py_ssize_t _memchr_index "dissect_memchr_index" (bytes data, int byte, Py_ssize_t start, Py_ssize_t stop)
 
 cdef class LineParser:
-    cdef public object dissector, buffer, spans, counted, skipping, after_gap, lost, uncaptured_bytes, encoding
+    cdef public object dissector, pieces, size, spans, counted, skipping, after_gap, lost, uncaptured_bytes, encoding
     @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, stop=Py_ssize_t, newline=Py_ssize_t,
                    room=Py_ssize_t, messages=list)
     cpdef feed(self, chunk, tree, packet)

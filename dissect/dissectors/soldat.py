@@ -667,12 +667,13 @@ class LineParser:
     lines of all streams past MAX_HELD. After lost bytes (a gap), or bytes the capture did not keep, parsing resumes
     at the next line start."""
 
-    __slots__ = ("dissector", "buffer", "spans", "counted", "skipping", "after_gap", "lost", "uncaptured_bytes",
+    __slots__ = ("dissector", "pieces", "size", "spans", "counted", "skipping", "after_gap", "lost", "uncaptured_bytes",
                  "encoding")
 
     def __init__(self, dissector):
         self.dissector = dissector
-        self.buffer = bytearray()
+        self.pieces = []             # the unfinished line's bytes, as they came (joined once, when it ends)
+        self.size = 0                # their length in all
         self.spans = []              # (frame, frame_offset, length) of the buffered bytes
         self.counted = 0             # bytes of the buffer counted in the run's budget (dissector.held)
         self.skipping = False        # drop everything up to the next \n
@@ -686,19 +687,19 @@ class LineParser:
         data, frame, offset = bytes(chunk.data), chunk.frame, chunk.frame_offset  # its lines are sliced as bytes
         start, end = self._resume(data, 0), len(data)
         while start < end:
-            room = MAX_LINE - len(self.buffer)
+            room = MAX_LINE - self.size
             newline = _find_newline(data, start, min(end, start + room))
             stop = newline + 1 if newline >= 0 else min(end, start + room)
-            if newline >= 0 and not self.buffer:  # a whole line in this chunk: not copied through the buffer
+            if newline >= 0 and not self.size:  # a whole line in this chunk: not copied through the buffer
                 messages.append(self._dissect(cut(data, start, stop), [frame], offset + start, tree, packet))
             else:
                 self._append(data, start, stop, frame, offset)
                 if newline >= 0:
                     messages.append(self._line(tree, packet))
-                elif len(self.buffer) >= MAX_LINE:
+                elif self.size >= MAX_LINE:
                     messages.append(self._line(tree, packet))  # the decoder reports the cut
                     self.skipping = True
-                elif self.dissector.held - self.counted + len(self.buffer) > MAX_HELD:
+                elif self.dissector.held - self.counted + self.size > MAX_HELD:
                     messages.append(self._cut(tree, packet))
             start = self._resume(data, stop)
         self._hold()
@@ -735,12 +736,13 @@ class LineParser:
 
     def close(self, tree, packet):
         """The stream ended: a line still waiting for its \\n is dissected as it is."""
-        if not self.buffer:
+        if not self.size:
             return []
         return [self._line(tree, packet)]
 
     def _append(self, data, start, stop, frame, offset):
-        self.buffer += data[start:stop]
+        self.pieces.append(data[start:stop])
+        self.size += stop - start
         offset += start
         last = self.spans[-1] if self.spans else None
         if last is not None and last[0] == frame and last[1] + last[2] == offset:
@@ -750,13 +752,14 @@ class LineParser:
 
     def _hold(self):
         """Count what this parser keeps for the next segment in the run's budget."""
-        self.dissector.held += len(self.buffer) - self.counted
-        self.counted = len(self.buffer)
+        self.dissector.held += self.size - self.counted
+        self.counted = self.size
 
     def _release(self):
         self.dissector.held -= self.counted
         self.counted = 0
-        self.buffer.clear()
+        self.pieces.clear()
+        self.size = 0
         self.spans.clear()
 
     def _cut(self, tree, packet):
@@ -767,7 +770,7 @@ class LineParser:
         return msg
 
     def _line(self, tree, packet):
-        line = bytes(self.buffer)
+        line = b"".join(self.pieces)
         frames = list(dict.fromkeys([span[0] for span in self.spans]))
         offset = self.spans[0][1] if len(frames) == 1 else None
         self._release()
