@@ -1,6 +1,7 @@
 """The ``dissect`` command: argument parsing and printing, on top of the engine (``session.py``)."""
 
 import argparse
+import errno
 import gc
 import io
 import os
@@ -10,6 +11,7 @@ from . import __version__
 from .capture.sources import CaptureFiles, rereadable
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
+from .core.escape import tell
 from .progress import Progress
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
@@ -17,6 +19,8 @@ from .render.output import BatchedOutput, OutputError
 from .render.printer import Printer
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, check_thresholds
 from .session import Session, abuse_options, explain_failure, filter_fields
+
+MAX_JOBS = 256  # -j: worker processes at most (each holds the state of its conversations, up to the limits)
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -78,7 +82,7 @@ def build_parser():
                         help="no name resolution (accepted for tshark's habit: dissect never resolves names)")
     parser.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
                         help="dissect capture files in N processes, conversations spread over them; output and "
-                             "analysis are the same as with one (0: one per CPU core)")
+                             f"analysis are the same as with one (0: one per CPU core; at most {MAX_JOBS})")
     parser.add_argument("--payload", metavar="HEX", help="dissect one message given in hex (needs --protocol)")
     parser.add_argument("--payload-file", metavar="FILE", help="dissect one message from a file of raw bytes")
     parser.add_argument("--protocol", metavar="PROTO", help="protocol of --payload / --payload-file")
@@ -131,8 +135,9 @@ def _jobs(text):
         value = int(text)
     except ValueError:
         value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of processes (0: one per core), got {text!r}")
+    if not 0 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"expected a number of processes from 0 (one per core) to {MAX_JOBS}, "
+                                         f"got {text!r}")
     return value or os.cpu_count() or 1
 
 
@@ -149,7 +154,7 @@ def _duration(text):
 
 def main(argv=None):
     original = sys.stdout
-    sys.stdout = stdout = _buffered(original)
+    sys.stdout = stdout = _buffered(original) if original is not None else _closed_output()
     try:
         stdout.reconfigure(encoding="utf-8", errors="replace")
     except (AttributeError, ValueError):
@@ -163,6 +168,21 @@ def main(argv=None):
             except (OSError, ValueError):
                 _drop_output(stdout)
             sys.stdout = original
+
+
+class _ClosedDescriptor(io.RawIOBase):
+    """Standard output when the command was started without one (``dissect f >&-``): what the run writes there
+    fails as a write to a closed descriptor does, and a run that writes nothing there (``-q -w out.pcap``) runs."""
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        raise OSError(errno.EBADF, "it was closed when dissect started")
+
+
+def _closed_output():
+    return io.TextIOWrapper(io.BufferedWriter(_ClosedDescriptor()), encoding="utf-8", errors="replace")
 
 
 def _buffered(stream):
@@ -191,7 +211,7 @@ def _main(argv, stdout):
         return code
     except UsageError as exc:
         out.flush()
-        print(f"dissect: {exc}", file=sys.stderr)
+        tell(str(exc))
         return 2
     except BrokenPipeError:
         # The reader went away (``dissect f | head``): stop quietly.
@@ -201,7 +221,7 @@ def _main(argv, stdout):
     except OutputError as exc:
         out.discard()
         _drop_output(stdout)
-        print(f"dissect: {exc}", file=sys.stderr)
+        tell(str(exc))
         return 2
     except KeyboardInterrupt:
         return 130
@@ -211,7 +231,7 @@ def _main(argv, stdout):
         except Exception:  # the output itself failed: what it holds is lost, the error is still told
             out.discard()
             _drop_output(stdout)
-        print(f"dissect: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        tell(f"internal error: {type(exc).__name__}: {exc}")
         return 2
 
 
@@ -291,8 +311,8 @@ def _run(args, out):
     if args.jobs > 1 and (args.write or args.count or args.html):
         raise UsageError("-w, -c and --html run in one process: leave out -j")
     if args.jobs > 1 and not all(map(rereadable, args.files)):
-        print("dissect: -j reads its input twice (once to share the work out): standard input, a pipe or a FIFO "
-              "runs in one process", file=sys.stderr)
+        tell("-j reads its input twice (once to share the work out): standard input, a pipe or a FIFO runs in one "
+             "process")
         args.jobs = 1
     if args.jobs > 1:
         from .parallel import run_parallel
@@ -391,7 +411,7 @@ def _run_files(args, out):
     if not interrupted:
         explain_failure(session.failed, session.filter is not None)
     for error in files.errors:  # after Ctrl-C too: the frames read were written, and so were their faults
-        print(f"dissect: {error}", file=sys.stderr)
+        tell(str(error))
     if interrupted:
         return 130
     if files.errors:
@@ -472,8 +492,7 @@ def _run_live(args, out):
     except LiveError as exc:
         raise UsageError(str(exc)) from None
     previous = {sig: signal.signal(sig, capture.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    print(f"dissect: capturing on {args.interface}" + (f" ({args.capture_filter})" if args.capture_filter else ""),
-          file=sys.stderr, flush=True)
+    tell(f"capturing on {args.interface}" + (f" ({args.capture_filter})" if args.capture_filter else ""))
     try:
         for frame in capture.frames():
             session.frame(frame)
@@ -484,11 +503,11 @@ def _run_live(args, out):
             signal.signal(sig, handler)
     _conclude(session, printer)
     dropped = "" if capture.dropped is None else f", {capture.dropped} dropped by the kernel"
-    print(f"dissect: {capture.received} packets captured on {args.interface}{dropped}", file=sys.stderr)
+    tell(f"{capture.received} packets captured on {args.interface}{dropped}")
     if capture.write_error:
-        print(f"dissect: {capture.write_error}: capture stopped", file=sys.stderr)
+        tell(f"{capture.write_error}: capture stopped")
     if capture.time_error:
-        print(f"dissect: {capture.time_error}", file=sys.stderr)
+        tell(str(capture.time_error))
     if capture.write_error or capture.time_error:
         return 2
     return 1 if session.failed else 0

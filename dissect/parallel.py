@@ -30,6 +30,7 @@ from .analysis.abuse import KEY as ABUSE
 from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ip_pair
+from .core.escape import tell
 from .progress import Progress
 from .registry import UsageError, parse_decode_as
 from .render.printer import Printer
@@ -180,14 +181,22 @@ def run_parallel(args, out):
     partition = Partition(args.jobs, args.files[0])
     context = multiprocessing.get_context("fork")
     receivers, workers = [], []
-    for index in range(args.jobs):
-        receiver, sender = context.Pipe(duplex=False)
-        _widen(receiver)
-        worker = context.Process(target=_worker, args=(index, args, partition, sender), daemon=True)
-        worker.start()
-        sender.close()
-        receivers.append(receiver)
-        workers.append(worker)
+    try:
+        for index in range(args.jobs):
+            receiver, sender = context.Pipe(duplex=False)
+            receivers.append(receiver)
+            _widen(receiver)
+            worker = context.Process(target=_worker, args=(index, args, partition, sender), daemon=True)
+            try:
+                worker.start()
+            finally:
+                sender.close()
+            workers.append(worker)
+    except OSError as exc:  # out of processes or file descriptors (ulimit): none of the work has begun
+        _stop(workers)
+        for receiver in receivers:
+            receiver.close()
+        raise UsageError(f"-j {args.jobs}: cannot start the worker processes: {exc.strerror or exc}") from None
     printer = _printer(args, out)
     try:
         return _merge(args, printer, receivers)
@@ -195,10 +204,14 @@ def run_parallel(args, out):
         printer.close()
         return 130
     finally:
-        for worker in workers:
-            if worker.is_alive():
-                worker.terminate()
-            worker.join()
+        _stop(workers)
+
+
+def _stop(workers):
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+        worker.join()
 
 
 def _widen(conn):
@@ -253,7 +266,7 @@ def _merge(args, printer, receivers):
     stats = _merged_stats(ends, concluded.stats) if args.stats else None
     printer.close(stats, _merged_analyzers(ends, traffic))
     for error in ends[0]["errors"]:
-        print(f"dissect: {error}", file=sys.stderr)
+        tell(str(error))
     if ends[0]["errors"]:
         return 2
     failed = first_failure([*(end["failed"] for end in ends), concluded.failed])

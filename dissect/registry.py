@@ -21,6 +21,7 @@ from .capture.layers import Packet
 from .capture.tables import FRAME_FIELDS, FRAME_FINDINGS, LAYER_KEYS, SHARED_FINDINGS
 from .core import Truncated, Unterminated
 from .core.cursor import new_cursor
+from .core.escape import tell
 from .core.model import new_message
 from .core.tables import FieldTable, FindingTable
 
@@ -246,7 +247,7 @@ def _resolve(target):
 
 def _problem(line):
     _PROBLEMS.append(line)
-    print(f"dissect: {line}", file=sys.stderr)
+    tell(str(line))
 
 
 def check_protocol(cls, name):

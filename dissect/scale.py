@@ -22,6 +22,7 @@ import uuid
 from .capture.sources import STDIN, CaptureFiles, source_name
 from .columnar import EXTRA, Layout, MissingExtra, ParquetParts, TableSink, part_name, prepare_dir, require_arrow
 from .registry import UsageError, load_protocols
+from .core.escape import tell
 from .render.printer import Printer
 from .render.stats import StatsCollector
 from .session import Session
@@ -144,7 +145,7 @@ def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=Fals
     merge.progress.close()
     outcome = merge.outcome
     for error in outcome.errors:
-        print(f"dissect: {error}", file=sys.stderr)
+        tell(str(error))
     if stats:
         Printer(out if out is not None else sys.stdout, format=format, stats=True).close(
             outcome.stats, outcome.analyzers or {})

@@ -7,10 +7,10 @@ display filter, the ``--stats`` counters and the ``--fail-on`` verdict. What it 
 for the API.
 """
 
-import sys
 
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds, is_abuse_record
 from .core import SEVERITY_RANK
+from .core.escape import tell
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import Pipeline
 from .registry import Registry, UsageError, all_field_tables, parse_decode_as
@@ -155,7 +155,7 @@ def first_failure(reasons):
 def explain_failure(reason, filtered):
     """With -Y, a finding that fails the run may sit in a frame that is not shown: stderr says which it was."""
     if reason and filtered and not reason.shown:
-        print(f"dissect: --fail-on: {reason}", file=sys.stderr)
+        tell(f"--fail-on: {reason}")
 
 
 def abuse_options(args):

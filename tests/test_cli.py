@@ -241,7 +241,7 @@ def test_control_characters_are_escaped(tmp_path):
         assert "\\x1b[2J" in out or flags == ["-x"]
 
 
-# A bidi override, an isolate, a zero-width space, a line separator, a BOM; and DEL, which JSON keeps raw
+# A bidi override, an isolate, a zero-width space, a line separator, a BOM, DEL
 HIDDEN = "\u202eevil\u202c \u2066x\u2069 \u200b\u2028\ufeff\x7f"
 
 
@@ -255,16 +255,20 @@ def test_json_writes_the_characters_a_terminal_acts_on_escaped(tmp_path, view):
     import teeframe_peer as tf
     path = tmp_path / "hidden.pcap"
     c1_name = "\x9b31mred\x85"  # latin-1 bytes 9B and 85: CSI and NEL once decoded
+    ascii_name = "an ascii name\x7f with DEL"  # no byte above 0x7f: the writers' ASCII paths
     frames = [capkit.ethernet(capkit.udp_packet("10.0.0.1", 26000, "10.0.0.7", 40000,
                                                 nq.ccrep_server_info("1.2.3.4:26000", c1_name, "e1m1", 1, 8))),
+              capkit.ethernet(capkit.udp_packet("10.0.0.3", 26000, "10.0.0.7", 40002,
+                                                nq.ccrep_server_info("1.2.3.5:26000", ascii_name, "e1m1", 1, 8))),
               capkit.ethernet(capkit.udp_packet("10.0.0.2", 8303, "10.0.0.7", 40001,
                                                 tf.iext(7, [(HIDDEN, "clan", 276, 5, 1)])))]
     capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, frame) for n, frame in enumerate(frames)])
     code, out, err = run_cli(*view, path)
     assert code == 0, err
-    for char in "\u202e\u202c\u2066\u2069\u200b\u2028\ufeff\x9b\x85":
+    for char in "\u202e\u202c\u2066\u2069\u200b\u2028\ufeff\x9b\x85\x7f":
         assert char not in out, hex(ord(char))
     assert "\\u009b31mred\\u0085" in out  # --stats' server record names the NetQuake host
+    assert "an ascii name\\u007f with DEL" in out
     if "--stats" in view:
         return
     assert "\\u202eevil\\u202c" in out
@@ -275,7 +279,7 @@ def test_json_writes_the_characters_a_terminal_acts_on_escaped(tmp_path, view):
             yield from walk(field["children"])
     names = [field["value"] for record in records if record["kind"] == "frame" for msg in record["messages"]
              for field in walk(msg["fields"]) if field["key"] in ("netquake.control.host_name", "teeframe.client.name")]
-    assert names == [c1_name, HIDDEN]
+    assert names == [c1_name, ascii_name, HIDDEN]
 
 
 def test_arrival_time_formats():
@@ -458,3 +462,54 @@ def test_help_is_as_wide_as_argparse_makes_it(columns, monkeypatch):
     code, out, err = run_cli("--help", env=dict(os.environ, COLUMNS=columns))
     assert code == 0 and err == ""
     assert out == parser.format_help()
+
+
+def _run_without(fd, *args, limit_files=None):
+    """``dissect args`` started with descriptor ``fd`` closed (0: standard input, 1: standard output), or with at
+    most ``limit_files`` descriptors open; return (exit code, stderr)."""
+    def before_exec():
+        if fd is not None:
+            os.close(fd)
+        if limit_files is not None:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit_files, limit_files))
+    proc = subprocess.run([sys.executable, "-m", "dissect", *map(str, args)], stdin=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, cwd=ROOT, preexec_fn=before_exec, timeout=120)
+    return proc.returncode, proc.stderr.decode()
+
+
+def test_a_closed_standard_output_is_an_error_for_what_writes_there_and_none_for_what_does_not(tmp_path):
+    assert _run_without(1, SESSION) == (2, "dissect: standard output: cannot write: it was closed when dissect "
+                                           "started\n")
+    copy = tmp_path / "copy.pcap"
+    assert _run_without(1, "-q", "-w", copy, SESSION) == (0, "")
+    assert open(copy, "rb").read() == open(SESSION, "rb").read()
+
+
+def test_a_closed_standard_input_is_an_error():
+    assert _run_without(0, "-") == (2, "dissect: standard input: cannot read: it was closed when dissect started\n")
+
+
+def test_jobs_past_the_limit_or_past_the_systems_are_one_line_errors():
+    from dissect.cli import MAX_JOBS
+    for jobs in ("99999999999999999999", str(MAX_JOBS + 1)):
+        code, out, err = run_cli("-j", jobs, SESSION)
+        assert (code, out) == (2, "")
+        assert err == (f"dissect: argument -j/--jobs: expected a number of processes from 0 (one per core) to "
+                       f"{MAX_JOBS}, got '{jobs}'\n")
+    # a pipe's two descriptors for each worker: 40 workers cannot start with 48 descriptors
+    assert _run_without(None, "-j", 40, SESSION, limit_files=48) == (
+        2, "dissect: -j 40: cannot start the worker processes: Too many open files\n")
+
+
+def test_file_and_interface_names_reach_standard_error_escaped(tmp_path):
+    hostile = "\x1b]0;pwned\x07\x1b[31mx\u202e"
+    missing = tmp_path / f"{hostile}.pcap"
+    escaped = "\\x1b]0;pwned\\x07\\x1b[31mx\\u202e"
+    code, _, err = run_cli(missing)
+    assert code == 2 and err == f"dissect: {tmp_path}/{escaped}.pcap: cannot open: No such file or directory\n"
+    code, _, err = run_cli("-w", tmp_path / hostile / "out.pcap", SESSION)
+    assert code == 2 and err == f"dissect: {tmp_path}/{escaped}/out.pcap: cannot write: No such file or directory\n"
+    code, _, err = run_cli("-i", hostile)
+    assert code == 2 and err.startswith(f"dissect: no such interface: {escaped} (interfaces: ")
+    assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err

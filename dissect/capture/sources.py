@@ -66,6 +66,8 @@ def _open_raw(source):
     if hasattr(source, "read"):
         return source if hasattr(source, "peek") else io.BufferedReader(_Readable(source), READ_BUFFER)
     if source == STDIN:
+        if sys.stdin is None:
+            raise CaptureError("standard input: cannot read: it was closed when dissect started")
         return sys.stdin.buffer
     try:
         return open(source, "rb", buffering=READ_BUFFER)

@@ -59,21 +59,22 @@ cdef extern from *:
     }
 
     /* Whether none of eight bytes needs an escape: (w - 0x20..) & ~w sets the high bit of a byte below 0x20, the
-       same of w ^ 0x22.. and of w ^ 0x5c.. less 0x01.. that of a '"' and of a '\\' (UTF-8's bytes above 0x7f are
-       masked by ~w). */
+       same of w ^ 0x22.., of w ^ 0x5c.. and of w ^ 0x7f.. less 0x01.. that of a '"', a '\\' and a DEL (UTF-8's bytes
+       above 0x7f are masked by ~w). */
     static inline int dissect_json_plain8(const unsigned char *text) {
         const unsigned long long ones = 0x0101010101010101ULL;
-        unsigned long long word, quote, backslash;
+        unsigned long long word, quote, backslash, del;
         memcpy(&word, text, 8);
         quote = word ^ (0x22 * ones);
         backslash = word ^ (0x5c * ones);
-        return !((((word - 0x20 * ones) & ~word) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash))
-                 & (0x80 * ones));
+        del = word ^ (0x7f * ones);
+        return !((((word - 0x20 * ones) & ~word) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash)
+                  | ((del - ones) & ~del)) & (0x80 * ones));
     }
 
     static inline char *dissect_json_escape(char *out, unsigned char c) {
         static const char hex[] = "0123456789abcdef";
-        if (c >= 0x20 && c != '"' && c != '\\\\') {
+        if (c >= 0x20 && c != '"' && c != '\\\\' && c != 0x7f) {
             *out++ = (char)c;
             return out;
         }

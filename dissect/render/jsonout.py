@@ -9,7 +9,7 @@ encoded even so is written as a minimal record of the same kind carrying a ``dis
 finding.
 
 JSON may hold any character raw inside a string; the few that a terminal acts on or that change how text
-around them displays (the C1 controls, bidi marks, overrides and isolates, zero-width characters, the line
+around them displays (DEL and the C1 controls, bidi marks, overrides and isolates, zero-width characters, the line
 and paragraph separators, the byte-order mark) are written as \\u escapes instead, so that a hostile name in
 a capture cannot reach a terminal raw. A JSON reader gets the same string. (The compiled writer of frame
 records escapes them in C, jsonout.pxd; what orjson writes is escaped here.)
@@ -33,24 +33,24 @@ def _orjson():
 
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what orjson writes as a number
 
-# The characters written escaped (see the module's docstring). In UTF-8 each begins with one of the lead bytes
-# C2, D8, E2 and EF, looked for first: most records hold none, or are ASCII.
-_ESCAPED = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# The characters written escaped (see the module's docstring). In UTF-8 each is DEL or begins with one of the lead
+# bytes C2, D8, E2 and EF, looked for first: most records hold none.
+_ESCAPED = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def terminal_safe_utf8(data):
     """JSON text as UTF-8 with the characters of the module's docstring escaped."""
     # One byte each, with find: a memchr (longer needles are slow), and no TypeError raised and cleared inside, as
     # ``in`` does (bytes.__contains__ first tries its operand as an int).
-    if data.isascii() or (data.find(b"\xc2") < 0 and data.find(b"\xe2") < 0 and data.find(b"\xd8") < 0
-                          and data.find(b"\xef") < 0):
+    if data.find(b"\x7f") < 0 and (data.isascii() or (data.find(b"\xc2") < 0 and data.find(b"\xe2") < 0
+                                                       and data.find(b"\xd8") < 0 and data.find(b"\xef") < 0)):
         return data
     return terminal_safe_text(data.decode("utf-8")).encode("utf-8")
 
 
 def terminal_safe_text(text):
     """``terminal_safe_utf8`` for JSON text as a str."""
-    if text.isascii():
+    if text.isascii() and "\x7f" not in text:
         return text
     return _ESCAPED.sub(lambda found: _u_escape(found.group()), text)
 

@@ -6,21 +6,19 @@ import time
 
 from ..capture.layers import LINKTYPE_NAMES
 from ..core import SEVERITIES, SEVERITY_RANK
+from ..core.escape import escaped
 from ..core.model import AnalysisRecord, display_of
 from ..core.fmt import decimal_text, endpoint
 from .output import utf8_output
 from ..registry import load_protocols
 
-# Text from packets reaches the terminal only as printable characters: control characters, terminal
-# escapes and the invisible format characters (bidi overrides and isolates, line separators, joiners),
-# which can make a name display reversed or hide text, are shown escaped, as Python writes them.
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Text from packets reaches the terminal only as printable characters (core/escape.py).
 
 
 def safe(text):
     if _printable(text) if _COMPILED else text.isprintable():
         return text
-    return _escaped(text)
+    return escaped(text)
 
 
 # Compiled, a text of ASCII characters is checked eight bytes a step in C (-V on query traffic: safe took 230 M
@@ -33,26 +31,9 @@ def _printable(text):
     return found == 1 if found >= 0 else text.isprintable()
 
 
-def _escaped(text):
-    return "".join(char if char.isprintable() else _escape(char) for char in text)
-
-
-def _escape(char):
-    named = _NAMED_ESCAPES.get(char)
-    if named is not None:
-        return named
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
 INDENT = ["    " * depth for depth in range(16)]
 SEVERITY_COLOR = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "note": "\x1b[36m", "chat": "\x1b[2m"}
 RESET = "\x1b[0m"
-
 
 
 def protocol_title(key):
