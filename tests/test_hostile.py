@@ -64,6 +64,17 @@ def test_endless_out_of_order_window_is_cut_and_later_traffic_decodes(tmp_path):
     assert len(netquake) == 1 and netquake[0]["messages"][0]["findings"] == []
 
 
+def test_gaps_still_open_at_the_capture_end_are_summed_up_per_stream(tmp_path):
+    path = tmp_path / "held.pcap"
+    hostile.write_held(path, 4 * 10, streams=4)   # 4 streams: 10 one-byte segments, each after a gap
+    _, out, _ = run_cli("-T", "jsonl", path)
+    ends = [r for r in jsonl(out) if r["kind"] == "analysis" and r["name"] == "capture_end"]
+    assert [r["result"]["stream"] for r in ends] == [0, 1, 2, 3]
+    for r in ends:  # the first gap is 2 bytes (offsets 0 and 1), the nine between the segments 1 byte each
+        assert [(f["code"], f["message"].split(";")[0]) for f in r["findings"]] == [
+            ("tcp.lost_segment", "11 bytes of the stream in 10 gaps never arrived (lost segments)")]
+
+
 def test_overlapping_fragment_flood(tmp_path):
     path = tmp_path / "fragments.pcap"
     hostile.write_fragments(path, 8000)

@@ -189,21 +189,36 @@ def test_unfinished_lines_of_all_streams_share_one_budget(monkeypatch):
     import dissect.dissectors.soldat as soldat_module
     from dissect.capture.reassembly import Chunk
     from dissect.registry import Registry
-    monkeypatch.setattr(soldat_module, "MAX_HELD", 250)
+    budget = 2 * (100 + soldat_module.PIECE_COST) + 50  # two lines' first 100 bytes, in one piece each, fit
+    monkeypatch.setattr(soldat_module, "MAX_HELD", budget)
     soldat = Registry().get("soldat")
     parsers = [soldat.stream_parser() for _ in range(3)]
     entry = list(sp.SERVERS[0])
     entry[7] = "a long server name " * 10
     line = sp.server_entry(entry)
     out = [parser.feed(Chunk(line[:100], i + 1, 54), True, None) for i, parser in enumerate(parsers)]
-    assert out[:2] == [[], []] and soldat.held == 200
+    assert out[:2] == [[], []] and soldat.held == 2 * (100 + soldat_module.PIECE_COST)
     (cut,) = out[2]
     assert cut.length == 100 and cut.frames == [3]
-    assert codes(cut).count("soldat.line_too_long") == 1 and "250 bytes" in cut.findings[-1].message
+    assert codes(cut).count("soldat.line_too_long") == 1 and f"{budget} bytes" in cut.findings[-1].message
     rest = line[100:] + sp.list_end()
     finished = [parser.feed(Chunk(rest, 9, 54), True, None) for parser in parsers]
     assert [[m.name for m in msgs] for msgs in finished] == [["server", "list_end"]] * 2 + [["list_end"]]
     assert finished[0][0].frames == [1, 9] and soldat.held == 0
+
+
+def test_a_line_sent_a_byte_a_segment_costs_its_pieces_in_the_budget():
+    from dissect.capture.reassembly import Chunk
+    from dissect.dissectors.soldat import PIECE_COST
+    from dissect.registry import Registry
+    soldat = Registry().get("soldat")
+    parser = soldat.stream_parser()
+    line = sp.server_entry(sp.SERVERS[0])
+    for n in range(len(line) - 1):
+        assert parser.feed(Chunk(line[n:n + 1], n + 1, 54), True, None) == []
+    assert parser.size == len(line) - 1 and soldat.held == (len(line) - 1) * (1 + PIECE_COST)
+    (msg,) = parser.feed(Chunk(line[-1:], len(line), 54), True, None)
+    assert msg.name == "server" and msg.frames == list(range(1, len(line) + 1)) and soldat.held == 0
 
 
 def test_a_number_of_5000_digits_is_a_bad_value_and_decoding_goes_on():

@@ -114,8 +114,8 @@ def _interleaved(path, streams, count, payload):
     out.close()
 
 
-def write_held(path, count):
-    _interleaved(path, 4096, count, lambda i: (2 + 2 * i, b"g"))  # byte 0 never comes; nor does every other one
+def write_held(path, count, streams=4096):
+    _interleaved(path, streams, count, lambda i: (2 + 2 * i, b"g"))  # byte 0 never comes; nor does every other one
 
 
 def write_lines(path, count):

@@ -283,10 +283,12 @@ class TcpReassembler:
         MAX_PENDING_SEGMENTS such ends a direction, within the bytes held in all; behind them (a retransmission) they
         are nothing new."""
         ahead = seq_diff(seq, side.next_seq)
-        if ahead > 0:
-            if len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total \
-                    and side.next_off + ahead not in side.cuts:
-                side.cuts[side.next_off + ahead] = (size, frame)
+        at = side.next_off + ahead
+        if ahead > 0 and at in side.cuts:
+            side.cuts[at] = (size, frame)  # the same segment cut again: the later frame says so
+        elif ahead > 0:
+            if len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total:
+                side.cuts[at] = (size, frame)
                 self._charge(side, SEGMENT_COST)
         elif ahead == 0:
             self._cut_gap(side, size, frame, delivery)

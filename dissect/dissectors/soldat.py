@@ -14,7 +14,8 @@ Limits, so that what one line costs does not grow with what a peer sends: a line
 is at most MAX_LINE bytes (a longer one is cut there before it is decoded, and
 parsing resumes after its ``\\n``); the first MAX_FIELDS fields of a line are
 split, the rest only counted; a number has at most MAX_DIGITS digits; the
-unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all.
+unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all, each segment's piece
+counted with PIECE_COST bytes of bookkeeping (so that a line sent a byte a segment is bounded by what it takes).
 """
 
 import re
@@ -33,6 +34,7 @@ MAX_LINE = 65536                 # bytes of one line, its \n included
 MAX_FIELDS = 32                  # fields split per line: the longest layout has 19
 MAX_DIGITS = 20                  # digits of a number: every numeric field fits in far fewer
 MAX_HELD = 16 * 1024 * 1024      # bytes of unfinished lines held across all streams of a run
+PIECE_COST = 160                 # bytes each segment's piece of an unfinished line costs beyond its data
 MAX_QUOTED = 64                  # characters of a field's text quoted in a finding or an info line
 PLAIN_DIGITS = 18                # digits of a number the field loop reads itself: any such number fits 64 bits
 
@@ -675,7 +677,7 @@ class LineParser:
         self.pieces = []             # the unfinished line's bytes, as they came (joined once, when it ends)
         self.size = 0                # their length in all
         self.spans = []              # (frame, frame_offset, length) of the buffered bytes
-        self.counted = 0             # bytes of the buffer counted in the run's budget (dissector.held)
+        self.counted = 0             # bytes of the pieces counted in the run's budget (dissector.held)
         self.skipping = False        # drop everything up to the next \n
         self.after_gap = False       # bytes were lost: resume at the next line start
         self.lost = False            # bytes were lost since the last line: the next one says so
@@ -699,7 +701,7 @@ class LineParser:
                 elif self.size >= MAX_LINE:
                     messages.append(self._line(tree, packet))  # the decoder reports the cut
                     self.skipping = True
-                elif self.dissector.held - self.counted + self.size > MAX_HELD:
+                elif self.dissector.held - self.counted + self._cost() > MAX_HELD:
                     messages.append(self._cut(tree, packet))
             start = self._resume(data, stop)
         self._hold()
@@ -752,8 +754,13 @@ class LineParser:
 
     def _hold(self):
         """Count what this parser keeps for the next segment in the run's budget."""
-        self.dissector.held += self.size - self.counted
-        self.counted = self.size
+        cost = self._cost()
+        self.dissector.held += cost - self.counted
+        self.counted = cost
+
+    def _cost(self):
+        """What the unfinished line holds: its bytes, and the bookkeeping of each piece (one a segment)."""
+        return self.size + PIECE_COST * len(self.pieces)
 
     def _release(self):
         self.dissector.held -= self.counted
