@@ -12,7 +12,7 @@ from .analysis.base import Analyzer
 from .capture.files import Frame
 from .capture.layers import Packet, count_cut, decode_frame, tcp_flag_text
 from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
-from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS
+from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS, TCP_FINDINGS
 from .core import AnalysisRecord
 from .core.fmt import endpoint
 from .registry import dissect_message
@@ -20,6 +20,7 @@ from .registry import dissect_message
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 CUT = "ended inside a line"
 HELD = "held this line behind lost bytes until the capture ended"
+MAX_END_MESSAGES = 8192  # messages dissected, in all, from the bytes still held behind gaps when the capture ends
 
 
 @cython.freelist(16)
@@ -299,24 +300,42 @@ class Pipeline:
                                      msg.findings, f"stream {stream.index} {why}: {msg.info}")]
 
     def finish(self):
-        records = []
+        records, budget = [], [MAX_END_MESSAGES]
         for delivery in self.tcp.finish():
             stream = delivery.stream
+            orphans = self._held_messages(delivery, budget) if stream.dissector is not None else []
             if delivery.findings:  # bytes declared lost now that the capture has ended
                 records.append(AnalysisRecord("tcp", "capture_end", [], {"stream": stream.index},
                                               delivery.findings, f"stream {stream.index}: bytes held behind a gap "
                                                                  f"when the capture ended"))
+            records += orphans
             if stream.dissector is not None:
-                for direction, piece in delivery.pieces:
-                    if isinstance(piece, Gap):
-                        _gap(stream.parsers[direction], piece)
-                    else:
-                        for msg in stream.parsers[direction].feed(piece, self.tree, None):
-                            records += self._orphan(stream, direction, msg, HELD)
                 records += self._close_stream(stream, None, None)
         for analyzer in self.analyzers.values():
             records.extend(analyzer.finish())
         self.traffic.finish()  # its rules look across conversations: Session.finish concludes them
+        return records
+
+    def _held_messages(self, delivery, budget):
+        """The records of the messages in what ``delivery`` frees from behind gaps at the capture's end. They wait to
+        be shown in order with the end's other records, so ``budget[0]`` messages are dissected in all; past it, the
+        bytes go to the parsers as lost, and the delivery's findings say how many."""
+        stream, records, skipped = delivery.stream, [], 0
+        for direction, piece in delivery.pieces:
+            parser = stream.parsers[direction]
+            if isinstance(piece, Gap):
+                _gap(parser, piece)
+            elif budget[0] <= 0:
+                skipped += len(piece.data)
+                _gap(parser, Gap(len(piece.data), piece.frame))
+            else:
+                for msg in parser.feed(piece, self.tree, None):
+                    budget[0] -= 1
+                    records += self._orphan(stream, direction, msg, HELD)
+        if skipped:
+            delivery.findings.append(TCP_FINDINGS.buffer_limit.at(
+                f"{skipped} bytes held behind gaps were not dissected: more than {MAX_END_MESSAGES} messages of all "
+                f"streams waited behind gaps when the capture ended"))
         return records
 
     def _corrupt(self, frame):

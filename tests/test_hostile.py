@@ -140,3 +140,29 @@ def test_5000_digit_decimals_are_not_numbers_and_4000_digit_ones_are(tmp_path):
         assert [(s["offset"], s["length"], s["value"]) for s in scores] == \
             [(10207 + 9010 * i, 4001, "9" * 4000) for i in range(6)]  # a number, written as a string in JSON
         assert not any(code.endswith(("internal_error", "dissector_error")) for code in codes([frame]))
+
+
+def test_what_the_capture_end_frees_from_behind_gaps_is_dissected_within_a_budget(tmp_path, monkeypatch):
+    import soldat_peer as sp
+
+    import dissect
+    import dissect.pipeline
+    monkeypatch.setattr(dissect.pipeline, "MAX_END_MESSAGES", 5)
+    line, request = sp.server_entry(sp.SERVERS[0]), sp.request()
+    path = tmp_path / "held-lines.pcap"
+    # 3 streams: a request (sent twice), the first server line lost, then 4 held behind it until the end
+    hostile._interleaved(path, 3, 3 * 6,
+                         lambda i: (0, request) if i < 2 else (len(request) + (i - 1) * len(line), line))
+    with dissect.open(path) as capture:
+        records = [r.to_dict() for r in capture]
+    held = [r for r in records if r["kind"] == "analysis" and r["name"] == "stream_end"]
+    shown = sorted((r["result"]["stream"], r["result"]["message"]) for r in held)
+    assert shown == [(0, "server")] * 4 + [(1, "server")]
+    assert [r["frames"][0] for r in held] == sorted(r["frames"][0] for r in held)  # shown in their frames' order
+    ends = {r["result"]["stream"]: [f["message"].split(";")[0].split(" (")[0] for f in r["findings"]]
+            for r in records if r["kind"] == "analysis" and r["name"] == "capture_end"}
+    skipped = "bytes held behind gaps were not dissected: more than 5 messages of all streams waited behind gaps " \
+              "when the capture ended"
+    assert ends == {0: [f"{len(line)} bytes of the stream never arrived"],
+                    1: [f"{len(line)} bytes of the stream never arrived", f"{3 * len(line)} {skipped}"],
+                    2: [f"{len(line)} bytes of the stream never arrived", f"{4 * len(line)} {skipped}"]}

@@ -5,6 +5,9 @@
 - window:     one TCP stream whose first segment never arrives, then N one-byte segments after the gap
 - held:       4,096 TCP streams interleaved, each holding N / 4,096 one-byte segments behind a gap that never fills
 - lines:      4,090 TCP streams interleaved, each an unfinished Soldat line of N / 4,090 segments of 1,400 bytes
+- trickle:    4,090 TCP streams interleaved, each an unfinished Soldat line sent one byte a segment
+- ending:     4,096 TCP streams interleaved, each a Soldat request, then server lines held behind a lost one
+              until the capture ends
 - fragments:  N overlapping IPv4 fragments of datagrams that never complete
 - blocks:     pcapng with N packet blocks of nearly 16 MiB each (over the 256 KiB record limit: skipped
               without being held in memory), each followed by a good frame
@@ -32,10 +35,11 @@ import soldat_peer as sp  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
 FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "held": 1_600_000, "lines": 200_000,
-              "fragments": 200_000, "blocks": 16,
-              "digits": 2_000}
+              "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "digits": 2_000}
 FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda n: n // 4096 * 4096 + 4096,
-          "lines": lambda n: n // 4090 * 4090 + 4090, "blocks": lambda n: 2 * n}
+          "lines": lambda n: n // 4090 * 4090 + 4090, "trickle": lambda n: n // 4090 * 4090 + 4090,
+          "ending": lambda n: n // 4096 * 4096 + 4096,
+          "blocks": lambda n: 2 * n}
 SUFFIXES = {"blocks": "pcapng"}
 BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
 
@@ -122,6 +126,16 @@ def write_lines(path, count):
     _interleaved(path, 4090, count, lambda i: (1400 * i, (b"g\xa9" if i == 0 else b"") + b"A" * (1400 - 2 * (i == 0))))
 
 
+def write_trickle(path, count):
+    # the first segment holds a type and its separator, so that the stream is claimed
+    _interleaved(path, 4090, count, lambda i: (0, b"g\xa9") if i == 0 else (i + 1, b"A"))
+
+
+def write_ending(path, count):
+    line, request = sp.server_entry(sp.SERVERS[0]), sp.request()
+    _interleaved(path, 4096, count, lambda i: (0, request) if i < 2 else (len(request) + (i - 1) * len(line), line))
+
+
 def write_fragments(path, count):
     out = _Writer(path)
     for i in range(count):
@@ -163,7 +177,7 @@ def write_digits(path, count):
 
 
 WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,
-           "lines": write_lines, "fragments": write_fragments,
+           "lines": write_lines, "trickle": write_trickle, "ending": write_ending, "fragments": write_fragments,
            "blocks": write_blocks, "digits": write_digits}
 
 
