@@ -12,7 +12,7 @@ from .capture.sources import CaptureFiles, rereadable
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
 from .core.escape import tell
-from .progress import Progress
+from .progress import Progress, on_terminal
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
 from .render.output import BatchedOutput, OutputError
@@ -470,7 +470,7 @@ def _tune_garbage_collector():
 
 def _read_files(files, session):
     """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped."""
-    progress = Progress(files.paths) if sys.stderr.isatty() else None
+    progress = Progress(files.paths) if on_terminal() else None
     try:
         for frame in files:
             session.frame(frame)

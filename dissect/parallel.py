@@ -20,7 +20,6 @@ import fcntl
 import itertools
 import multiprocessing
 import os
-import sys
 import zlib
 from array import array
 from _socket import AF_INET, AF_INET6, inet_pton
@@ -31,7 +30,7 @@ from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ip_pair
 from .core.escape import tell
-from .progress import Progress
+from .progress import Progress, on_terminal
 from .registry import UsageError, parse_decode_as
 from .render.printer import Printer
 from .render.stats import StatsCollector
@@ -236,7 +235,7 @@ def _printer(args, out):
 def _merge(args, printer, receivers):
     out = printer.out
     json = printer.json
-    progress = Progress(args.files) if sys.stderr.isatty() else None
+    progress = Progress(args.files) if on_terminal() else None
     # The parent's own session concludes the run: the abuse analysis, which it counts itself from the
     # workers' messages in frame order (exactly as one process), and the records that analysis writes.
     concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,

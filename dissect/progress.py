@@ -5,6 +5,11 @@ import sys
 import time
 
 
+def on_terminal():
+    """Whether standard error is a terminal (False where there is none: ``2>&-``)."""
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
 class Progress:
     """``show`` redraws the line at most twice a second; ``done`` clears it. Files under MIN_SIZE get none."""
 

@@ -293,7 +293,7 @@ class TaskProgress:
 
     def __init__(self, jobs, stream, show=None):
         self.stream = stream
-        self.show = stream.isatty() if show is None else show
+        self.show = stream is not None and (stream.isatty() if show is None else show)
         self.sizes = {job.index: _size(job.path) for job in jobs}
         self.total = len(jobs)
         self.done = 0

@@ -486,6 +486,16 @@ def test_a_closed_standard_output_is_an_error_for_what_writes_there_and_none_for
     assert open(copy, "rb").read() == open(SESSION, "rb").read()
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_closed_standard_error_leaves_the_exit_status_and_standard_output_as_they_are(jobs):
+    args = ["-j", jobs, "-T", "jsonl", "/nonexistent.pcap", SESSION]
+    proc = subprocess.run([sys.executable, "-m", "dissect", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          cwd=ROOT, preexec_fn=lambda: os.close(2), timeout=120)
+    code, out, err = run_cli(*args)
+    assert (code, err) == (2, "dissect: /nonexistent.pcap: cannot open: No such file or directory\n")
+    assert proc.returncode == 2 and proc.stdout.decode() == out and len(jsonl(out)) == 58  # the other file's records
+
+
 def test_a_closed_standard_input_is_an_error():
     assert _run_without(0, "-") == (2, "dissect: standard input: cannot read: it was closed when dissect started\n")
 

@@ -22,8 +22,14 @@ def printable(text):
 
 def tell(line):
     """One line to standard error as ``dissect: line``, escaped: what it quotes (a path, an interface, a field
-    value) never reaches the terminal raw."""
-    print(f"dissect: {printable(line)}", file=sys.stderr)
+    value) never reaches the terminal raw. Without a standard error (``2>&-``) the line is dropped, and the
+    command goes on to its exit status."""
+    if sys.stderr is None:  # print would write to standard output instead
+        return
+    try:
+        print(f"dissect: {printable(line)}", file=sys.stderr)
+    except (OSError, ValueError):  # closed, or a descriptor the system reused for a file not open for writing
+        pass
 
 
 def _escape(char):
