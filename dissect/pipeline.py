@@ -11,7 +11,7 @@ from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
 from .analysis.base import Analyzer
 from .capture.files import Frame
 from .capture.layers import Packet, count_cut, decode_frame, tcp_flag_text
-from .capture.reassembly import Gap, IPv4Defragmenter, TcpReassembler
+from .capture.reassembly import Chunk, Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS, TCP_FINDINGS
 from .core import AnalysisRecord
 from .core.fmt import endpoint
@@ -20,7 +20,8 @@ from .registry import dissect_message
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
 CUT = "ended inside a line"
 HELD = "held this line behind lost bytes until the capture ended"
-MAX_END_MESSAGES = 8192  # messages dissected, in all, from the bytes still held behind gaps when the capture ends
+MAX_END_MESSAGES = 8192  # messages kept, in all, from the bytes still held behind gaps when the capture ends
+END_SLICE = 1024         # bytes of those fed at a time, at least (a parser resynchronizes within what it is given)
 
 
 @cython.freelist(16)
@@ -264,7 +265,7 @@ class Pipeline:
                 return
             stream.probed += 1
             if stream.probed >= PROBE_SEGMENTS:
-                stream.ignored = True
+                self.tcp.ignore(stream)
                 return
 
     def _stream_message(self, record, stream, direction, msg):
@@ -318,23 +319,33 @@ class Pipeline:
 
     def _held_messages(self, delivery, budget):
         """The records of the messages in what ``delivery`` frees from behind gaps at the capture's end. They wait to
-        be shown in order with the end's other records, so ``budget[0]`` messages are dissected in all; past it, the
-        bytes go to the parsers as lost, and the delivery's findings say how many."""
+        be shown in order with the end's other records, so ``budget[0]`` messages are kept in all. The bytes are fed
+        in slices of END_SLICE bytes or more, so that only a slice's messages are ever made past the budget; the
+        bytes of those, and all after them, are not shown, and the delivery's findings say how many."""
         stream, records, skipped = delivery.stream, [], 0
         for direction, piece in delivery.pieces:
             parser = stream.parsers[direction]
             if isinstance(piece, Gap):
                 _gap(parser, piece)
-            elif budget[0] <= 0:
-                skipped += len(piece.data)
-                _gap(parser, Gap(len(piece.data), piece.frame))
-            else:
-                for msg in parser.feed(piece, self.tree, None):
-                    budget[0] -= 1
-                    records += self._orphan(stream, direction, msg, HELD)
+                continue
+            data, start = piece.data, 0
+            while start < len(data):
+                if budget[0] <= 0:
+                    skipped += len(data) - start
+                    _gap(parser, Gap(len(data) - start, piece.frame))
+                    break
+                stop = min(len(data), start + max(budget[0], END_SLICE))
+                for msg in parser.feed(Chunk(data[start:stop], piece.frame, piece.frame_offset + start), self.tree,
+                                       None):
+                    if budget[0] > 0:
+                        budget[0] -= 1
+                        records += self._orphan(stream, direction, msg, HELD)
+                    else:
+                        skipped += msg.length
+                start = stop
         if skipped:
             delivery.findings.append(TCP_FINDINGS.buffer_limit.at(
-                f"{skipped} bytes held behind gaps were not dissected: more than {MAX_END_MESSAGES} messages of all "
+                f"{skipped} bytes held behind gaps are not shown: more than {MAX_END_MESSAGES} messages of all "
                 f"streams waited behind gaps when the capture ended"))
         return records
 

@@ -161,8 +161,27 @@ def test_what_the_capture_end_frees_from_behind_gaps_is_dissected_within_a_budge
     assert [r["frames"][0] for r in held] == sorted(r["frames"][0] for r in held)  # shown in their frames' order
     ends = {r["result"]["stream"]: [f["message"].split(";")[0].split(" (")[0] for f in r["findings"]]
             for r in records if r["kind"] == "analysis" and r["name"] == "capture_end"}
-    skipped = "bytes held behind gaps were not dissected: more than 5 messages of all streams waited behind gaps " \
-              "when the capture ended"
+    skipped = "bytes held behind gaps are not shown: more than 5 messages of all streams waited behind gaps when " \
+              "the capture ended"
     assert ends == {0: [f"{len(line)} bytes of the stream never arrived"],
                     1: [f"{len(line)} bytes of the stream never arrived", f"{3 * len(line)} {skipped}"],
                     2: [f"{len(line)} bytes of the stream never arrived", f"{4 * len(line)} {skipped}"]}
+
+
+def test_the_capture_end_budget_holds_within_one_held_segment_of_many_lines(tmp_path, monkeypatch):
+    import soldat_peer as sp
+
+    import dissect
+    import dissect.pipeline
+    monkeypatch.setattr(dissect.pipeline, "MAX_END_MESSAGES", 5)
+    request, end = sp.request(), sp.list_end()
+    path = tmp_path / "one-held-segment.pcap"
+    # one stream: a request, a lost line, then one segment of 40 list ends held behind it until the capture ends
+    hostile._interleaved(path, 1, 3, lambda i: (0, request) if i < 2 else (len(request) + len(end), end * 40))
+    with dissect.open(path) as capture:
+        records = [r.to_dict() for r in capture]
+    held = [r for r in records if r["kind"] == "analysis" and r["name"] == "stream_end"]
+    assert [r["result"]["message"] for r in held] == ["list_end"] * 5
+    (ending,) = [r for r in records if r["kind"] == "analysis" and r["name"] == "capture_end"]
+    (skipped,) = [f["message"] for f in ending["findings"] if f["code"] == "tcp.buffer_limit"]
+    assert skipped.startswith(f"{35 * len(end)} bytes held behind gaps are not shown")

@@ -136,6 +136,21 @@ def test_held_segments_of_many_streams_cost_their_bookkeeping_against_the_total(
     assert after - before < limit + 200 * 4096, after - before   # the held segments, and the streams themselves
 
 
+def test_an_ignored_stream_holds_nothing_and_gives_back_what_it_held():
+    tcp = TcpReassembler()
+    first = tcp.segment(segment(1, b"x" * 10), 1)
+    tcp.segment(segment(21, b"y" * 10), 2)       # held behind a 10-byte gap
+    assert tcp.total_pending == 10 + SEGMENT_COST
+    tcp.ignore(first.stream)                     # what the pipeline does when no parser takes the stream
+    assert tcp.total_pending == 0 and first.stream.directions[0].pending == {}
+    held = TcpReassembler()
+    other = held.segment(segment(1, b"x" * 10), 1)
+    held.segment(segment(21, b"y" * 10), 2)
+    other.stream.ignored = True                  # ignored with its bytes still held: closing gives them back
+    assert held.segment(segment(31, b"", flags=0x04), 3).closed
+    assert held.total_pending == 0 and not held.streams
+
+
 def test_the_capture_end_sums_up_a_streams_gaps_and_hands_streams_out_one_at_a_time():
     tcp = TcpReassembler()
     for s in range(3):

@@ -165,6 +165,7 @@ class TcpReassembler:
                 self._flush(other, frame, delivery)
             other.closed = True
         delivery.closed = True
+        self._drop(stream)
         popped(self.streams, key)
         put(self.recently_closed, key, True)
 
@@ -333,6 +334,11 @@ class TcpReassembler:
         findings += _summed_up(delivery.findings, [piece for _, piece in delivery.pieces[first:]
                                                    if type(piece) is Gap])
         delivery.findings = findings
+
+    def ignore(self, stream):
+        """No parser takes ``stream``: from now on its segments only open and close it, and it holds no bytes."""
+        stream.ignored = True
+        self._drop(stream)
 
     def _drop(self, stream):
         for side in stream.directions:
