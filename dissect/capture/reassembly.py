@@ -284,11 +284,11 @@ class TcpReassembler:
         MAX_PENDING_SEGMENTS such ends a direction, within the bytes held in all; behind them (a retransmission) they
         are nothing new."""
         ahead = seq_diff(seq, side.next_seq)
-        at = side.next_off + ahead
-        if ahead > 0 and at in side.cuts:
-            side.cuts[at] = (size, frame)  # the same segment cut again: the later frame says so
-        elif ahead > 0:
-            if len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total:
+        if ahead > 0:
+            at = side.next_off + ahead
+            if at in side.cuts:
+                side.cuts[at] = (size, frame)  # the same segment cut again: the later frame says so
+            elif len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total:
                 side.cuts[at] = (size, frame)
                 self._charge(side, SEGMENT_COST)
         elif ahead == 0:
@@ -327,13 +327,12 @@ class TcpReassembler:
         summed up, one of each kind, however many gaps there were."""
         if not (side.pending or side.cuts):
             return
-        findings, delivery.findings = delivery.findings, []
-        first = len(delivery.pieces)
+        first_finding, first_piece = len(delivery.findings), len(delivery.pieces)
         while side.pending or side.cuts:
             self._skip_gap(side, frame, delivery)
-        findings += _summed_up(delivery.findings, [piece for _, piece in delivery.pieces[first:]
-                                                   if type(piece) is Gap])
-        delivery.findings = findings
+        delivery.findings[first_finding:] = _summed_up(delivery.findings[first_finding:],
+                                                       [piece for _, piece in delivery.pieces[first_piece:]
+                                                        if type(piece) is Gap])
 
     def ignore(self, stream):
         """No parser takes ``stream``: from now on its segments only open and close it, and it holds no bytes."""
