@@ -18,6 +18,9 @@ cdef Py_ssize_t ETHERNET_TEXTS
 cdef dict _ethernet_texts
 @cython.locals(text=str)
 cpdef str _ethernet_summary(bytes data)
+cpdef str _ip_summary(version, src, dst)
+cpdef str _udp_summary(sport, dport)
+cpdef str _tcp_summary(sport, dport, seq, flags)
 cdef dict IP_TITLES
 cdef Py_ssize_t PORT_SLOTS
 cdef int[::1] _port_numbers
@@ -27,6 +30,9 @@ cdef object _port(int number)
 
 cdef class Layer:
     cdef public object key, offset, length, _describe, _args
+
+@cython.locals(args=tuple)
+cpdef str layer_summary(Layer layer)
 
 cdef class Packet:
     cdef public object _layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id

@@ -54,7 +54,22 @@ class Layer:
 
     @property
     def summary(self):
-        return self._describe(*self._args) if callable(self._describe) else self._describe
+        return layer_summary(self)
+
+
+def layer_summary(layer):
+    """``layer.summary``: its text, made when a view shows it. The lower layers' own describers are called
+    directly (C calls when compiled: -V writes a few lines of these a frame)."""
+    describe, args = layer._describe, layer._args
+    if describe is _ip_summary:
+        return _ip_summary(args[0], args[1], args[2])
+    if describe is _udp_summary:
+        return _udp_summary(args[0], args[1])
+    if describe is _ethernet_summary:
+        return _ethernet_summary(args[0])
+    if describe is _tcp_summary:
+        return _tcp_summary(args[0], args[1], args[2], args[3])
+    return describe(*args) if callable(describe) else describe
 
 
 def _add_layer(packet, key, offset, length, describe, args=()):

@@ -3,7 +3,7 @@
 
 cimport cython
 from dissect.core.model cimport AnalysisRecord, Field, Finding, Message, display_of
-from dissect.capture.layers cimport Layer, Packet
+from dissect.capture.layers cimport Layer, Packet, layer_summary
 from dissect.pipeline cimport FrameRecord
 from dissect.core.fmt cimport decimal_text, digits_back, endpoint
 from dissect.render.output cimport BatchedOutput, utf8_output, dissect_buffer
@@ -300,6 +300,14 @@ cdef extern from *:
     int _tree_keep "dissect_tree_keep" (object key, object name, Py_ssize_t tag, Py_ssize_t start) except -1
 
 cdef _arrival_line(ts)
+cdef Py_ssize_t LINE_TEXTS
+cdef dict _link_lines, _protocols_lines
+cdef str _link_line(linktype)
+@cython.locals(keys=list, layer=Layer, stack=tuple, line=str)
+cdef str _protocols_line(list layers, list messages)
+cdef object _shown_whole
+cdef str _shown_text
+cpdef str _utc_second(whole)
 cdef str _frame_title(FrameRecord record)
 cpdef str _frame_span(frames)
 

@@ -1,10 +1,9 @@
 """Summary lines and field trees, as text."""
 
-import functools
 import math
 import time
 
-from ..capture.layers import LINKTYPE_NAMES
+from ..capture.layers import LINKTYPE_NAMES, layer_summary
 from ..core import SEVERITIES, SEVERITY_RANK
 from ..core.escape import escaped
 from ..core.model import AnalysisRecord, display_of
@@ -288,15 +287,13 @@ class TreeRenderer:
         packet = record.packet
         lines = [_frame_title(record), _arrival_line(record.ts)]
         if record.linktype is not None:
-            lines.append(f"    Link type: {LINKTYPE_NAMES.get(record.linktype, 'unknown')} ({record.linktype})")
+            lines.append(_link_line(record.linktype))
         layers = packet.layers
-        keys = [layer.key for layer in layers]
-        keys += [msg.protocol for msg in record.messages[:1]]
-        lines.append(f"    [Protocols in frame: {':'.join(keys) or 'unknown'}]")
+        lines.append(_protocols_line(layers, record.messages))
         for finding in record.findings:
             lines.append("    " + self._finding(finding))
         for layer in layers:
-            lines.append(safe(layer.summary))
+            lines.append(safe(layer_summary(layer)))
         if packet.tcp_stream is not None:
             lines.append(f"    [Stream index: {packet.tcp_stream}]")
         if not record.messages and record.info:
@@ -429,6 +426,34 @@ def _tree_number(value):
         _tree_text(decimal_text(value))
 
 
+LINE_TEXTS = 256  # link-type and protocol-stack lines kept, by what they show: a capture has a few kinds of frame
+_link_lines = {}
+_protocols_lines = {}
+
+
+def _link_line(linktype):
+    line = _link_lines.get(linktype)
+    if line is None:
+        line = f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
+        if len(_link_lines) < LINE_TEXTS:
+            _link_lines[linktype] = line
+    return line
+
+
+def _protocols_line(layers, messages):
+    """The frame's "[Protocols in frame: eth:ip:udp:...]" line: its layers' keys and its first message's protocol."""
+    keys = [layer.key for layer in layers]
+    if messages:
+        keys.append(messages[0].protocol)
+    stack = tuple(keys)
+    line = _protocols_lines.get(stack)
+    if line is None:
+        line = f"    [Protocols in frame: {':'.join(keys) or 'unknown'}]"
+        if len(_protocols_lines) < LINE_TEXTS:
+            _protocols_lines[stack] = line
+    return line
+
+
 def _arrival_line(ts):
     """A frame's Arrival Time line: ``ts`` as utc_text shows it and as %.6f seconds since the epoch."""
     if _COMPILED and type(ts) is float and 1.0 <= ts < 1e10:
@@ -448,6 +473,13 @@ def utc_text(ts):
         return "invalid time"
 
 
-@functools.lru_cache(maxsize=1)  # frames come many to a second
+_shown_whole = None  # the last whole second shown, and its text: frames come many to a second
+_shown_text = ""
+
+
 def _utc_second(whole):
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole))
+    global _shown_whole, _shown_text
+    if whole != _shown_whole:
+        _shown_text = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole))
+        _shown_whole = whole
+    return _shown_text
