@@ -146,10 +146,11 @@ def as_json_bytes(*records, lines=True):
     return bytes(out.data)
 
 
-# Where the C writers' digit counts change, where CPython stops keeping an int in one digit (2**30, with its 30-bit
-# digits) and a few larger powers, on both sides of zero.
-DIGIT_EDGES = [sign * number for number in (9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 10 ** 8 - 1, 10 ** 8,
-                                            2 ** 30 - 1, 2 ** 30, 10 ** 18, 2 ** 62 - 1, 2 ** 62)
+# Where the C writers' digit counts change (below 10,000 an int's digits are placed at once, pair by pair), where
+# CPython stops keeping an int in one digit (2**30, with its 30-bit digits) and a few larger powers, on both sides
+# of zero.
+DIGIT_EDGES = [sign * number for number in (1, 9, 10, 42, 99, 100, 305, 999, 1000, 1009, 2024, 9999, 10000, 99999,
+                                            10 ** 8 - 1, 10 ** 8, 2 ** 30 - 1, 2 ** 30, 10 ** 18, 2 ** 62 - 1, 2 ** 62)
                for sign in (1, -1)] + [10 ** 19, 10 ** 19 - 1]
 ASCII_TEXTS = ["".join(chr((start + i) % 128) for i in range(size)) for size in range(20) for start in (0, 27, 90)]
 WRITTEN_VALUES = [

@@ -44,13 +44,38 @@ cdef extern from *:
         return size + (number >= 10) + (number >= 100) + (number >= 1000);
     }
 
+    /* The two digits of 0 to 99, at 2 * n. */
+    static const char dissect_pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+
+    /* The digits of a ``number`` below 10000 written from ``out``: how many. Most numbers the views write are
+       offsets, lengths and small values, and the general case (counting the digits, then writing them two at a
+       time) takes twice as long for them. */
+    static inline int dissect_small_decimal(char *out, unsigned number) {
+        if (number < 10) {
+            out[0] = (char)('0' + number);
+            return 1;
+        }
+        if (number < 100) {
+            memcpy(out, dissect_pairs + 2 * number, 2);
+            return 2;
+        }
+        if (number < 1000) {
+            out[0] = (char)('0' + number / 100);
+            memcpy(out + 1, dissect_pairs + 2 * (number % 100), 2);
+            return 3;
+        }
+        memcpy(out, dissect_pairs + 2 * (number / 100), 2);
+        memcpy(out + 2, dissect_pairs + 2 * (number % 100), 2);
+        return 4;
+    }
+
     /* The decimal digits of ``number``, exactly ``size`` of them (dissect_decimal_size), written backwards from
        ``end`` two at a time. */
     static inline void dissect_decimal_back(char *end, unsigned long long number, int size) {
-        static const char pairs[] =
-            "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-            "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-            "8081828384858687888990919293949596979899";
+        const char *pairs = dissect_pairs;
         while (size >= 2) {
             unsigned pair = (unsigned)(number % 100);
             number /= 100;

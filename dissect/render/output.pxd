@@ -80,8 +80,15 @@ cdef extern from *:
        with nothing written, for one beyond (or another object). */
     static inline int dissect_buffer_int(dissect_buffer *buffer, PyObject *value) {
         unsigned long long magnitude;
+        long long small;
         int negative, digits;
         char *out;
+        if (PyLong_CheckExact(value) && dissect_compact_int(value, &small) && small >= 0 && small < 10000) {
+            if (dissect_buffer_reserve(buffer, 4) < 0)
+                return -1;
+            buffer->size += dissect_small_decimal(buffer->data + buffer->size, (unsigned)small);
+            return 1;
+        }
         if (!dissect_magnitude(value, &magnitude, &negative))
             return 0;
         digits = dissect_decimal_size(magnitude);  /* counted first, so that the digits are written in place */
