@@ -79,17 +79,21 @@ def test_a_report_reads_stats_without_the_option():
 
 
 def test_amplification_is_measured_only_where_read():
-    """The abuse analysis's amplification per query (only --stats shows it) is not concluded without it; its
-    counts and its rules' records are."""
+    """What only --stats shows of the abuse analysis is not counted without it: amplification per request type,
+    unsolicited replies per protocol, the bytes each address's queries caused (the top talkers). The rules'
+    counts and records are the same."""
     read = _run("reflection.pcap", stats=True)
     unread = _run("reflection.pcap")
-    kinds_read = read.analyzers["abuse"].amplification
-    kinds_unread = unread.analyzers["abuse"].amplification
-    assert kinds_read.keys() == kinds_unread.keys()
-    for key, kind in kinds_read.items():
-        assert kinds_unread[key].requests == kind.requests and kinds_unread[key].replies == kind.replies
-        assert kinds_unread[key].factors == {} and kinds_unread[key].worst is None
-    assert any(kind.worst is not None for kind in kinds_read.values())
+    abuse_read, abuse_unread = read.analyzers["abuse"], unread.analyzers["abuse"]
+    assert any(kind.worst is not None for kind in abuse_read.amplification.values())
+    assert sum(kind.requests for kind in abuse_read.amplification.values()) > 0
+    assert abuse_unread.amplification == {} and abuse_unread.unsolicited == {}
+    assert abuse_read.unsolicited
+    assert any(host.caused_bytes for host in abuse_read.hosts.values())
+    assert not any(host.caused_bytes or host.answered for host in abuse_unread.hosts.values())
+    for (address, host), (same, kept) in zip(abuse_read.hosts.items(), abuse_unread.hosts.items()):
+        assert (address, host.requests, host.received, host.unsolicited, host.oversize) == \
+            (same, kept.requests, kept.received, kept.unsolicited, kept.oversize)
     summaries = [rec.summary for rec in read.sink.records if rec.kind == "analysis"]
     assert summaries == [rec.summary for rec in unread.sink.records if rec.kind == "analysis"]
     assert any(rec.protocol == "abuse" for rec in unread.sink.records if rec.kind == "analysis")

@@ -142,15 +142,18 @@ class TrafficAnalyzer:
         entry = self._server(server, protocol)
         server = entry.endpoint  # one tuple for the server in every table that holds it
         key = (protocol, request, client, server)
-        kind = self._kind(protocol, request)
-        self._close(key, peek(self.open, key))  # the previous one, which put replaces
+        if self.stats_off:  # only stats() reads amplification: a query is kept only to tell its replies solicited
+            kind = None
+        else:
+            kind = self._kind(protocol, request)
+            self._close(key, peek(self.open, key))  # the previous one, which put replaces
+            kind.requests += 1
+            kind.request_bytes += size
+            kind.request_wire += wire
         evicted = put(self.open, key, _new_query(kind, frame, size, wire))
         if evicted is not None:
             _count_eviction(self.evicted, "queries")
             self._close(evicted[0], evicted[1])
-        kind.requests += 1
-        kind.request_bytes += size
-        kind.request_wire += wire
         host = self._host(client[0])
         held = _peer_count(host.queried)
         host.request(frame, second, server, size, self.window)
@@ -175,10 +178,11 @@ class TrafficAnalyzer:
             host.servers_replying_fast += 1
         query = peek(self.open, (protocol, request, client, server))
         if query is None:
-            self._unsolicited(protocol).add(size, wire)
+            if not self.stats_off:
+                self._unsolicited(protocol).add(size, wire)
             answering.unsolicited += 1
             host.unsolicited += 1
-        else:
+        elif not self.stats_off:  # what the query caused: amplification and the top talkers, which stats() shows
             kind = query.kind
             if not query.replies:
                 kind.answered += 1
@@ -192,8 +196,9 @@ class TrafficAnalyzer:
         limit = self.limits.get(protocol)
         oversize = limit is not None and size > limit
         if oversize:
-            entry = self._unsolicited(protocol)
-            entry.oversize += 1
+            if not self.stats_off:
+                entry = self._unsolicited(protocol)
+                entry.oversize += 1
             answering.oversize += 1
             host.oversize += 1
         if query is None or oversize:
