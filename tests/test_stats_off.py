@@ -8,6 +8,7 @@ import pytest
 from conftest import capture, run_cli
 
 from dissect import Analyzer
+from dissect.analysis.abuse import TrafficAnalyzer
 from dissect.capture.sources import CaptureFiles
 from dissect.pipeline import Pipeline
 from dissect.registry import Registry
@@ -97,6 +98,36 @@ def test_amplification_is_measured_only_where_read():
     summaries = [rec.summary for rec in read.sink.records if rec.kind == "analysis"]
     assert summaries == [rec.summary for rec in unread.sink.records if rec.kind == "analysis"]
     assert any(rec.protocol == "abuse" for rec in unread.sink.records if rec.kind == "analysis")
+
+
+def _query_analyzer(stats_off):
+    analyzer = TrafficAnalyzer([("p", {"req": ("request", "req"), "rep": ("reply", "req")}, None, None, None)])
+    analyzer.stats_off = stats_off
+    return analyzer
+
+
+CLIENT, SERVER = ("10.0.0.1", 1000), ("10.0.0.2", 27960)
+
+
+def test_queries_opened_without_stats_are_not_counted_once_stats_are_read():
+    """A query opened while stats_off was set has no amplification to add to: a reply to it after the flag is
+    cleared, the end of the capture, and a merge into an analyzer that keeps stats count it as answered nowhere."""
+    flipped = _query_analyzer(stats_off=True)
+    flipped.count(1, 1.0, "p", "req", CLIENT, SERVER, None, 20, 62)
+    flipped.stats_off = False
+    flipped.count(2, 1.1, "p", "rep", SERVER, CLIENT, None, 900, 942)
+    flipped.finish()
+    assert flipped.amplification == {}
+    assert flipped.hosts[CLIENT[0]].received == 1 and flipped.hosts[CLIENT[0]].answered == 0
+
+    kept = _query_analyzer(stats_off=False)
+    kept.count(1, 1.0, "p", "req", CLIENT, SERVER, None, 20, 62)
+    unread = _query_analyzer(stats_off=True)
+    unread.count(3, 2.0, "p", "req", ("10.0.0.3", 1000), SERVER, None, 20, 62)
+    kept.merge(unread)
+    kept.finish()
+    [row] = kept.stats()["amplification"]
+    assert (row["protocol"], row["request"], row["requests"], row["answered"]) == ("p", "req", 1, 0)
 
 
 def test_the_stats_record_of_parallel_workers_is_complete():

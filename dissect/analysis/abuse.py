@@ -182,7 +182,9 @@ class TrafficAnalyzer:
                 self._unsolicited(protocol).add(size, wire)
             answering.unsolicited += 1
             host.unsolicited += 1
-        elif not self.stats_off:  # what the query caused: amplification and the top talkers, which stats() shows
+        elif not self.stats_off and query.kind is not None:
+            # what the query caused: amplification and the top talkers, which stats() shows (a query opened while
+            # stats_off was set has no kind: it is not counted)
             kind = query.kind
             if not query.replies:
                 kind.answered += 1
@@ -240,7 +242,7 @@ class TrafficAnalyzer:
 
     def _close(self, key, query):
         """A query ends: its amplification joins its request type's (which only ``stats`` shows)."""
-        if query is not None and not self.stats_off:
+        if query is not None and not self.stats_off and query.kind is not None:
             query.kind.conclude(query, key[2], key[3])
 
     def _kind(self, protocol, request):

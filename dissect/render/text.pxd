@@ -305,8 +305,8 @@ cdef dict _link_lines, _protocols_lines
 cdef str _link_line(linktype)
 @cython.locals(keys=list, layer=Layer, stack=tuple, line=str)
 cdef str _protocols_line(list layers, list messages)
-cdef object _shown_whole
-cdef str _shown_text
+cdef tuple _shown
+@cython.locals(shown=tuple)
 cpdef str _utc_second(whole)
 cdef str _frame_title(FrameRecord record)
 cpdef str _frame_span(frames)

@@ -432,6 +432,8 @@ _protocols_lines = {}
 
 
 def _link_line(linktype):
+    if type(linktype) is not int:  # kept only by an int: 1.0 and True equal 1 but show otherwise
+        return f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
     line = _link_lines.get(linktype)
     if line is None:
         line = f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
@@ -473,13 +475,12 @@ def utc_text(ts):
         return "invalid time"
 
 
-_shown_whole = None  # the last whole second shown, and its text: frames come many to a second
-_shown_text = ""
+_shown = (None, "")  # the last whole second shown and its text, one tuple: frames come many to a second
 
 
 def _utc_second(whole):
-    global _shown_whole, _shown_text
-    if whole != _shown_whole:
-        _shown_text = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole))
-        _shown_whole = whole
-    return _shown_text
+    global _shown
+    shown = _shown
+    if whole != shown[0]:
+        shown = _shown = (whole, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole)))
+    return shown[1]
