@@ -837,3 +837,22 @@ def test_json_escapes_exactly_the_characters_a_terminal_acts_on():
         assert terminal_safe_utf8(text.encode()) == safe.encode()
         assert json.loads(safe) == f"a{chr(code)}b"
         assert safe == (f'"a\\u{code:04x}b"' if code in escaped else text), hex(code)
+
+
+def _link_type_line(linktype):
+    record = record_with([1])
+    record.linktype = linktype
+    out = io.StringIO()
+    TreeRenderer(out).frame(record)
+    return next(line for line in out.getvalue().splitlines() if "Link type" in line)
+
+
+def test_link_type_lines_show_each_link_type_as_it_is_past_the_lines_kept():
+    """The link-type lines are kept by their int (at most 256): a float or a bool equal to a kept int still shows
+    itself, and link types past the kept ones show theirs."""
+    assert _link_type_line(1) == "    Link type: Ethernet (1)"
+    assert _link_type_line(1.0) == "    Link type: Ethernet (1.0)"
+    assert _link_type_line(True) == "    Link type: Ethernet (True)"
+    for linktype in range(1000, 1300):
+        assert _link_type_line(linktype) == f"    Link type: unknown ({linktype})"
+    assert _link_type_line(1) == "    Link type: Ethernet (1)"

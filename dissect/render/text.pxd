@@ -302,6 +302,7 @@ cdef extern from *:
 cdef _arrival_line(ts)
 cdef Py_ssize_t LINE_TEXTS
 cdef dict _link_lines, _protocols_lines
+@cython.locals(kept=bint, line=str)
 cdef str _link_line(linktype)
 @cython.locals(keys=list, layer=Layer, stack=tuple, line=str)
 cdef str _protocols_line(list layers, list messages)

@@ -432,12 +432,11 @@ _protocols_lines = {}
 
 
 def _link_line(linktype):
-    if type(linktype) is not int:  # kept only by an int: 1.0 and True equal 1 but show otherwise
-        return f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
-    line = _link_lines.get(linktype)
+    kept = type(linktype) is int  # kept only by an int: 1.0 and True equal 1 but show otherwise
+    line = _link_lines.get(linktype) if kept else None
     if line is None:
         line = f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
-        if len(_link_lines) < LINE_TEXTS:
+        if kept and len(_link_lines) < LINE_TEXTS:
             _link_lines[linktype] = line
     return line
 
