@@ -10,7 +10,7 @@ cimport cython
 from libc.stdint cimport int64_t
 from dissect.core.model cimport Message
 from dissect.capture.layers cimport Packet
-from dissect.core.bounded cimport BoundedDict, peek, put, refreshed
+from dissect.core.bounded cimport BoundedDict, kept, peek, put, refreshed
 
 cdef dict _DIGITS, _ENDPOINTS
 

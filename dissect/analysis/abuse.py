@@ -27,7 +27,7 @@ from collections import Counter
 
 from ..capture.tables import ABUSE_FINDINGS as W
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, peek, put, refreshed
+from ..core.bounded import BoundedDict, kept, peek, put, refreshed
 from ..core.fmt import endpoint
 
 KEY = W.protocol           # the key of the abuse analysis among the analyzers and in the --stats dict
@@ -878,9 +878,7 @@ def _three_digits(micro):
     """A factor in millionths, to 3 significant digits."""
     factor = _DIGITS.get(micro)
     if factor is None:
-        factor = float(f"{micro / MICRO:.3g}")
-        if len(_DIGITS) < MAX_DIGITS:
-            _DIGITS[micro] = factor
+        factor = kept(_DIGITS, micro, float(f"{micro / MICRO:.3g}"), MAX_DIGITS)
     return factor
 
 
@@ -912,9 +910,7 @@ def _split(text):
     ends = _ENDPOINTS.get(text)
     if ends is None:
         address, _, port = text.rpartition(":")
-        ends = address.strip("[]"), int(port) if port.isdigit() else None
-        if len(_ENDPOINTS) < MAX_ENDPOINTS:
-            _ENDPOINTS[text] = ends
+        ends = kept(_ENDPOINTS, text, (address.strip("[]"), int(port) if port.isdigit() else None), MAX_ENDPOINTS)
     return ends
 
 

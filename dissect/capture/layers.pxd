@@ -3,6 +3,7 @@
 
 cimport cython
 from libc.stdint cimport int64_t
+from dissect.core.bounded cimport kept
 from dissect.core.cursor cimport cut
 from dissect.core.fmt cimport decimal_text
 

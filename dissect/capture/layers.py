@@ -14,6 +14,7 @@ from array import array
 # socket.py's C module: socket.py itself imports selectors and builds its enums, 2 ms of every start-up
 from _socket import AF_INET6, inet_ntop
 
+from ..core.bounded import kept
 from ..core.cursor import cut
 from ..core.fmt import decimal_text
 
@@ -268,9 +269,8 @@ def _ethernet_summary(data):
     addresses = cut(data, 0, 12)
     text = _ethernet_texts.get(addresses)
     if text is None:
-        text = f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}"
-        if len(_ethernet_texts) < ETHERNET_TEXTS:
-            _ethernet_texts[addresses] = text
+        text = kept(_ethernet_texts, addresses, f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}",
+                    ETHERNET_TEXTS)
     return text
 
 

@@ -170,6 +170,14 @@ def popped(table, key):
     return value
 
 
+def kept(table, key, value, limit):
+    """``value``, kept in ``table`` (a plain dict) under ``key`` while the table holds fewer than ``limit`` entries:
+    a table of the first values made, for texts and tuples that repeat. Past the limit values are made afresh."""
+    if len(table) < limit:
+        table[key] = value
+    return value
+
+
 def _empty(table):
     table._slots = {}      # key -> slot
     table._keys = [None]   # slot -> key; slot 0 is the ring's sentinel

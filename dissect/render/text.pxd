@@ -5,6 +5,7 @@ cimport cython
 from dissect.core.model cimport AnalysisRecord, Field, Finding, Message, display_of
 from dissect.capture.layers cimport Layer, Packet, layer_summary
 from dissect.pipeline cimport FrameRecord
+from dissect.core.bounded cimport kept
 from dissect.core.fmt cimport decimal_text, digits_back, endpoint
 from dissect.render.output cimport BatchedOutput, utf8_output, dissect_buffer
 
@@ -13,8 +14,6 @@ cdef _field_lines(fields, Py_ssize_t depth, list lines)
 
 cpdef safe(text)
 cdef bint _COMPILED
-@cython.locals(found=int)
-cdef bint _printable(str text) except -1
 
 cdef extern from *:
     """
@@ -302,8 +301,9 @@ cdef extern from *:
 cdef _arrival_line(ts)
 cdef Py_ssize_t LINE_TEXTS
 cdef dict _link_lines, _protocols_lines
-@cython.locals(kept=bint, line=str)
+@cython.locals(line=str)
 cdef str _link_line(linktype)
+cdef str _link_text(linktype)
 @cython.locals(keys=list, layer=Layer, stack=tuple, line=str)
 cdef str _protocols_line(list layers, list messages)
 cdef tuple _shown

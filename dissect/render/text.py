@@ -5,7 +5,8 @@ import time
 
 from ..capture.layers import LINKTYPE_NAMES, layer_summary
 from ..core import SEVERITIES, SEVERITY_RANK
-from ..core.escape import escaped
+from ..core.bounded import kept
+from ..core.escape import printable
 from ..core.model import AnalysisRecord, display_of
 from ..core.fmt import decimal_text, endpoint
 from .output import utf8_output
@@ -15,19 +16,15 @@ from ..registry import load_protocols
 
 
 def safe(text):
-    if _printable(text) if _COMPILED else text.isprintable():
+    """``core.escape.printable``, a text of printable ASCII passed at once when compiled."""
+    if _COMPILED and _ascii_printable(text) == 1:  # C (text.pxd): 1 for printable ASCII, 0 or -1 for any other
         return text
-    return escaped(text)
+    return printable(text)
 
 
 # Compiled, a text of ASCII characters is checked eight bytes a step in C (-V on query traffic: safe took 230 M
 # instructions with a loop over the characters, 517 M with str.isprintable's Unicode table lookups alone, 61 M now).
 _COMPILED = not __file__.endswith(".py")
-
-
-def _printable(text):
-    found = _ascii_printable(text)  # C (text.pxd): whether an ASCII text is printable; -1 for any other object
-    return found == 1 if found >= 0 else text.isprintable()
 
 
 INDENT = ["    " * depth for depth in range(16)]
@@ -432,13 +429,16 @@ _protocols_lines = {}
 
 
 def _link_line(linktype):
-    kept = type(linktype) is int  # kept only by an int: 1.0 and True equal 1 but show otherwise
-    line = _link_lines.get(linktype) if kept else None
+    if type(linktype) is not int:  # kept only by an int: 1.0 and True equal 1 but show otherwise
+        return _link_text(linktype)
+    line = _link_lines.get(linktype)
     if line is None:
-        line = f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
-        if kept and len(_link_lines) < LINE_TEXTS:
-            _link_lines[linktype] = line
+        line = kept(_link_lines, linktype, _link_text(linktype), LINE_TEXTS)
     return line
+
+
+def _link_text(linktype):
+    return f"    Link type: {LINKTYPE_NAMES.get(linktype, 'unknown')} ({linktype})"
 
 
 def _protocols_line(layers, messages):
@@ -449,9 +449,7 @@ def _protocols_line(layers, messages):
     stack = tuple(keys)
     line = _protocols_lines.get(stack)
     if line is None:
-        line = f"    [Protocols in frame: {':'.join(keys) or 'unknown'}]"
-        if len(_protocols_lines) < LINE_TEXTS:
-            _protocols_lines[stack] = line
+        line = kept(_protocols_lines, stack, f"    [Protocols in frame: {':'.join(keys) or 'unknown'}]", LINE_TEXTS)
     return line
 
 
