@@ -301,10 +301,11 @@ class Pipeline:
                                      msg.findings, f"stream {stream.index} {why}: {msg.info}")]
 
     def finish(self):
-        records, budget = [], [MAX_END_MESSAGES]
+        records, budget = [], MAX_END_MESSAGES
         for delivery in self.tcp.finish():
-            stream = delivery.stream
-            orphans = self._held_messages(delivery, budget) if stream.dissector is not None else []
+            stream, orphans = delivery.stream, []
+            if stream.dissector is not None:
+                orphans, budget = self._held_messages(delivery, budget)
             if delivery.findings:  # bytes declared lost now that the capture has ended
                 records.append(AnalysisRecord("tcp", "capture_end", [], {"stream": stream.index},
                                               delivery.findings, f"stream {stream.index}: bytes held behind a gap "
@@ -319,9 +320,10 @@ class Pipeline:
 
     def _held_messages(self, delivery, budget):
         """The records of the messages in what ``delivery`` frees from behind gaps at the capture's end. They wait to
-        be shown in order with the end's other records, so ``budget[0]`` messages are kept in all. The bytes are fed
-        in slices of END_SLICE bytes or more, so that only a slice's messages are ever made past the budget; the
-        bytes of those, and all after them, are not shown, and the delivery's findings say how many."""
+        be shown in order with the end's other records, so ``budget`` more messages are kept, at most; the records and
+        the budget left are returned. The bytes are fed in slices of END_SLICE bytes or more, so that only a slice's
+        messages are ever made past the budget; the bytes of those, and all after them, are not shown, and the
+        delivery's findings say how many."""
         stream, records, skipped = delivery.stream, [], 0
         for direction, piece in delivery.pieces:
             parser = stream.parsers[direction]
@@ -330,15 +332,15 @@ class Pipeline:
                 continue
             data, start = piece.data, 0
             while start < len(data):
-                if budget[0] <= 0:
+                if budget <= 0:
                     skipped += len(data) - start
                     _gap(parser, Gap(len(data) - start, piece.frame))
                     break
-                stop = min(len(data), start + max(budget[0], END_SLICE))
+                stop = min(len(data), start + max(budget, END_SLICE))
                 for msg in parser.feed(Chunk(data[start:stop], piece.frame, piece.frame_offset + start), self.tree,
                                        None):
-                    if budget[0] > 0:
-                        budget[0] -= 1
+                    if budget > 0:
+                        budget -= 1
                         records += self._orphan(stream, direction, msg, HELD)
                     else:
                         skipped += msg.length
@@ -347,7 +349,7 @@ class Pipeline:
             delivery.findings.append(TCP_FINDINGS.buffer_limit.at(
                 f"{skipped} bytes held behind gaps are not shown: more than {MAX_END_MESSAGES} messages of all "
                 f"streams waited behind gaps when the capture ended"))
-        return records
+        return records, budget
 
     def _corrupt(self, frame):
         record = FrameRecord(frame, Packet(), self.first_ts)

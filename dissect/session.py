@@ -7,7 +7,6 @@ display filter, the ``--stats`` counters and the ``--fail-on`` verdict. What it 
 for the API.
 """
 
-
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds, is_abuse_record
 from .core import SEVERITY_RANK
 from .core.escape import tell
