@@ -32,6 +32,11 @@ def test_a_baseline_build_is_timed_in_the_same_rounds_as_dissect_and_tshark(tmp_
         assert re.fullmatch(r"\d+\.\d\dx", cells[6]) if " -j " not in cells[1] else cells[6] == "—", cells
     for view in (rows[:4], rows[4:]):  # each view's four rows share the tshark runs of their rounds
         assert len({cells[3] for cells in view}) == 1
+    verdict = [line.split(" | ") for line in proc.stdout.split("Verdict:")[1].split("Floor:")[0].splitlines()
+               if line.startswith("| mixed, 300 frames | ")]
+    assert [cells[1] for cells in verdict] == ["summary", "stats"]
+    for cells, timed in zip(verdict, (rows[0], rows[4])):  # the one-process ratio of the rows above
+        assert cells[3] == timed[4].split(" ")[0]
 
 
 def test_the_ratio_by_cpu_time_is_tsharks_cpu_seconds_over_dissects():
@@ -64,3 +69,16 @@ def test_an_installed_dissect_script_is_run_as_it_is_and_its_build_named_by_its_
     assert bench.interpreter([str(tmp_path / "shell")]) is None
     assert bench.interpreter([str(tmp_path / "missing")]) is None
     assert bench.interpreter(["tshark", "-r", "x.pcap"]) is None
+
+
+def test_the_verdict_gives_each_cell_its_distance_to_the_target_and_the_scaling_of_j():
+    import bench
+    text = bench.verdict_table([("query, 50,000 frames", "summary", 1.5, 0.6, 1.08),
+                                ("mixed, 50,000 frames", "jsonl", 3.0, 4.5, 9.0)], 2)
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| query") or line.startswith("| mixed")]
+    # 0.6x against 1.5x: 2.5 times faster still needed; -j 2 at 1.08x is 1.8 times one process
+    assert rows[0][2:] == ["1.5x", "0.60x", "no", "2.50x", "1.08x", "1.80x |"]
+    assert rows[1][2:] == ["3.0x", "4.50x", "yes", "—", "9.00x", "2.00x |"]
+    assert text.rstrip().endswith("Targets met in one process: 1 of 2.")
+    one = bench.verdict_table([("given, 10 frames", "stats", 3.0, 1.0, None)], 1)
+    assert "-j" not in one and "| given, 10 frames | stats | 3.0x | 1.00x | no | 3.00x |" in one

@@ -41,6 +41,9 @@ machine, and a change of a few percent then hides in them. The table gives media
   than the wall clock; on a virtual machine whose slow spells slow the CPU itself it moves with it;
 - dissect µs/frame: the median wall time over the frames;
 - peak RSS: the largest resident set over the runs (for -j, that of the largest single process).
+Then the verdict, a row per capture and view: the one-process ratio against its target, and where it falls
+short the speed still needed (target / ratio: how many times faster dissect would have to run); with --jobs J,
+the ``-j J`` ratio and how many times one process's it is (the target: near J); and how many cells meet.
 The header line names the date (UTC), the machine, the dissect build, its Python, and tshark's version.
 The floor, per capture, timed inside a subprocess (start-up and imports excluded), median of the runs:
 a bare Python loop that reads the file in 1 MiB blocks and steps over the pcap record headers with
@@ -718,9 +721,10 @@ def write_atomically(writer, path, size):
 
 # -- the tables ---------------------------------------------------------------------------------------------------
 
-def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None):
+def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None, verdicts=None):
     """The rows of one capture: each view of dissect beside its tshark peer (and the baseline build's, run in
-    the same rounds)."""
+    the same rounds). With ``verdicts`` a list, each view's (capture, view, target, ratio, -j ratio or None) is
+    added to it for ``verdict_table``."""
     label = f"{mix}, {frames:,} frames, {os.path.getsize(path) / 1e6:.1f} MB"
     jobs = ["-j", str(args.jobs)] if args.jobs > 1 else None
     for view in args.views:
@@ -735,6 +739,9 @@ def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None):
         for name, taken in zip(names, samples):
             if name and taken:
                 print(row(label, name, summarize(taken, frames), peer, target, " -j " not in name), flush=True)
+        if peer is not None and verdicts is not None:
+            ratios = [summarize(taken, frames)["fps"] / peer["fps"] if taken else None for taken in samples[:3]]
+            verdicts.append((f"{mix}, {frames:,} frames", view, target, ratios[0], ratios[2]))
 
 
 def alternate(commands, runs):
@@ -762,6 +769,28 @@ def row(label, view, ours, theirs, target, one_process=True):
     by_cpu = f"{theirs['cpu'] / ours['cpu']:.2f}x" if one_process and ours["cpu"] > 0 else "—"
     return (f"| {label} | {view} | {ours['fps']:,.0f} | {theirs['fps']:,.0f} | {ratio:.2f}x ({target}x) | {met} | "
             f"{by_cpu} | {ours['us']:.1f} | {ours['rss']:.0f} MB / {theirs['rss']:.0f} MB |")
+
+
+def verdict_table(verdicts, jobs):
+    """Each capture and view against its target, one process: the ratio to tshark, whether it meets the target,
+    and if not how many times faster dissect would have to be (target / ratio); with -j, its ratio and how many
+    times one process's speed it reaches. Then how many cells meet their targets."""
+    head = "| capture | view | target | one process | met? | speed still needed |"
+    if jobs > 1:
+        head += f" -j {jobs} | -j {jobs} / one process (target: near {jobs}x) |"
+    lines = ["\nVerdict: each target in one process, from the medians above.\n", head,
+             "|---|---|" + "---:|" * 2 + "---|---:|" + ("---:|" * 2 if jobs > 1 else "")]
+    met = 0
+    for label, view, target, ratio, parallel in verdicts:
+        hit = ratio >= target
+        met += hit
+        cells = [label, view, f"{target}x", f"{ratio:.2f}x", "yes" if hit else "no",
+                 "—" if hit else f"{target / ratio:.2f}x"]
+        if jobs > 1:
+            cells += [f"{parallel:.2f}x", f"{parallel / ratio:.2f}x"] if parallel else ["", ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(f"\nTargets met in one process: {met} of {len(verdicts)}.")
+    return "\n".join(lines)
 
 
 def floor_table(measured):
@@ -886,12 +915,14 @@ def main(argv=None):
         if args.runs < 3:
             print(f"Only {args.runs} run(s) per figure: medians of fewer than 3 runs are noisy.")
         print("\n" + TABLE_HEAD, flush=True)
-        floors = []
+        floors, verdicts = [], []
         for mix, path, frames in measured:
             plain, reader, counted = floor(path, python or [sys.executable], args.runs)
             frames = frames or counted
-            speed_rows(mix, path, frames, cmd, tshark, args, baseline)
+            speed_rows(mix, path, frames, cmd, tshark, args, baseline, verdicts)
             floors.append((f"{mix}, {frames:,} frames", plain, reader))
+        if verdicts:
+            print(verdict_table(verdicts, args.jobs), flush=True)
         floor_table(floors)
         if args.big_gb:
             _, first, frames = measured[0]
