@@ -41,7 +41,7 @@ machine, and a change of a few percent then hides in them. The table gives media
   than the wall clock; on a virtual machine whose slow spells slow the CPU itself it moves with it;
 - dissect µs/frame: the median wall time over the frames;
 - peak RSS: the largest resident set over the runs (for -j, that of the largest single process).
-Then the verdict, a row per capture and view: the one-process ratio against its target, and where it falls
+Then, where tshark ran, the verdict, a row per capture and view: the one-process ratio against its target, and where it falls
 short the speed still needed (target / ratio: how many times faster dissect would have to run); with --jobs J,
 the ``-j J`` ratio and how many times one process's it is (the target: near J); and how many cells meet.
 The header line names the date (UTC), the machine, the dissect build, its Python, and tshark's version.
@@ -740,8 +740,9 @@ def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None, verdicts=Non
             if name and taken:
                 print(row(label, name, summarize(taken, frames), peer, target, " -j " not in name), flush=True)
         if peer is not None and verdicts is not None:
-            ratios = [summarize(taken, frames)["fps"] / peer["fps"] if taken else None for taken in samples[:3]]
-            verdicts.append((f"{mix}, {frames:,} frames", view, target, ratios[0], ratios[2]))
+            one, parallel = (summarize(taken, frames)["fps"] / peer["fps"] if taken else None
+                             for taken in (samples[0], samples[2]))
+            verdicts.append((f"{mix}, {frames:,} frames", view, target, one, parallel))
 
 
 def alternate(commands, runs):
@@ -787,7 +788,7 @@ def verdict_table(verdicts, jobs):
         cells = [label, view, f"{target}x", f"{ratio:.2f}x", "yes" if hit else "no",
                  "—" if hit else f"{target / ratio:.2f}x"]
         if jobs > 1:
-            cells += [f"{parallel:.2f}x", f"{parallel / ratio:.2f}x"] if parallel else ["", ""]
+            cells += [f"{parallel:.2f}x", f"{parallel / ratio:.2f}x"] if parallel is not None else ["", ""]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append(f"\nTargets met in one process: {met} of {len(verdicts)}.")
     return "\n".join(lines)
