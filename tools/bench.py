@@ -733,15 +733,14 @@ def speed_rows(mix, path, frames, cmd, tshark, args, baseline=None, verdicts=Non
         commands = [cmd + ours + [path], peer, cmd + jobs + ours + [path] if jobs else None]
         if baseline:
             commands += [baseline + ours + [path], baseline + jobs + ours + [path] if jobs else None]
-        samples = alternate(commands, args.runs)
-        peer = summarize(samples[1], frames) if samples[1] else None
+        summaries = [summarize(taken, frames) if taken else None for taken in alternate(commands, args.runs)]
+        peer = summaries[1]
         names = [view, None, f"{view} -j {args.jobs}", f"{view} (baseline)", f"{view} -j {args.jobs} (baseline)"]
-        for name, taken in zip(names, samples):
-            if name and taken:
-                print(row(label, name, summarize(taken, frames), peer, target, " -j " not in name), flush=True)
+        for name, ours in zip(names, summaries):
+            if name and ours:
+                print(row(label, name, ours, peer, target, " -j " not in name), flush=True)
         if peer is not None and verdicts is not None:
-            one, parallel = (summarize(taken, frames)["fps"] / peer["fps"] if taken else None
-                             for taken in (samples[0], samples[2]))
+            one, parallel = (ours["fps"] / peer["fps"] if ours else None for ours in (summaries[0], summaries[2]))
             verdicts.append((f"{mix}, {frames:,} frames", view, target, one, parallel))
 
 
