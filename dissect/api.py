@@ -38,12 +38,14 @@ class Capture:
 
     def __init__(self, sources: Sequence[Source], filter: str | None = None,
                  decode_as: Iterable[str] = (), tree: bool = True, count: int | None = None):
+        decode_as = _decode_as_list(decode_as)
+        _check_options(filter, count)
         for source in sources:
             if not hasattr(source, "read") and source != "-":
-                open_input(os.fspath(source)).close()  # CaptureError now, not in the middle of the loop
+                open_input(_path(source)).close()  # CaptureError now, not in the middle of the loop
         self._queue: deque = deque()
         self._files = CaptureFiles([s if hasattr(s, "read") else os.fspath(s) for s in sources], limit=count)
-        self._session = Session(_Collector(self._queue), decode_as=list(decode_as), display_filter=filter,
+        self._session = Session(_Collector(self._queue), decode_as=decode_as, display_filter=filter,
                                 tree=tree, stats=True)
         self._records = self._run()
         self._done = False
@@ -97,6 +99,38 @@ class Capture:
         self.close()
 
 
+def _path(source):
+    """A source that is no file object, as a path; TypeError for anything else."""
+    try:
+        return os.fspath(source)
+    except TypeError:
+        raise TypeError(f"a capture source is a path, \"-\" or a binary file object, not "
+                        f"{type(source).__name__}") from None
+
+
+def _decode_as_list(decode_as):
+    """``decode_as`` as a list of ``-d`` strings: one string stands for itself (not for its characters)."""
+    entries = [decode_as] if isinstance(decode_as, str) else list(decode_as)
+    for entry in entries:
+        if not isinstance(entry, str):
+            raise TypeError(f"decode_as takes strings such as \"udp.port==9000,teeframe\", not "
+                            f"{type(entry).__name__}")
+    return entries
+
+
+def _check_options(filter, count):
+    """TypeError for a filter that is no string or a count that is no whole number; UsageError for a count
+    below 1 (as ``-c`` refuses it)."""
+    if filter is not None and not isinstance(filter, str):
+        raise TypeError(f"filter is a display filter string (as -Y), not {type(filter).__name__}")
+    if count is None:
+        return
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise TypeError(f"count is a whole number of frames, not {type(count).__name__}")
+    if count < 1:
+        raise UsageError(f"count must be at least 1 frame, not {count}")
+
+
 class _Collector:
     """The Session's sink for the API: records wait in a queue until the loop takes them."""
 
@@ -119,16 +153,26 @@ def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # 
     zstd, lz4). ``filter`` is a display filter (``-Y``); ``decode_as`` takes ``-d`` strings such as
     ``"udp.port==9000,teeframe"``; ``tree=False`` skips the field trees (faster; then ``msg[key]``
     finds nothing); ``count`` stops after that many frames (``-c``). Raises UsageError for a bad
-    filter or decode-as, CaptureError for a file that cannot be opened."""
+    filter, decode-as or count, CaptureError for a file that cannot be opened, TypeError for an argument
+    of the wrong type."""
     if isinstance(source, (str, bytes, os.PathLike)) or hasattr(source, "read"):
         sources = [source]
     else:
-        sources = list(source)
+        try:
+            sources = list(source)
+        except TypeError:
+            raise TypeError(f"a capture source is a path, \"-\", a binary file object or a list of them, not "
+                            f"{type(source).__name__}") from None
     return Capture(sources, filter=filter, decode_as=decode_as, tree=tree, count=count)
 
 
 def dissect_payload(payload: bytes | bytearray | memoryview, protocol: str, tree: bool = True) -> Message:
-    """Decode one bare message of ``protocol`` (as ``dissect --payload HEX --protocol P``)."""
+    """Decode one bare message of ``protocol`` (as ``dissect --payload HEX --protocol P``). TypeError for a
+    payload that is not bytes-like or a protocol that is not a string; UsageError for an unknown protocol."""
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise TypeError(f"payload is bytes, a bytearray or a memoryview, not {type(payload).__name__}")
+    if not isinstance(protocol, str):
+        raise TypeError(f"protocol is a protocol's key or title (a string), not {type(protocol).__name__}")
     key = protocol_key(protocol)
     if key is None:
         raise UsageError(f"unknown protocol {protocol!r} (known: {', '.join(sorted(load_protocols()))})")

@@ -122,7 +122,7 @@ def build_parser():
 
 def _positive(text):
     try:
-        value = int(text)
+        value = int(text) if text.isascii() else 0  # int() would take other scripts' digits
     except ValueError:
         value = 0
     if value <= 0:
@@ -132,7 +132,7 @@ def _positive(text):
 
 def _jobs(text):
     try:
-        value = int(text)
+        value = int(text) if text.isascii() else -1
     except ValueError:
         value = -1
     if not 0 <= value <= MAX_JOBS:
@@ -283,10 +283,16 @@ def _run(args, out):
             raise UsageError("--html reports on captures, not on --payload")
         if args.write:
             raise UsageError("-w writes a capture's frames: --payload has none")
+        given = {"-j": args.jobs > 1, "-c": args.count is not None, "--to-parquet": args.to_parquet is not None,
+                 "--dask": args.dask is not None, "-i": args.interface is not None,
+                 "-f": args.capture_filter is not None, "-a": args.autostop is not None}
+        ignored = [flag for flag, present in given.items() if present]
+        if ignored:
+            raise UsageError(f"--payload dissects one message: leave out {', '.join(ignored)} (they go with captures)")
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
-    if args.dask not in (None, "local") and os.path.exists(args.dask):
+    if args.dask not in (None, "local") and (args.dask == "-" or os.path.exists(args.dask)):
         # `--dask a.pcap b.pcap`: the optional ADDRESS took the first capture; --dask alone means local
         args.files, args.dask = [args.dask] + args.files, "local"
     args.files = args.files + args.read_file

@@ -282,7 +282,7 @@ def _field_clash(cls):
 
 
 # -- decode-as -------------------------------------------------------------------------------------
-DECODE_AS = re.compile(r"^(udp|tcp)\.port\s*==\s*(\d{1,5})\s*,\s*([A-Za-z0-9_]+)$", re.IGNORECASE)
+DECODE_AS = re.compile(r"^(udp|tcp)\.port\s*==\s*(\d{1,5})\s*,\s*([A-Za-z0-9_]+)$", re.IGNORECASE | re.ASCII)
 
 
 def parse_decode_as(specs):

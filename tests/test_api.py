@@ -96,6 +96,58 @@ def test_errors_are_the_commands():
         dissect.open(os.path.join(CAPTURES, "no-such-file.pcap"))
 
 
+def test_arguments_of_the_wrong_type_raise_type_error_naming_them():
+    path = capture("netquake-session.pcap")
+    with pytest.raises(TypeError, match="protocol is .* not NoneType"):
+        dissect.dissect_payload(b"\x80\x00", None)
+    with pytest.raises(TypeError, match="payload is bytes.* not int"):
+        dissect.dissect_payload(10 ** 12, "netquake")  # bytes(10 ** 12) would make a terabyte of zeros
+    with pytest.raises(TypeError, match="filter is a display filter string .* not int"):
+        dissect.open(path, filter=5)
+    with pytest.raises(TypeError, match="decode_as takes strings .* not NoneType"):
+        dissect.open(path, decode_as=[None])
+    with pytest.raises(TypeError, match="count is a whole number of frames, not float"):
+        dissect.open(path, count=1.5)
+    with pytest.raises(TypeError, match="count is a whole number of frames, not bool"):
+        dissect.open(path, count=True)
+    with pytest.raises(TypeError, match="a capture source is .* not int"):
+        dissect.open(5)
+
+
+@pytest.mark.parametrize("count", [0, -1])
+def test_a_count_below_one_frame_is_refused_as_the_command_refuses_it(count):
+    with pytest.raises(dissect.UsageError, match=f"count must be at least 1 frame, not {count}"):
+        dissect.open(capture("netquake-session.pcap"), count=count)
+    assert run_cli("-c", str(count), capture("netquake-session.pcap"))[0] == 2
+
+
+def test_count_stops_after_that_many_frames():
+    with dissect.open(capture("netquake-session.pcap"), count=2) as cap:
+        assert [rec.number for rec in cap if rec.kind == "frame"] == [1, 2]
+
+
+def test_one_decode_as_string_is_one_entry_not_its_characters():
+    path = capture("odamex-session.pcap")
+    with dissect.open(path, decode_as="udp.port==10666,netquake", tree=False) as one, \
+            dissect.open(path, decode_as=["udp.port==10666,netquake"], tree=False) as listed:
+        assert [r.to_dict() for r in one] == [r.to_dict() for r in listed]
+    with dissect.open(path, decode_as="udp.port==10666,netquake", tree=False) as forced:
+        on_port = [r.to_dict() for r in forced if r.kind == "frame" and 10666 in (r.to_dict()["sport"],
+                                                                                  r.to_dict()["dport"])]
+    assert on_port and {frame["protocol"] for frame in on_port} == {"netquake"}
+
+
+def test_capture_bytes_given_as_a_path_get_a_capture_error_that_says_what_to_do():
+    with open(capture("netquake-session.pcap"), "rb") as handle:
+        data = handle.read()
+    with pytest.raises(dissect.CaptureError, match=r"a path cannot hold a NUL byte .*io\.BytesIO"):
+        dissect.open(data)
+    with pytest.raises(dissect.CaptureError, match="a path cannot hold a NUL byte"):
+        dissect.open("captures/a\x00b.pcap")
+    with dissect.open(io.BytesIO(data)) as cap:
+        assert sum(rec.kind == "frame" for rec in cap) > 0
+
+
 def test_dissect_payload_equals_the_payload_option():
     payload = bytes.fromhex("8000000c025155414b450003")
     msg = dissect.dissect_payload(payload, "netquake")

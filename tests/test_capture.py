@@ -374,3 +374,5 @@ def test_several_inputs_number_their_frames_on_from_the_last_one_read(tmp_path):
     assert [frame.number for frame in files] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert len(files.errors) == 1 and "record 3 cut short" in files.errors[0]
     assert [frame.number for frame in CaptureFiles(inputs, limit=6)] == [1, 2, 3, 4, 5, 6]
+    assert [frame.number for frame in CaptureFiles(inputs, limit=1)] == [1]
+    assert list(CaptureFiles(inputs, limit=0)) == []  # not the one frame it read before counting down

@@ -73,6 +73,10 @@ def _open_raw(source):
         return open(source, "rb", buffering=READ_BUFFER)
     except OSError as exc:
         raise CaptureError(f"{source_name(source)}: cannot open: {exc.strerror}") from None
+    except ValueError:  # a NUL in the path: capture bytes given where a path goes
+        shown = repr(source[:40]) if isinstance(source, bytes) else repr(source_name(source)[:60])
+        raise CaptureError(f"{shown}: cannot open: a path cannot hold a NUL byte (to read a capture's bytes, give "
+                           f"them as a file object, io.BytesIO(data))") from None
 
 
 def _decompressed(raw, kind, name):
@@ -203,6 +207,8 @@ class CaptureFiles:
     def __iter__(self):
         base = 0
         left = self.limit
+        if left is not None and left <= 0:
+            return
         for self.index, source in enumerate(self.paths):
             frame = None
             try:
