@@ -14,6 +14,7 @@ the object it writes for each.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections import deque
 from typing import BinaryIO, Iterable, Iterator, Sequence, Union
@@ -39,7 +40,9 @@ class Capture:
     def __init__(self, sources: Sequence[Source], filter: str | None = None,
                  decode_as: Iterable[str] = (), tree: bool = True, count: int | None = None):
         decode_as = _decode_as_list(decode_as)
-        _check_options(filter, count)
+        count = _checked_count(count)
+        if filter is not None and not isinstance(filter, str):
+            raise TypeError(f"filter is a display filter string (as -Y), not {type(filter).__name__}")
         for source in sources:
             if not hasattr(source, "read") and source != "-":
                 open_input(_path(source)).close()  # CaptureError now, not in the middle of the loop
@@ -118,17 +121,20 @@ def _decode_as_list(decode_as):
     return entries
 
 
-def _check_options(filter, count):
-    """TypeError for a filter that is no string or a count that is no whole number; UsageError for a count
-    below 1 (as ``-c`` refuses it)."""
-    if filter is not None and not isinstance(filter, str):
-        raise TypeError(f"filter is a display filter string (as -Y), not {type(filter).__name__}")
+def _checked_count(count):
+    """``count`` as an int (any integer type: a numpy one too), or None; TypeError for anything else, UsageError for
+    a count below 1 (as ``-c`` refuses it)."""
     if count is None:
-        return
-    if not isinstance(count, int) or isinstance(count, bool):
-        raise TypeError(f"count is a whole number of frames, not {type(count).__name__}")
+        return None
+    try:
+        if isinstance(count, bool):
+            raise TypeError
+        count = operator.index(count)
+    except TypeError:
+        raise TypeError(f"count is a whole number of frames, not {type(count).__name__}") from None
     if count < 1:
         raise UsageError(f"count must be at least 1 frame, not {count}")
+    return count
 
 
 class _Collector:

@@ -121,8 +121,16 @@ def test_a_count_below_one_frame_is_refused_as_the_command_refuses_it(count):
     assert run_cli("-c", str(count), capture("netquake-session.pcap"))[0] == 2
 
 
-def test_count_stops_after_that_many_frames():
-    with dissect.open(capture("netquake-session.pcap"), count=2) as cap:
+class _Two:
+    """An integer type that is not int, as numpy's are: operator.index() takes it."""
+
+    def __index__(self):
+        return 2
+
+
+@pytest.mark.parametrize("count", [2, _Two()])
+def test_count_stops_after_that_many_frames(count):
+    with dissect.open(capture("netquake-session.pcap"), count=count) as cap:
         assert [rec.number for rec in cap if rec.kind == "frame"] == [1, 2]
 
 
