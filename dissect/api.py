@@ -14,6 +14,7 @@ the object it writes for each.
 
 from __future__ import annotations
 
+import io
 import operator
 import os
 from collections import deque
@@ -27,6 +28,7 @@ from .registry import Dissector, UsageError, load_protocols, protocol_key
 from .session import Session
 
 Source = Union[str, "os.PathLike[str]", BinaryIO]
+PATH_MAX = 4096  # bytes longer than any path (Linux's limit) are a capture's, given where a path goes
 Record = Union[FrameRecord, AnalysisRecord]
 
 
@@ -44,8 +46,10 @@ class Capture:
         if filter is not None and not isinstance(filter, str):
             raise TypeError(f"filter is a display filter string (as -Y), not {type(filter).__name__}")
         for source in sources:
-            if not hasattr(source, "read") and source != "-":
+            if not hasattr(source, "read") and _path(source) != "-":
                 open_input(_path(source)).close()  # CaptureError now, not in the middle of the loop
+            elif isinstance(source, io.TextIOBase):
+                raise TypeError("a capture file object reads bytes: open it in binary mode ('rb')")
         self._queue: deque = deque()
         self._files = CaptureFiles([s if hasattr(s, "read") else os.fspath(s) for s in sources], limit=count)
         self._session = Session(_Collector(self._queue), decode_as=decode_as, display_filter=filter,
@@ -103,7 +107,12 @@ class Capture:
 
 
 def _path(source):
-    """A source that is no file object, as a path; TypeError for anything else."""
+    """A source that is no file object, as a path; TypeError for anything else, CaptureError for bytes that are a
+    capture's rather than a path's."""
+    if isinstance(source, (bytearray, memoryview)) or isinstance(source, bytes) and (b"\0" in source or
+                                                                                      len(source) > PATH_MAX):
+        raise CaptureError(f"{bytes(source[:16])!r}...: capture bytes, not a path: give them as a file object, "
+                           f"io.BytesIO(data)")
     try:
         return os.fspath(source)
     except TypeError:
@@ -113,7 +122,15 @@ def _path(source):
 
 def _decode_as_list(decode_as):
     """``decode_as`` as a list of ``-d`` strings: one string stands for itself (not for its characters)."""
-    entries = [decode_as] if isinstance(decode_as, str) else list(decode_as)
+    if isinstance(decode_as, str):
+        return [decode_as]
+    try:
+        if isinstance(decode_as, (bytes, bytearray)):
+            raise TypeError
+        entries = list(decode_as)
+    except TypeError:
+        raise TypeError(f"decode_as is a -d string such as \"udp.port==9000,teeframe\" or a list of them, not "
+                        f"{type(decode_as).__name__}") from None
     for entry in entries:
         if not isinstance(entry, str):
             raise TypeError(f"decode_as takes strings such as \"udp.port==9000,teeframe\", not "
@@ -161,7 +178,7 @@ def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # 
     finds nothing); ``count`` stops after that many frames (``-c``). Raises UsageError for a bad
     filter, decode-as or count, CaptureError for a file that cannot be opened, TypeError for an argument
     of the wrong type."""
-    if isinstance(source, (str, bytes, os.PathLike)) or hasattr(source, "read"):
+    if isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike)) or hasattr(source, "read"):
         sources = [source]
     else:
         try:
@@ -175,8 +192,13 @@ def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # 
 def dissect_payload(payload: bytes | bytearray | memoryview, protocol: str, tree: bool = True) -> Message:
     """Decode one bare message of ``protocol`` (as ``dissect --payload HEX --protocol P``). TypeError for a
     payload that is not bytes-like or a protocol that is not a string; UsageError for an unknown protocol."""
-    if not isinstance(payload, (bytes, bytearray, memoryview)):
-        raise TypeError(f"payload is bytes, a bytearray or a memoryview, not {type(payload).__name__}")
+    try:
+        if isinstance(payload, (int, str)):  # bytes(10 ** 12) would make a terabyte of zeros
+            raise TypeError
+        memoryview(payload)
+    except TypeError:
+        raise TypeError(f"payload is bytes-like (bytes, a bytearray, any buffer), not {type(payload).__name__}") \
+            from None
     if not isinstance(protocol, str):
         raise TypeError(f"protocol is a protocol's key or title (a string), not {type(protocol).__name__}")
     key = protocol_key(protocol)

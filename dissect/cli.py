@@ -97,9 +97,9 @@ def build_parser():
                              "linked packet list, field tree and hex dump")
     parser.add_argument("--html-limit", type=_positive, default=None, metavar="N",
                         help="frames in the report's panes (default 500,000); the overview counts all")
-    parser.add_argument("--abuse-rate", type=float, default=DEFAULT_RATE, metavar="PER_SECOND",
+    parser.add_argument("--abuse-rate", type=_rate, default=DEFAULT_RATE, metavar="PER_SECOND",
                         help=f"requests a second that count as a flood or a reflection (default {DEFAULT_RATE:g})")
-    parser.add_argument("--abuse-window", type=int, default=DEFAULT_WINDOW, metavar="SECONDS",
+    parser.add_argument("--abuse-window", type=_window, default=DEFAULT_WINDOW, metavar="SECONDS",
                         help=f"... sustained over this many seconds (default {DEFAULT_WINDOW})")
     parser.add_argument("--to-parquet", metavar="DIR",
                         help="write frames, messages, findings and analysis tables as Parquet into DIR "
@@ -120,31 +120,52 @@ def build_parser():
     return parser
 
 
+def _ascii_int(text):
+    """``text`` as an int where it is ASCII digits and nothing else, else None: int() would also take other scripts'
+    digits, a sign, spaces and underscores."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _ascii_float(text):
+    """float(text) for ASCII text; ValueError for any other (float() takes other scripts' digits)."""
+    if not text.isascii():
+        raise ValueError(text)
+    return float(text)
+
+
 def _positive(text):
-    try:
-        value = int(text) if text.isascii() else 0  # int() would take other scripts' digits
-    except ValueError:
-        value = 0
+    value = _ascii_int(text) or 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 
 def _jobs(text):
-    try:
-        value = int(text) if text.isascii() else -1
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_JOBS:
+    value = _ascii_int(text)
+    if value is None or value > MAX_JOBS:
         raise argparse.ArgumentTypeError(f"expected a number of processes from 0 (one per core) to {MAX_JOBS}, "
                                          f"got {text!r}")
     return value or os.cpu_count() or 1
 
 
+def _rate(text):
+    try:
+        return _ascii_float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of requests per second, got {text!r}") from None
+
+
+def _window(text):
+    value = _ascii_int(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seconds, got {text!r}")
+    return value
+
+
 def _duration(text):
     prefix, _, number = text.partition(":")
     try:
-        seconds = float(number)
+        seconds = _ascii_float(number)
     except ValueError:
         seconds = -1
     if prefix != "duration" or seconds <= 0:
@@ -283,7 +304,8 @@ def _run(args, out):
             raise UsageError("--html reports on captures, not on --payload")
         if args.write:
             raise UsageError("-w writes a capture's frames: --payload has none")
-        given = {"-j": args.jobs > 1, "-c": args.count is not None, "--to-parquet": args.to_parquet is not None,
+        given = {"-r": bool(args.read_file), "-j": args.jobs > 1, "-c": args.count is not None,
+                 "--to-parquet": args.to_parquet is not None,
                  "--dask": args.dask is not None, "-i": args.interface is not None,
                  "-f": args.capture_filter is not None, "-a": args.autostop is not None}
         ignored = [flag for flag, present in given.items() if present]

@@ -1,6 +1,7 @@
 """The Python API: dissect.open, records equal to -T jsonl, stats, dissect_payload, protocols, and the
 library's shape (no import cycles, no private names imported across modules)."""
 
+import array
 import ast
 import contextlib
 import glob
@@ -8,6 +9,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -100,12 +103,15 @@ def test_arguments_of_the_wrong_type_raise_type_error_naming_them():
     path = capture("netquake-session.pcap")
     with pytest.raises(TypeError, match="protocol is .* not NoneType"):
         dissect.dissect_payload(b"\x80\x00", None)
-    with pytest.raises(TypeError, match="payload is bytes.* not int"):
+    with pytest.raises(TypeError, match="payload is bytes-like.* not int"):
         dissect.dissect_payload(10 ** 12, "netquake")  # bytes(10 ** 12) would make a terabyte of zeros
     with pytest.raises(TypeError, match="filter is a display filter string .* not int"):
         dissect.open(path, filter=5)
     with pytest.raises(TypeError, match="decode_as takes strings .* not NoneType"):
         dissect.open(path, decode_as=[None])
+    for wrong in (None, b"udp.port==8303,odamex"):
+        with pytest.raises(TypeError, match=f"decode_as is a -d string .* not {type(wrong).__name__}"):
+            dissect.open(path, decode_as=wrong)
     with pytest.raises(TypeError, match="count is a whole number of frames, not float"):
         dissect.open(path, count=1.5)
     with pytest.raises(TypeError, match="count is a whole number of frames, not bool"):
@@ -148,12 +154,39 @@ def test_one_decode_as_string_is_one_entry_not_its_characters():
 def test_capture_bytes_given_as_a_path_get_a_capture_error_that_says_what_to_do():
     with open(capture("netquake-session.pcap"), "rb") as handle:
         data = handle.read()
+    for given in (data, bytearray(data), memoryview(data), b"BZh9" + b"1" * 5000):
+        with pytest.raises(dissect.CaptureError, match=r"capture bytes, not a path: .*io\.BytesIO\(data\)"):
+            dissect.open(given)
     with pytest.raises(dissect.CaptureError, match=r"a path cannot hold a NUL byte .*io\.BytesIO"):
-        dissect.open(data)
-    with pytest.raises(dissect.CaptureError, match="a path cannot hold a NUL byte"):
         dissect.open("captures/a\x00b.pcap")
     with dissect.open(io.BytesIO(data)) as cap:
         assert sum(rec.kind == "frame" for rec in cap) > 0
+
+
+def test_a_file_object_in_text_mode_is_refused_before_the_loop():
+    with open(capture("netquake-session.pcap"), encoding="latin-1") as handle:
+        with pytest.raises(TypeError, match=r"open it in binary mode \('rb'\)"):
+            dissect.open(handle)
+
+
+def test_a_path_of_dash_reads_standard_input_as_the_string_does():
+    """pathlib.Path("-") is "-": standard input, read by the loop (checking it first as a file closed it)."""
+    code = ("import pathlib, dissect\n"
+            "with dissect.open(pathlib.Path('-')) as cap:\n"
+            "    print(sum(rec.kind == 'frame' for rec in cap))\n")
+    with open(capture("netquake-session.pcap"), "rb") as handle:
+        proc = subprocess.run([sys.executable, "-c", code], stdin=handle, capture_output=True, cwd=ROOT, timeout=60)
+    with dissect.open(capture("netquake-session.pcap")) as cap:
+        frames = sum(rec.kind == "frame" for rec in cap)
+    assert (proc.returncode, proc.stdout.decode().strip(), proc.stderr) == (0, str(frames), b"")
+
+
+def test_dissect_payload_takes_any_buffer_and_refuses_numbers_and_text():
+    payload = bytes.fromhex("8000000c025155414b450003")
+    assert dissect.dissect_payload(array.array("B", payload), "netquake").name == "CCREQ_SERVER_INFO"
+    for wrong in (12, "8000000c025155414b450003", None):
+        with pytest.raises(TypeError, match=f"payload is bytes-like .* not {type(wrong).__name__}"):
+            dissect.dissect_payload(wrong, "netquake")
 
 
 def test_dissect_payload_equals_the_payload_option():

@@ -179,27 +179,38 @@ def test_payload_mode():
 
 @pytest.mark.parametrize("options, named", [(["-j", "2"], "-j"), (["-c", "1"], "-c"), (["-j", "2", "-c", "5"], "-j, -c"),
                                             (["--to-parquet", "OUT"], "--to-parquet"), (["--dask"], "--dask"),
-                                            (["-i", "lo"], "-i"), (["-a", "duration:1"], "-a")])
+                                            (["-i", "lo"], "-i"), (["-f", "udp"], "-f"), (["-a", "duration:1"], "-a"),
+                                            (["-r", "CAPTURE"], "-r")])
 def test_payload_refuses_the_options_of_captures(options, named, tmp_path):
     """--payload dissects one message: an option that only a capture run reads is an error, not silence."""
-    options = [str(tmp_path / "out") if option == "OUT" else option for option in options]
+    options = [str(tmp_path / "out") if option == "OUT" else capture("netquake-session.pcap") if option == "CAPTURE"
+               else option for option in options]
     code, out, err = run_cli("--payload", "8000000c025155414b450003", "--protocol", "netquake", *options)
     assert (code, out) == (2, "")
     assert err == f"dissect: --payload dissects one message: leave out {named} (they go with captures)\n"
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("args", [["-d", "udp.port==\u0663,odamex"], ["-c", "\u0663"], ["-j", "\u0662"]])
+@pytest.mark.parametrize("args", [["-d", "udp.port==\u0663,odamex"], ["-c", "\u0663"], ["-c", "1_0"], ["-c", "+2"],
+                                  ["-j", "\u0662"], ["--abuse-rate", "\u0663"], ["--abuse-window", "\u0663"],
+                                  ["--abuse-window", " 3"]])
 def test_numbers_in_options_are_ascii_digits(args):
-    """int() reads other scripts' digits (U+0663 ARABIC-INDIC DIGIT THREE as 3); an option's number does not."""
+    """int() and float() read other scripts' digits (U+0663 ARABIC-INDIC DIGIT THREE as 3), and int() a sign, spaces
+    and underscores; an option's number is ASCII digits (a rate: an ASCII number)."""
     code, out, err = run_cli(*args, capture("odamex-session.pcap"))
     assert code == 2 and out == ""
     assert (f"bad --decode-as {args[1]!r}" if args[0] == "-d" else f"got {args[1]!r}") in err
 
 
+def test_a_live_capture_duration_is_an_ascii_number():
+    code, out, err = run_cli("-i", "lo", "-a", "duration:\u0663")
+    assert code == 2 and "expected duration:SECONDS, got 'duration:\u0663'" in err
+
+
 def test_dask_reading_standard_input_says_why_it_cannot(tmp_path):
     """`--dask -`: the optional ADDRESS takes the "-", which means standard input as it does everywhere else."""
     pytest.importorskip("distributed")
+    pytest.importorskip("pyarrow")
     with open(capture("odamex-session.pcap"), "rb") as handle:
         data = handle.read()
     proc = subprocess.run([sys.executable, "-m", "dissect", "--to-parquet", str(tmp_path / "out"), "--dask", "-"],
