@@ -1,5 +1,17 @@
+"""``python -m dissect``, and the ``dissect`` command (pyproject.toml's entry point is ``run``)."""
+
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def run():
+    """The command. The engine's modules are imported here, inside it: Ctrl-C while they load (the first tenth of a
+    second) ends the command quietly with exit status 130, as it does once the command runs, not with a traceback."""
+    try:
+        from .cli import main
+    except KeyboardInterrupt:
+        return 130
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

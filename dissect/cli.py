@@ -326,6 +326,8 @@ def _run(args, out):
             raise UsageError("-j works on capture files; live capture runs in one process")
         if args.html:
             raise UsageError("--html goes with capture files (capture with -w, then report on the file)")
+        if args.to_parquet is not None or args.dask is not None:
+            raise UsageError("--to-parquet and --dask go with capture files (capture with -w, then convert the file)")
         return _run_live(args, out)
     if live_only:
         raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")

@@ -219,6 +219,41 @@ def test_dask_reading_standard_input_says_why_it_cannot(tmp_path):
     assert proc.stderr == b"dissect: --dask reads capture files on the workers: standard input (-) cannot be one\n"
 
 
+def test_live_capture_refuses_the_table_outputs(tmp_path):
+    for option in (["--to-parquet", str(tmp_path / "out")], ["--dask"]):
+        code, out, err = run_cli("-i", "lo", *option)
+        assert (code, out) == (2, "")
+        assert err == ("dissect: --to-parquet and --dask go with capture files (capture with -w, then convert the "
+                       "file)\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_while_the_command_starts_ends_it_quietly():
+    """Ctrl-C while the engine's modules load (the command's first tenth of a second) gives exit status 130 and no
+    traceback, as it does later. The interrupt is made to arrive at the import of dissect.cli, where a real one
+    lands most of the time, as the `dissect` script and `python -m dissect` run it."""
+    interrupted = ("import sys\n"
+                   "class Interrupt:\n"
+                   "    @staticmethod\n"
+                   "    def find_spec(name, path=None, target=None):\n"
+                   "        if name == 'dissect.cli':\n"
+                   "            raise KeyboardInterrupt\n"
+                   "sys.meta_path.insert(0, Interrupt)\n")
+    for start in ("from dissect.__main__ import run\nsys.exit(run())\n",  # pyproject.toml's entry point
+                  "import runpy\nrunpy.run_module('dissect', run_name='__main__', alter_sys=True)\n"):
+        proc = subprocess.run([sys.executable, "-c", interrupted + start, capture("odamex-session.pcap")],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "")
+
+
+def test_the_command_entry_point_is_the_one_python_m_runs():
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as handle:
+        assert 'dissect = "dissect.__main__:run"' in handle.read()
+    proc = subprocess.run([sys.executable, "-c", "import sys; from dissect.__main__ import run; sys.exit(run())",
+                           capture("odamex-session.pcap")], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == run_cli(capture("odamex-session.pcap"))[1]
+
+
 def test_payload_file(tmp_path):
     import netquake_peer as nq
     path = tmp_path / "msg.bin"

@@ -9,6 +9,7 @@ import logging
 import select
 import socket
 import struct
+import sys
 import time
 
 from .files import Frame
@@ -19,6 +20,10 @@ SOL_PACKET, PACKET_STATISTICS = 263, 6
 ARPHRD_LINKTYPES = {1: 1, 772: 1, 65534: 101, 776: 101, 778: 101}  # Ethernet and loopback, tun/sit/gre
 SNAPLEN = 262144
 RECEIVE_BUFFER = 8 * 1024 * 1024   # absorbs bursts while a frame is being dissected (dumpcap uses 2 MiB)
+# Linux's SO_RCVBUFFORCE (as root, a receive buffer past net.core.rmem_max), which Python's socket module does not
+# name: without it the packet socket kept the kernel's default of about 200 KiB, and a burst of a few thousand
+# datagrams was mostly dropped.
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33 if sys.platform.startswith("linux") else None)
 
 
 class LiveError(Exception):
@@ -41,6 +46,21 @@ def _scapy_listen_socket():
         return conf.L2listen
 
 
+def _widen_receive_buffer(sock):
+    """Make the capture socket's receive buffer RECEIVE_BUFFER: forced where the system allows it (root), else as
+    large as net.core.rmem_max lets it be."""
+    if sock is None:
+        return
+    for option in (SO_RCVBUFFORCE, socket.SO_RCVBUF):
+        if option is None:
+            continue
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, option, RECEIVE_BUFFER)
+            return
+        except OSError:
+            continue
+
+
 class LiveCapture:
     def __init__(self, iface, bpf=None, count=None, duration=None, write=None, write_format=None):
         self.iface = iface
@@ -55,10 +75,7 @@ class LiveCapture:
         self._check_interface(iface)
         listen = _scapy_listen_socket()
         self.sock = self._open(listen, iface, bpf)
-        try:
-            self.sock.ins.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, RECEIVE_BUFFER)
-        except (AttributeError, OSError):
-            pass
+        _widen_receive_buffer(getattr(self.sock, "ins", None))
         try:
             hatype = self.sock.ins.getsockname()[3]
         except (AttributeError, OSError, IndexError):
