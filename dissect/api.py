@@ -21,7 +21,7 @@ from collections import deque
 from typing import BinaryIO, Iterable, Iterator, Sequence, Union
 
 from .capture.files import CaptureError
-from .capture.sources import CaptureFiles, open_input
+from .capture.sources import STDIN, CaptureFiles, open_input
 from .core.model import AnalysisRecord, Message
 from .pipeline import FrameRecord
 from .registry import Dissector, UsageError, load_protocols, protocol_key
@@ -45,13 +45,9 @@ class Capture:
         count = _checked_count(count)
         if filter is not None and not isinstance(filter, str):
             raise TypeError(f"filter is a display filter string (as -Y), not {type(filter).__name__}")
-        for source in sources:
-            if not hasattr(source, "read") and _path(source) != "-":
-                open_input(_path(source)).close()  # CaptureError now, not in the middle of the loop
-            elif isinstance(source, io.TextIOBase):
-                raise TypeError("a capture file object reads bytes: open it in binary mode ('rb')")
+        inputs = [_input(source) for source in sources]
         self._queue: deque = deque()
-        self._files = CaptureFiles([s if hasattr(s, "read") else os.fspath(s) for s in sources], limit=count)
+        self._files = CaptureFiles(inputs, limit=count)
         self._session = Session(_Collector(self._queue), decode_as=decode_as, display_filter=filter,
                                 tree=tree, stats=True)
         self._records = self._run()
@@ -104,6 +100,19 @@ class Capture:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _input(source):
+    """A source as CaptureFiles reads it: a binary file object as it is, any other as its path, opened once now so
+    that a file that cannot be opened raises CaptureError here, not in the middle of the loop."""
+    if hasattr(source, "read"):
+        if isinstance(source, io.TextIOBase):
+            raise TypeError("a capture file object reads bytes: open it in binary mode ('rb')")
+        return source
+    path = _path(source)
+    if path != STDIN:
+        open_input(path).close()
+    return path
 
 
 def _path(source):

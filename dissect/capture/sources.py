@@ -73,10 +73,9 @@ def _open_raw(source):
         return open(source, "rb", buffering=READ_BUFFER)
     except OSError as exc:
         raise CaptureError(f"{source_name(source)}: cannot open: {exc.strerror}") from None
-    except ValueError:  # a NUL in the path: capture bytes given where a path goes
-        shown = repr(source[:40]) if isinstance(source, bytes) else repr(source_name(source)[:60])
-        raise CaptureError(f"{shown}: cannot open: a path cannot hold a NUL byte (to read a capture's bytes, give "
-                           f"them as a file object, io.BytesIO(data))") from None
+    except ValueError:  # a NUL in the path (the API refuses capture bytes given as a path before this)
+        raise CaptureError(f"{source_name(source)[:60]!r}: cannot open: a path cannot hold a NUL byte (to read a "
+                           f"capture's bytes, give them as a file object, io.BytesIO(data))") from None
 
 
 def _decompressed(raw, kind, name):
