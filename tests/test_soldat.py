@@ -86,8 +86,8 @@ def test_players_over_max_and_not_a_number():
     bad = list(sp.SERVERS[0])
     bad[4], bad[5], bad[9] = 20, 12, "lots"
     msg = dissect("soldat", sp.server_entry(bad))
-    messages = [f.message for f in msg.findings]
-    assert any("PLAYERS 20 exceeds MAXPLAYERS 12" in m for m in messages)
+    over = [f for f in msg.findings if "PLAYERS 20 exceeds MAXPLAYERS 12" in f.message]
+    assert len(over) == 1 and (over[0].offset, over[0].length) == span(msg, "soldat.server.players")[:2]
     nan = [f for f in msg.findings if "not a number" in f.message][0]
     assert nan.severity == "error" and field(msg, "soldat.server.bonusfreq").value is None
 
@@ -123,6 +123,15 @@ def test_unknown_type_bad_separator_unterminated():
     cut = dissect("soldat", sp.list_begin(3)[:-1])
     assert codes(cut) == ["soldat.unterminated_line"]
     assert span(cut, "soldat.list.servercount") == (2, 1, 3)
+
+
+def test_an_empty_line_is_terminated_and_has_no_type_byte():
+    """A line that is only its \\n: the \\n is no type byte, and the line is not unterminated."""
+    msg = dissect("soldat", b"\n")
+    assert msg.name == "empty_line" and codes(msg) == ["soldat.unknown_type"]
+    assert span(msg, "soldat.eol") == (0, 1, b"\n")
+    assert [(f.offset, f.length) for f in msg.findings] == [(0, 0)]
+    assert not msg.fields_with("soldat.type")
 
 
 # -- tables ---------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)
 cdef _whole_line_values(Message msg, type_byte)
 cpdef _check_count(Cursor cur, Message msg, type_byte, count, layout)
 @cython.locals(data=dict)
-cpdef _cross_checks(Cursor cur, Message msg)
+cpdef _cross_checks(Cursor cur, Message msg, Py_ssize_t start, bytes separator)
 @cython.locals(data=dict)
 cpdef str info_line(Message msg, count)
 

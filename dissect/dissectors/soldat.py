@@ -364,6 +364,7 @@ SERVER_LAYOUT = _layout([
     (F.server.realistic, realistic, True), (F.server.dedicated, dedicated, True), (F.server.os, os_rule, True),
     (F.server.passworded, passworded, True), (F.server.be, be, True), (F.server.country, country, False),
 ])
+PLAYERS_COLUMN = [column.spec for column in SERVER_LAYOUT].index(F.server.players)  # where _cross_checks finds it
 # Entries read for every line, looked up once: F.<name> goes through the table's __getattr__ at every use.
 TYPE_FIELD, EOL_FIELD = F.type, F.eol
 LAYOUTS = {0x65: REQUEST_LAYOUT, 0x66: _layout([(F.list.servercount, servercount, True)]), 0x67: SERVER_LAYOUT,
@@ -524,6 +525,9 @@ class Soldat(Dissector):
 def _decode(cur, msg):
     """A line: its type byte, the fields after their separators, its \\n."""
     line = cur.data
+    if line == EOL:
+        _empty_line(cur, msg)
+        return
     type_byte = cur.u8(TYPE_FIELD)
     name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
     msg.name = name
@@ -590,11 +594,20 @@ def _fields(cur, msg, separator, encoding, type_byte):
         layout_fields(cur, msg, first, end, separator, split, layout, utf8)
         if type_byte == 0x68 and fields_end(data, start, end, separator, split) - start > step * split:
             cur.finding(W.bad_end_line, "the list-end line carries data", 1, cur.end - 1)
-        _cross_checks(cur, msg)
+        _cross_checks(cur, msg, start, separator)
     if count > split:
         last = fields_end(data, start, end, separator, split)  # where the last field read ends
         cur.add(F.more_fields, last, cur.end - last, count - split, display=None, generated=True)
     return count
+
+
+def _empty_line(cur, msg):
+    """A line that is only its \\n: no type byte to read (the \\n is not one)."""
+    msg.name = "empty_line"
+    msg.values["type"] = None
+    cur.raw(EOL_FIELD, 1)
+    cur.finding(W.unknown_type, "an empty line: no type byte before its \\n", 0, 0)
+    msg.info = "Empty line"
 
 
 def _whole_line_values(msg, type_byte):
@@ -618,13 +631,15 @@ def _check_count(cur, msg, type_byte, count, layout):
                     f"{TYPES[type_byte][1]} has {count} {what}, the spec's format has {expected}", 0, cur.end)
 
 
-def _cross_checks(cur, msg):
-    """Checks between fields."""
+def _cross_checks(cur, msg, start, separator):
+    """Checks between fields (``start``: where the separator before the first field is)."""
     data = msg.values
     players, maximum = data.get("players"), data.get("maxplayers")
     if isinstance(players, int) and isinstance(maximum, int) and players > maximum:
+        offset = fields_end(cur.data, start, cur.end, separator, PLAYERS_COLUMN) + len(separator)
+        length = field_end(cur.data, offset, cur.end, separator) - offset
         cur.finding(W.bad_value, f"PLAYERS {players} exceeds MAXPLAYERS {maximum} (MAXPLAYERS is the player "
-                                 f"limit)")
+                                 f"limit)", offset, length)
 
 
 def info_line(msg, count):
