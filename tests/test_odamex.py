@@ -16,8 +16,8 @@ from conftest import capture, jsonl, run_cli
 import dissect as dissect_api
 from helpers import codes, dissect, field, span
 
-from dissect.dissectors.odamex import (EXTENSION_BOOLS, F, W, MasterEntries, _choose_layout, _tried_layout, entry_text,
-                                       full_values)
+from dissect.dissectors.odamex import (CANDIDATES, ECHO_FIRST, ECHO_LAST, EXTENSION_BOOLS, NO_ECHO, F, W, MasterEntries,
+                                       _choose_layout, _tried_layout, entry_text, full_values)
 
 
 def u8(value):
@@ -517,8 +517,14 @@ def chosen(choice):
     return candidate.layout, candidate.teams, candidate.echo, candidate.extension, broken
 
 
-def echo_first(data, keyed):
-    return keyed or any(byte < 0x20 for byte in data[8:12])
+def tried(data, keyed):
+    """The trials' choice among the candidates tried for a request with a key (True), without one (False), or not
+    seen (None: an echoed key first where the name would start with control bytes)."""
+    if keyed is None:
+        order = ECHO_FIRST if any(byte < 0x20 for byte in data[8:12]) else ECHO_LAST
+    else:
+        order = ECHO_FIRST if keyed else NO_ECHO
+    return _tried_layout(data, CANDIDATES[order])
 
 
 def test_the_walk_decides_clean_replies_alone():
@@ -534,14 +540,14 @@ def test_the_walk_decides_clean_replies_alone():
               ("spec_compact", 3, False, False))]
     for data, keyed, expected in cases:
         walked = _choose_layout(data, keyed)
-        tried = _tried_layout(data, echo_first(data, keyed))
-        assert chosen(walked) == chosen(tried) == (*expected, None), expected
-        assert walked[2] is None and tried[2] is not None, expected
+        trial = tried(data, keyed)
+        assert chosen(walked) == chosen(trial) == (*expected, None), expected
+        assert walked[2] is None and trial[2] is not None, expected
     # A warning weighs in the choice, or nothing fits: the trials decide.
     for data in (spec_team_reply().replace(HASH.encode(), b"x" * 32), crowded, spec_team_reply()[:75],
                  spec_team_reply() + b"\x99"):
-        walked = _choose_layout(data, False)
-        assert chosen(walked) == chosen(_tried_layout(data, echo_first(data, False)))
+        walked = _choose_layout(data, None)
+        assert chosen(walked) == chosen(tried(data, None))
         assert walked[2] is not None or walked[1] is not None
 
 
@@ -560,9 +566,9 @@ def test_the_walk_and_the_trials_choose_alike_on_damaged_replies():
                 if good[offset] != value:
                     variants.append(good[:offset] + bytes([value]) + good[offset + 1:])
         for data in variants:
-            for keyed in (False, True):
+            for keyed in (None, False, True):
                 choice = _choose_layout(data, keyed)
-                assert chosen(choice) == chosen(_tried_layout(data, echo_first(data, keyed))), (data.hex(), keyed)
+                assert chosen(choice) == chosen(tried(data, keyed)), (data.hex(), keyed)
                 walked += choice[2] is None and choice[1] is None
     assert walked > 1500  # changed names, scores and counts that still fit: placed by the walk
 
@@ -642,6 +648,32 @@ def test_request_and_reply_are_paired(tmp_path):
     generated = {f["key"]: f for f in reply["fields"] if f["key"] in ("odamex.request_in", "odamex.response_time")}
     assert generated["odamex.request_in"]["value"] == 1
     assert abs(generated["odamex.response_time"]["value"] - 0.004) < 1e-6
+
+
+def test_a_reply_to_a_request_seen_without_a_key_has_no_echoed_key(tmp_path):
+    """A two-letter name puts its terminator among bytes 8-11, where an echoed key would be, and the skill byte (33)
+    is out of range, so no layout fits: with the launcher's request seen without a key, no reading with an echoed
+    key is tried (one read "ab\\0\\x02" as a key and the rest as a garbled name, players 1 of 117)."""
+    reply = (i32(5560020) + i32(7) + z("ab") + u8(2) + u8(8) + z("MAP01") + u8(1) + z("ukraine.wad")
+             + u8(1) + u8(7) + u8(0) + u8(0)  # deathmatch 32, skill 33 (7: not 0 to 4), teamplay 34, CTF 35
+             + z("Doomguy") + i16(12) + i32(48) + u8(3) + z("Marine") + i16(-2) + i32(112) + u8(3)
+             + z(HASH) + z(WEBSITE))
+    path = tmp_path / "unkeyed.pcap"
+    launcher, server = ("10.0.0.9", 40001), ("10.0.0.3", 10666)
+    capkit.write_pcap(path, [
+        (capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet(*launcher, *server, od.request()))),
+        (capkit.DEFAULT_TS + 0.004, capkit.ethernet(capkit.udp_packet(*server, *launcher, reply)))])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    msg = [r for r in jsonl(out) if r["kind"] == "frame"][1]["messages"][0]
+    fields = {f["key"]: f for f in msg["fields"]}
+    assert "odamex.echoed_key" not in fields
+    assert (fields["odamex.name"]["offset"], fields["odamex.name"]["length"], fields["odamex.name"]["value"]) == \
+        (8, 3, "ab")
+    assert (fields["odamex.players"]["value"], fields["odamex.max_players"]["value"]) == (2, 8)
+    bad = [f for f in msg["findings"] if f["code"] == "odamex.bad_value"]
+    assert [(f["offset"], f["length"]) for f in bad] == [(33, 1)]
+    # Without the request, the key's place is a guess: the reply alone is still read, whatever the layout shown.
+    assert _choose_layout(reply, False)[0].echo is False
 
 
 def test_heuristic():

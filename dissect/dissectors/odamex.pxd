@@ -53,13 +53,14 @@ cdef class _ServerInfo:
 
 # The layout trials: C calls to each other.
 cpdef tuple _choose_layout(bytes data, keyed)
+cpdef str echo_order(bytes data, keyed)
 @cython.locals(candidate=_Candidate, heads=dict, bodies=dict)
-cpdef tuple _tried_layout(bytes data, bint echo_first)
+cpdef tuple _tried_layout(bytes data, tuple candidates)
 
 # The layout walk: C loops over the bytes.
 cdef Py_ssize_t BROKE, LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM
-@cython.locals(candidates=tuple, index=Py_ssize_t)
-cpdef Py_ssize_t _clean_fit(bytes data, bint echo_first) except? -3
+@cython.locals(index=Py_ssize_t)
+cpdef Py_ssize_t _clean_fit(bytes data, tuple candidates) except? -3
 @cython.locals(end=Py_ssize_t, pos=Py_ssize_t, players=Py_ssize_t, pwads=Py_ssize_t, start=Py_ssize_t,
                each=Py_ssize_t, teamplay=bint, ctf=bint, real=bint)
 cdef bint _walk(bytes data, _Candidate candidate) except -1
@@ -135,7 +136,7 @@ cdef list OCTETS
 
 # The dissector's steps with their cursor, message and packet typed.
 cpdef _observe(BoundedDict keyed, Packet packet, Message msg)
-@cython.locals(key_sent=bint, choice=_Candidate, start=Py_ssize_t, left=Py_ssize_t, values=dict)
+@cython.locals(choice=_Candidate, start=Py_ssize_t, left=Py_ssize_t, values=dict)
 cpdef _server_info(BoundedDict keyed, Cursor cur, Message msg, Packet packet)
 cpdef _layout_findings(Message msg, _Candidate choice, broken)
 cpdef _truncated(Cursor cur, Message msg, exc)

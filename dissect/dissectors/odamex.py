@@ -262,15 +262,19 @@ class _Candidate:
         self.extension = extension
 
 
-def _candidates(echo_first):
+def _candidates(echoes):
     # Real servers always append the extension: try it first for them; spec peers send none.
     shapes = [(REAL, 2, (True, False)), (REAL, 3, (True, False)), (SPEC, 3, (False, True)),
               (COMPACT, 3, (False, True))]
-    return tuple(_Candidate(layout, teams, echo, extension) for echo in ((True, False) if echo_first else (False, True))
+    return tuple(_Candidate(layout, teams, echo, extension) for echo in echoes
                  for layout, teams, extensions in shapes for extension in extensions)
 
 
-CANDIDATES = {echo_first: _candidates(echo_first) for echo_first in (True, False)}
+# The candidates in the order they are tried: with an echoed key first, with one last, or without one (a reply to a
+# request seen without a key: there is none to echo).
+ECHO_FIRST, ECHO_LAST, NO_ECHO = "echo first", "echo last", "no echo"
+CANDIDATES = {ECHO_FIRST: _candidates((True, False)), ECHO_LAST: _candidates((False, True)),
+              NO_ECHO: _candidates((False,))}
 REAL_TEAM_NAMES = {count: real_teams(count) for count in (2, 3)}
 
 
@@ -383,7 +387,7 @@ def _observe(keyed, packet, msg):
 # server info ---------------------------------------------------------------------------------
 def _server_info(keyed, cur, msg, packet):
     msg.name = "server_info"
-    key_sent = packet is not None and peek(keyed, (packet.dst, packet.dport, packet.src, packet.sport)) is True
+    key_sent = None if packet is None else peek(keyed, (packet.dst, packet.dport, packet.src, packet.sport))
     choice, broken, fitted = _choose_layout(cur.data, key_sent)
     start = cur.pos
     try:
@@ -574,26 +578,34 @@ def _layout_text(choice, values):
 
 
 def _choose_layout(data, keyed):
-    """(candidate, offset where it broke or None, the trial message when one was decoded and fitted).
+    """(candidate, offset where it broke or None, the trial message when one was decoded and fitted). ``keyed``:
+    whether the launcher's request carried a key, None where no request was seen.
 
     The first candidate that fits without warnings wins; else the fitting one with the fewest warnings; else
     the one that read furthest before its first complaint (a reading that goes on after a bad hash is not a
     better one), ties to the earlier candidate. A partial extension counts only when it read the version and
     a terminated e-mail string: with less, leftover bytes are more likely trailing bytes than a damaged
     extension. The walk finds the first clean fit where there is one; the trials decide the rest."""
-    # An echoed key is likely when the launcher sent one, or when the "name" would start with control bytes.
-    echo_first = keyed or _has_control_byte(data, 8, 12)
-    index = _clean_fit(data, echo_first)
+    candidates = CANDIDATES[echo_order(data, keyed)]
+    index = _clean_fit(data, candidates)
     if index >= 0:
-        return CANDIDATES[echo_first][index], None, None
-    return _tried_layout(data, echo_first)
+        return candidates[index], None, None
+    return _tried_layout(data, candidates)
 
 
-def _tried_layout(data, echo_first):
-    """_choose_layout's answer from decoding the reply in each candidate layout in turn."""
+def echo_order(data, keyed):
+    """Which CANDIDATES to try: an echoed key is likely when the launcher sent one, or, where its request was not
+    seen, when the "name" would start with control bytes; a request seen without a key has none echoed."""
+    if keyed is None:
+        return ECHO_FIRST if _has_control_byte(data, 8, 12) else ECHO_LAST
+    return ECHO_FIRST if keyed else NO_ECHO
+
+
+def _tried_layout(data, candidates):
+    """_choose_layout's answer from decoding the reply in each of ``candidates`` in turn."""
     fit, fit_warnings, best, best_rank = None, None, None, None
     heads, bodies = {}, {}
-    for candidate in CANDIDATES[echo_first]:
+    for candidate in candidates:
         if candidate.echo not in heads:
             heads[candidate.echo] = _head_trial(data, candidate)
         reach, fits, marker_seen, trial = _trial(data, candidate, heads[candidate.echo], bodies)
@@ -624,10 +636,9 @@ BROKE = -1  # where the walk's helpers end when the candidate breaks
 LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM = max(GAME_TYPES), max(SKILLS), max(SPEC_TEAMS)
 
 
-def _clean_fit(data, echo_first):
-    """The index in CANDIDATES[echo_first] of the first candidate whose trial reads the reply to its end with valid
-    values and no warning (the trials' winner), or -1 where none does."""
-    candidates = CANDIDATES[echo_first]
+def _clean_fit(data, candidates):
+    """The index in ``candidates`` of the first one whose trial reads the reply to its end with valid values and no
+    warning (the trials' winner), or -1 where none does."""
     for index in range(len(candidates)):
         if _walk(data, candidates[index]):
             return index
