@@ -10,15 +10,17 @@ from dissect.session cimport Session
 
 cdef class Partition:
     cdef public Py_ssize_t jobs
+    cdef public double merge
     cdef public dict pairs
     cdef public double[::1] load
-    cdef public double pinned
+    cdef public double fixed
     cdef public object bounds
     @cython.locals(load="double[::1]", best=Py_ssize_t, worker=Py_ssize_t)
     cpdef Py_ssize_t _least_loaded(self) except -1
     @cython.locals(cost=double, worker=Py_ssize_t, found=object)
     cpdef Py_ssize_t owner(self, Frame frame, pair) except -1
-    cpdef double _cost(self, Frame frame) except? -1
+    @cython.locals(cost=double, fixed=double)
+    cpdef double _fixed_load(self, Frame frame, bint pinned) except? -1
     cpdef Py_ssize_t _place(self, pair) except -1
 
 cpdef _zeros(Py_ssize_t count)
@@ -33,4 +35,4 @@ cdef bytes _packed(str address)
 @cython.locals(traffic=TrafficAnalyzer, event=tuple, events=list)
 cpdef _count(traffic, list messages)
 @cython.locals(session=Session, partition=Partition, frame=Frame)
-cpdef _work(index, args, partition, conn)
+cpdef _work(index, args, partition, send)

@@ -1,21 +1,23 @@
-"""``-j N``: a capture's conversations spread over N worker processes, output merged in frame order.
+"""``-j N``: a capture's conversations spread over N processes, output merged in frame order.
 
 Every worker reads the whole capture and finds each frame's IP address pair, then dissects only the
 frames it owns. A frame's owner is decided by its address pair, so all the packets of a
 conversation meet in one worker with the cross-packet state they need: request and reply, the
 packets of a multi-packet response, IP fragments, the port a NetQuake server hands out. TCP goes to
-worker 0, which keeps the stream numbering of a single process. Frames without an IP pair go to
-worker 0 too. ``Partition`` says how address pairs are dealt out.
+worker 0, which keeps the stream numbering of a single process; so do frames without an IP pair.
+``Partition`` says how address pairs are dealt out.
 
-Workers send their text in chunks of consecutive frame numbers; the parent interleaves the chunks by
-frame number, so the output is the one a single process writes. What the end of the capture
-concludes is ordered by first frame, as in one process. ``--stats`` adds up the workers' counts
-and merges their servers-seen tables. The abuse analysis looks across conversations: the workers send
-each message reduced to what it reads (endpoints, kind, sizes, frame and time) with their text, and the
-parent counts them in frame order, so its state and what it writes, last, are one process's. The
-limits on the protocols' state (conversations, streams, pending responses) hold per worker.
+The parent is worker 0: it dissects its share and, chunk by chunk of consecutive frame numbers, merges
+the other workers' text with its own by frame number, so the output is the one a single process writes
+(its share is the smaller for that work). What the end of the capture concludes is ordered by first frame,
+as in one process. ``--stats`` adds up the workers' counts and merges their servers-seen tables. The abuse
+analysis looks across conversations: each worker's messages, reduced to what it reads (endpoints, kind,
+sizes, frame and time), go to the parent with their text, and the parent counts them in frame order, so its
+state and what it writes, last, are one process's. The limits on the protocols' state (conversations,
+streams, pending responses) hold per worker.
 """
 
+import copy
 import fcntl
 import itertools
 import multiprocessing
@@ -36,7 +38,11 @@ from .render.printer import Printer
 from .render.stats import StatsCollector
 from .session import Session, abuse_options, explain_failure, finish_order, first_failure
 
-CHUNK = 512  # frame numbers per message from a worker: a few MB of JSON at most, held by each process
+# Frame numbers per message from a worker, the parent merging them as it makes its own: fewer where each frame's text
+# is large (-V, -x, JSON: about 1 to 3 KB a frame), so that a chunk fits in the pipe with room to spare and the
+# worker goes on while the parent finishes its own chunk.
+CHUNK = 512
+CHUNK_FIELDS = 128
 PIPE_BYTES = 1 << 20  # each worker's pipe to the parent (Linux's limit for an unprivileged process)
 
 
@@ -48,31 +54,40 @@ FRAME_COST = 64      # a frame costs about as much to dissect as 64 more bytes o
 # mixed captures measured 1.2 and 1.4 times the CPU per modelled byte): what goes to worker 0 alone
 # (TCP, frames without IP) is weighed this much heavier.
 PINNED_WEIGHT = 1.3
+# The parent, worker 0, also merges every worker's output and counts the abuse analysis of every message: that work
+# is modelled as a share of each frame's cost, whoever dissects the frame. It weighs more beside the summary's and
+# --stats' dissecting than beside the field trees of -V and JSON, and little beside -x's hex dumps. (Measured on the
+# benchmark's captures: these shares gave the parent and the worker of -j 2 about the same CPU time.)
+MERGE_SHARE = 0.43
+MERGE_SHARE_FIELDS = 0.2
+MERGE_SHARE_HEX = 0.05
 
 
 class Partition:
     """Which worker dissects a frame: the same answer in every worker, for the whole capture.
 
-    UDP and other IP traffic is split by unordered IP address pair. Load is modelled as frame bytes
-    plus a fixed cost per frame, TCP weighed heavier. Before the workers start, the parent weighs the
-    address pairs of the capture's first frames (their addresses only, nothing is dissected) and deals
-    them to the workers, heaviest first, each to the least loaded one (worker 0 starts with the TCP). The
-    workers inherit the table. A pair first met later goes to the worker with the least load at that
-    moment, modelled the same way in every worker; once the table is full, a pair goes by a hash of its
-    addresses, weighted so that worker 0's share of those pairs makes up for the TCP it carries alone
-    (in the proportion the TCP has had of the load so far). A pair's worker never changes, and the split
-    depends on the capture alone.
+    UDP and other IP traffic is split by unordered IP address pair. Load is modelled as frame bytes plus a fixed
+    cost per frame, TCP weighed heavier. Worker 0 (the parent) carries a share of every frame's cost for merging
+    (``merge``), and the TCP and the frames without IP (pinned to it). Before the workers start, the
+    parent weighs the address pairs of the capture's first frames (their addresses only, nothing is dissected) and
+    deals them to the workers, heaviest first, each to the least loaded one. The workers inherit the table. A pair
+    first met later goes to the worker with the least load at that moment, modelled the same way in every worker;
+    once the table is full, a pair goes by a hash of its addresses, weighted so that the shares of those pairs make
+    up for the load each worker carries whatever the split (in the proportions it has had so far). A pair's worker
+    never changes, and the split depends on the capture and the view alone.
     """
 
-    __slots__ = ("jobs", "pairs", "load", "pinned", "bounds")
+    __slots__ = ("jobs", "merge", "pairs", "load", "fixed", "bounds")
 
-    def __init__(self, jobs, first_path):
+    def __init__(self, jobs, first_path, merge=MERGE_SHARE):
         self.jobs = jobs
+        self.merge = merge
         self.pairs = {}
         self.load = _zeros(jobs)  # the modelled load of each worker, C doubles (compiled, read and added in C)
+        self.fixed = 0.0
         self._deal(first_path)
         self.load = _zeros(jobs)
-        self.pinned = 0.0    # the load of what goes to worker 0 whatever the split (TCP, frames without IP)
+        self.fixed = 0.0     # the part of worker 0's load it carries whatever the split: merging, the pinned frames
         self.bounds = None   # the hashed placement's cumulative shares, fixed when the table fills
 
     def _deal(self, path):
@@ -80,10 +95,8 @@ class Partition:
         try:
             for frame in itertools.islice(open_capture(path), PRESCAN):
                 pair, _ = address_pair(frame)
-                cost = self._cost(frame)
-                if pair is None:
-                    self.load[0] += cost * PINNED_WEIGHT
-                else:
+                cost = self._fixed_load(frame, pair is None)
+                if pair is not None:
                     weights[pair] = weights.get(pair, 0) + cost
         except CaptureError:
             pass  # the real pass reports it
@@ -104,20 +117,22 @@ class Partition:
         return best
 
     def owner(self, frame, pair):
-        cost = self._cost(frame)
+        cost = self._fixed_load(frame, pair is None)
         if pair is None:
-            worker = 0
-            cost *= PINNED_WEIGHT
-            self.pinned += cost
-        else:
-            found = self.pairs.get(pair)
-            worker = self._place(pair) if found is None else found
+            return 0  # its load is counted
+        found = self.pairs.get(pair)
+        worker = self._place(pair) if found is None else found
         self.load[worker] += cost
         return worker
 
-    def _cost(self, frame):
-        """The modelled load of a frame: the one model, before the workers start and in every worker."""
-        return frame.wirelen + FRAME_COST
+    def _fixed_load(self, frame, pinned):
+        """Add to worker 0's load what a frame costs it whatever the split (its merging; its dissecting too when it is
+        pinned to worker 0); return the frame's cost."""
+        cost = frame.wirelen + FRAME_COST  # the one model, before the workers start and in every worker
+        fixed = cost * (self.merge + PINNED_WEIGHT) if pinned else cost * self.merge
+        self.load[0] += fixed
+        self.fixed += fixed
+        return cost
 
     def _place(self, pair):
         if len(self.pairs) < MAX_PAIRS:
@@ -132,14 +147,14 @@ class Partition:
         return self.jobs - 1
 
     def _hash_bounds(self):
-        """Cumulative shares of the hashed pairs. With ``t`` the pinned part of the load so far, worker 0 gets
-        (1/jobs - t) / (1 - t) of them (none once t reaches 1/jobs) and the others split the rest evenly, so
-        that each worker's load grows alike if the traffic goes on as it was."""
+        """Cumulative shares of the hashed pairs. With ``t`` the part of the load so far that worker 0 carries whatever
+        the split, it gets (1/jobs - t) / (1 - t) of them (none once t reaches 1/jobs) and the others split the rest
+        evenly, so that each worker's load grows alike if the traffic goes on as it was."""
         if self.jobs == 1:
             return [1.0]
         total = sum(self.load)
-        pinned = min(self.pinned / total, 1 / self.jobs) if total else 0.0
-        first = (1 / self.jobs - pinned) / (1 - pinned)
+        fixed = min(self.fixed / total, 1 / self.jobs) if total else 0.0
+        first = (1 / self.jobs - fixed) / (1 - fixed)
         rest = (1 - first) / (self.jobs - 1)
         return [first + rest * index for index in range(self.jobs)]
 
@@ -151,7 +166,7 @@ def _zeros(count):
 def address_pair(frame):
     """(the frame's unordered IP address pair as ``pair_key`` makes it, its Packet if decoding it was needed).
 
-    The pair is None for frames that go to worker 0: no IP header, or TCP (see Partition)."""
+    The pair is None for frames pinned to worker 0: no IP header, or TCP (see Partition)."""
     if frame.linktype == 1:
         found = ethernet_ip_pair(frame.data)
         if found is not None:
@@ -175,13 +190,14 @@ def _packed(address):
 
 def run_parallel(args, out):
     """Run the capture files of ``args`` (the command's options; ``args.color`` already resolved to
-    always or never) in ``args.jobs`` processes, writing to ``out``; return the exit code."""
+    always or never) in ``args.jobs`` processes, writing to ``out``; return the exit code. The parent is
+    worker 0: it dissects its share and merges the others' output with its own as it goes."""
     parse_decode_as(args.decode_as)  # a bad --decode-as is a usage error before any worker starts
-    partition = Partition(args.jobs, args.files[0])
+    partition = Partition(args.jobs, args.files[0], _merge_share(args))
     context = multiprocessing.get_context("fork")
     receivers, workers = [], []
     try:
-        for index in range(args.jobs):
+        for index in range(1, args.jobs):
             receiver, sender = context.Pipe(duplex=False)
             receivers.append(receiver)
             _widen(receiver)
@@ -197,8 +213,9 @@ def run_parallel(args, out):
             receiver.close()
         raise UsageError(f"-j {args.jobs}: cannot start the worker processes: {exc.strerror or exc}") from None
     printer = _printer(args, out)
+    merger = _Merger(args, printer, receivers)
     try:
-        return _merge(args, printer, receivers)
+        return merger.deliver(("end", _work(0, _own_args(args), partition, merger.deliver)))
     except KeyboardInterrupt:  # the workers' conclusions never come: end the output as it stands
         printer.close()
         return 130
@@ -232,45 +249,54 @@ def _printer(args, out):
                    stats=args.stats, quiet=args.quiet, fields=args.field, field_options=args.field_options)
 
 
-def _merge(args, printer, receivers):
-    out = printer.out
-    json = printer.json
-    progress = Progress(args.files) if on_terminal() else None
-    # The parent's own session concludes the run: the abuse analysis, which it counts itself from the
-    # workers' messages in frame order (exactly as one process), and the records that analysis writes.
-    concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,
-                        fail_on=args.fail_on, **abuse_options(args))
-    traffic = concluded.pipeline.traffic
-    rounds = 0
-    while True:
-        messages = [_receive(conn, index) for index, conn in enumerate(receivers)]
+class _Merger:
+    """The parent's side of the run: each chunk of its own share (worker 0's), merged with the other workers' chunks
+    of the same frame numbers, is written and its messages counted by the abuse analysis; then the ends."""
+
+    def __init__(self, args, printer, receivers):
+        self.args, self.printer, self.receivers = args, printer, receivers
+        self.progress = Progress(args.files) if on_terminal() else None
+        # The parent's own session concludes the run: the abuse analysis, which it counts itself from every
+        # worker's messages in frame order (exactly as one process), and the records that analysis writes.
+        self.concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,
+                                 fail_on=args.fail_on, **abuse_options(args))
+        self.rounds = 0
+
+    def deliver(self, own):
+        """Worker 0's message (a chunk, or its end), with the others' of the same round; the exit code at the end."""
+        messages = [own, *(_receive(conn, index) for index, conn in enumerate(self.receivers, 1))]
         if len({message[0] for message in messages}) > 1:  # they read the same frames: never expected
             raise UsageError("the workers of -j fell out of step; run without -j")
-        if messages[0][0] == "end":
-            break
+        if own[0] == "end":
+            return self._end([message[1] for message in messages])
+        printer = self.printer
         texts = sorted((item for message in messages for item in message[1]), key=itemgetter(0))
-        _write(out, json, (text for _, text in texts))
-        out.flush()  # a chunk is a batch already: keep no more than one in memory
-        _count(traffic, messages)
-        rounds += 1
-        if progress is not None:
-            progress.show(rounds * CHUNK, *messages[0][2])
-    if progress is not None:
-        progress.done()
-    ends = [message[1] for message in messages]
-    finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
-    _write(out, json, (text for _, text in finished))
-    traffic.finish()
-    concluded.conclude(traffic)
-    stats = _merged_stats(ends, concluded.stats) if args.stats else None
-    printer.close(stats, _merged_analyzers(ends, traffic))
-    for error in ends[0]["errors"]:
-        tell(str(error))
-    if ends[0]["errors"]:
-        return 2
-    failed = first_failure([*(end["failed"] for end in ends), concluded.failed])
-    explain_failure(failed, args.filter is not None)
-    return 1 if failed else 0
+        _write(printer.out, printer.json, (text for _, text in texts))
+        printer.out.flush()  # a chunk is a batch already: keep no more than one in memory
+        _count(self.concluded.pipeline.traffic, messages)
+        self.rounds += 1
+        if self.progress is not None:
+            self.progress.show(self.rounds * _chunk_frames(self.args), *own[2])
+        return None
+
+    def _end(self, ends):
+        args, printer, concluded = self.args, self.printer, self.concluded
+        if self.progress is not None:
+            self.progress.done()
+        finished = sorted((item for end in ends for item in end["finished"]), key=itemgetter(0))
+        _write(printer.out, printer.json, (text for _, text in finished))
+        traffic = concluded.pipeline.traffic
+        traffic.finish()
+        concluded.conclude(traffic)
+        stats = _merged_stats(ends, concluded.stats) if args.stats else None
+        printer.close(stats, _merged_analyzers(ends, traffic))
+        for error in ends[0]["errors"]:
+            tell(str(error))
+        if ends[0]["errors"]:
+            return 2
+        failed = first_failure([*(end["failed"] for end in ends), concluded.failed])
+        explain_failure(failed, args.filter is not None)
+        return 1 if failed else 0
 
 
 def _receive(conn, index):
@@ -284,15 +310,17 @@ def _receive(conn, index):
 
 
 def _write(out, json, texts):
-    """Workers send the UTF-8 of whole lines: of text, or of JSON."""
-    data = b"".join(texts)
+    """Workers send the UTF-8 of whole lines: of text, or of JSON. The output takes each frame's as it is (it writes
+    its batches with writev): a chunk's are not joined into one more copy of them."""
     if json is None or json.lines:
-        if out.write_bytes is not None:
-            out.write_bytes(data)
+        write_bytes = out.write_bytes
+        if write_bytes is not None:
+            for text in texts:
+                write_bytes(text)
         else:
-            out.write(data.decode())
+            out.write(b"".join(texts).decode())
         return
-    for line in data.split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
+    for line in b"".join(texts).split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
         if line:
             json.encoded(line.decode())
 
@@ -353,7 +381,7 @@ class _Text:
 
 def _worker(index, args, partition, conn):
     try:
-        conn.send(("end", _work(index, args, partition, conn)))
+        conn.send(("end", _work(index, args, partition, conn.send)))
     except (KeyboardInterrupt, BrokenPipeError):
         pass
     except Exception as exc:  # reported by the parent as one line, never as a traceback
@@ -366,7 +394,31 @@ def _worker(index, args, partition, conn):
         os._exit(0)
 
 
-def _work(index, args, partition, conn):
+def _shows_fields(args):
+    """Whether the view writes each frame's fields or bytes (-V, -x, JSON): text of a few KB a frame."""
+    return bool(args.verbose or args.hex or args.format in ("json", "jsonl"))
+
+
+def _merge_share(args):
+    if args.hex:
+        return MERGE_SHARE_HEX
+    return MERGE_SHARE_FIELDS if _shows_fields(args) else MERGE_SHARE
+
+
+def _chunk_frames(args):
+    return CHUNK_FIELDS if _shows_fields(args) else CHUNK
+
+
+def _own_args(args):
+    """The parent's copy of the options for its share: ``_work`` changes them as a worker's, and the merge
+    writes with the originals."""
+    own = copy.copy(args)
+    own.field_options = copy.copy(args.field_options)
+    return own
+
+
+def _work(index, args, partition, send):
+    """Dissect the frames that worker ``index`` owns; ``send`` takes each chunk's message; return the end's."""
     if args.format == "json":
         args.format = "jsonl"
     args.field_options.header = False  # the parent writes the one header line
@@ -376,14 +428,15 @@ def _work(index, args, partition, conn):
                       stats=args.stats, fail_on=args.fail_on, **abuse_options(args))
     traffic = session.pipeline.traffic
     traffic.events = []  # the parent counts them (see _count)
-    chunk, chunk_end = [], CHUNK
+    frames_a_chunk = _chunk_frames(args)
+    chunk, chunk_end = [], frames_a_chunk
     clock = [None, None]
     files = CaptureFiles(args.files)
     for frame in files:
         number = frame.number
         while number > chunk_end:
-            conn.send(("chunk", chunk, files.position(), traffic.events))
-            chunk, chunk_end = [], chunk_end + CHUNK
+            send(("chunk", chunk, files.position(), traffic.events))
+            chunk, chunk_end = [], chunk_end + frames_a_chunk
             traffic.events = []
         if clock[0] is None:
             clock[0] = frame.ts
@@ -396,7 +449,7 @@ def _work(index, args, partition, conn):
         text = sink.take()
         if text:
             chunk.append((number, text))
-    conn.send(("chunk", chunk, files.position(), traffic.events))
+    send(("chunk", chunk, files.position(), traffic.events))
     finished = []
     for rec in sorted(session.pipeline.finish(), key=finish_order):
         session.ending(rec)

@@ -125,24 +125,30 @@ def test_session_captures_read_as_one_capture():
 
 
 def test_the_first_pairs_are_dealt_by_their_bytes_heaviest_first(tmp_path):
-    """Weights are wire bytes plus FRAME_COST a frame, TCP counts for worker 0 weighed PINNED_WEIGHT times: the
-    split is the capture's alone."""
+    """Weights are wire bytes plus FRAME_COST a frame; worker 0, the parent, carries MERGE_SHARE of every frame's
+    weight for merging, and the TCP weighed PINNED_WEIGHT times: the split is the capture's alone."""
     def udp(src, dst, size):
         return capkit.ethernet(capkit.udp_packet(src, 5000, dst, 26000, b"x" * size))
     frames = ([udp("10.0.0.1", "10.0.0.2", 1000)] * 3 +     # 3 * (1042 + 64) = 3318
               [udp("10.0.0.4", "10.0.0.3", 1200)] * 2 +     # 2 * (1242 + 64) = 2612, pair ordered
               [udp("10.0.0.5", "10.0.0.6", 100)] * 20 +     # 20 * (142 + 64) = 4120
               [capkit.ethernet(capkit.tcp_packet("10.0.0.7", 1000, "10.0.0.8", 13073, b"y" * 1500))] * 2 +
-              [udp("10.0.0.9", "10.0.0.10", 10)])           # 52 + 64 = 116
+              [udp("10.0.0.9", "10.0.0.10", 10)] * 30)      # 30 * (52 + 64) = 3480
     path = tmp_path / "weights.pcap"
     capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, frame) for n, frame in enumerate(frames)])
-    partition = Partition(2, path)
-    # worker 0 starts with the TCP's 2 * (1554 + 64) * 1.3 = 4206.8; heaviest first, each to the least loaded:
-    # 4120 to worker 1, 3318 to worker 1 (4120 < 4206.8), 2612 to worker 0 (4206.8 < 7438), 116 to worker 0
+    partition = Partition(2, path, merge=0.25)
+    # worker 0 starts with the TCP's 2 * (1554 + 64) * 1.3 = 4206.8 and a quarter of all 16,766: 8398.3. Heaviest
+    # first, each to the least loaded: 4120 to worker 1, 3480 to worker 1 (4120 < 8398.3), 3318 to worker 1
+    # (7600 < 8398.3), 2612 to worker 0 (8398.3 < 10918)
     assert parallel.PINNED_WEIGHT == 1.3
-    assert partition.pairs == {pair_key("10.0.0.5", "10.0.0.6"): 1, pair_key("10.0.0.1", "10.0.0.2"): 1,
-                               pair_key("10.0.0.3", "10.0.0.4"): 0, pair_key("10.0.0.9", "10.0.0.10"): 0}
-    assert list(partition.load) == [0, 0]  # the workers model the load from the first frame on
+    assert partition.pairs == {pair_key("10.0.0.5", "10.0.0.6"): 1, pair_key("10.0.0.9", "10.0.0.10"): 1,
+                               pair_key("10.0.0.1", "10.0.0.2"): 1, pair_key("10.0.0.3", "10.0.0.4"): 0}
+    assert list(partition.load) == [0, 0] and partition.fixed == 0  # the workers model the load from frame 1 on
+    # With no share for merging, the TCP alone: 4120 to worker 1, 3480 to worker 1 (4120 < 4206.8), 3318 to
+    # worker 0 (4206.8 < 7600), 2612 to worker 0 (7524.8 < 7600)
+    alone = Partition(2, path, merge=0.0)
+    assert alone.pairs == {pair_key("10.0.0.5", "10.0.0.6"): 1, pair_key("10.0.0.9", "10.0.0.10"): 1,
+                           pair_key("10.0.0.1", "10.0.0.2"): 0, pair_key("10.0.0.3", "10.0.0.4"): 0}
 
 
 def test_partition_is_stable_and_keeps_pairs_together(mixed, monkeypatch):
@@ -318,17 +324,17 @@ def test_a_killed_worker_ends_the_run_with_one_line(large):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     children = []
     deadline = time.monotonic() + 30
-    while len(children) < 2 and time.monotonic() < deadline:
+    while not children and time.monotonic() < deadline:
         time.sleep(0.05)
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as handle:
             children = handle.read().split()
     time.sleep(0.3)
-    # Worker 0, which the capture's one address pair went to: the other only reads past the frames, and may
-    # be done before this.
+    # Worker 1, the one child of -j 2, which the capture's one address pair went to (the parent, worker 0, carries
+    # the merging).
     os.kill(int(children[0]), signal.SIGKILL)  # as the OOM killer would
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2
-    assert re.fullmatch(r"dissect: worker [01] of -j failed: it stopped without a word\n", err)
+    assert err == "dissect: worker 1 of -j failed: it stopped without a word\n"
 
 
 def test_an_unreadable_file_among_several_is_reported_once():
@@ -397,22 +403,25 @@ def test_servers_seen_merge_as_one_process_keeps_them(tmp_path):
     assert "rtt 1.000 ms" in stats  # the newest reply that had a request, not the unrequested one
 
 
-def test_pairs_past_the_table_make_up_for_the_tcp_of_worker_zero(tmp_path, monkeypatch):
-    """Past the table, pairs go by hash; worker 0, which alone carries the TCP, gets the smaller share:
-    (1/2 - t) / (1 - t) of them with two workers, t being the TCP's part of the load so far."""
+def test_pairs_past_the_table_make_up_for_what_worker_zero_carries(tmp_path, monkeypatch):
+    """Past the table, pairs go by hash; worker 0, the parent, which merges every frame's output and alone carries
+    the TCP, gets the smaller share: (1/2 - t) / (1 - t) of them with two workers, t being the part of the load so
+    far that it carries whatever the split."""
     monkeypatch.setattr(parallel, "MAX_PAIRS", 1)
     path = tmp_path / "empty.pcap"
     capkit.write_pcap(path, [])
-    partition = Partition(2, path)
-    for number in (1, 2, 3):
-        assert partition.owner(Frame(number, 0.0, 60, 60, 1, b""), None) == 0  # TCP: 3 * (60 + 64) * 1.3
-    assert partition.owner(Frame(4, 0.0, 1000, 1000, 1, b""), pair_key("10.0.0.1", "10.0.0.2")) == 1  # the table's one
-    pinned = 3 * (60 + 64) * parallel.PINNED_WEIGHT / (3 * (60 + 64) * parallel.PINNED_WEIGHT + 1064)
-    share = (0.5 - pinned) / (1 - pinned)  # 0.273
+    partition = Partition(2, path, merge=0.25)
+    for number in (1, 2):
+        assert partition.owner(Frame(number, 0.0, 60, 60, 1, b""), None) == 0  # TCP: 2 * (60 + 64)
+    assert partition.owner(Frame(3, 0.0, 3000, 3000, 1, b""), pair_key("10.0.0.1", "10.0.0.2")) == 1  # the table's
+    # The first hashed frame's merging is counted before its pair is placed.
+    fixed = 2 * 124 * parallel.PINNED_WEIGHT + 0.25 * (2 * 124 + 3064 + 164)
+    carried = fixed / (fixed + 3064)
+    share = (0.5 - carried) / (1 - carried)  # 0.306
     owners = {}
     for index in range(4000):
         pair = pair_key(f"10.1.{index // 250}.{index % 250}", "10.2.0.1")
-        owners[pair] = partition.owner(Frame(5 + index, 0.0, 100, 100, 1, b""), pair)
+        owners[pair] = partition.owner(Frame(4 + index, 0.0, 100, 100, 1, b""), pair)
     assert partition.bounds == [pytest.approx(share), 1.0]
     assert abs(list(owners.values()).count(0) / 4000 - share) < 0.03
     assert all(partition.owner(Frame(1, 0.0, 100, 100, 1, b""), pair) == owner for pair, owner in owners.items())
