@@ -279,3 +279,32 @@ def test_soldat_captures_snapped_reordered_and_thinned_never_break_the_stream(tm
             session.frame(frame)
         session.finish()
         assert (kept.frames, kept.errors) == (len(frames), []), (trial, snaplen)
+
+
+def test_a_netquake_rule_reply_cut_to_its_header_is_no_end_of_rules(tmp_path):
+    """The 5-byte reply ends the rule list ('the length of the packet will be 5'): one the capture cut to 5 bytes
+    of its 18 is not that reply."""
+    payload = nq.ccrep_rule_info("sv_gravity", "800")
+    path = tmp_path / "snapped.pcap"
+    write_frame(path, payload, 26000, kept=5)
+    msg = only_record(path)["messages"][0]
+    assert msg["message"] == "CCREP_RULE_INFO" and len(payload) == 20
+    assert "netquake.control.end_of_rules" not in {f["key"] for f in msg["fields"]}
+    assert codes(msg["findings"]) == [("capture.cut_message", "note", 5, 0)]
+    whole = tmp_path / "end.pcap"
+    write_frame(whole, nq.ccrep_rule_info(), 26000)
+    end = only_record(whole)["messages"][0]
+    assert {f["key"]: f["value"] for f in end["fields"]}["netquake.control.end_of_rules"] is True
+
+
+def test_a_teeframe_reply_cut_before_its_records_is_no_list_left_out(tmp_path):
+    """Counts without records are what a rate-limited server sends (teeframe.no_client_records); where the capture
+    kept none of the records that followed, the records were sent and are only missing here."""
+    payload = tf.iext(42, tf.sample_clients(3))
+    records = sum(len(tf.client_record(*c)) for c in tf.sample_clients(3))
+    path = tmp_path / "snapped.pcap"
+    write_frame(path, payload, 8303, kept=len(payload) - records)
+    msg = only_record(path)["messages"][0]
+    found = codes(msg["findings"])
+    assert ("capture.cut_message", "note", len(payload) - records, 0) in found
+    assert not any(code == "teeframe.no_client_records" for code, *_ in found)

@@ -214,6 +214,8 @@ def test_split_record_keeps_the_fields_that_are_there():
     assert (client.offset, client.length) == (59, 18)  # closed where the packet ends, the record cut inside it
     assert [c.value for c in client.children][:3] == ["Tëe", "Clan", 276]
     assert msg.values["clients"] == []
+    # Its one record was there, cut: the counts without records that rate-limited servers send are another thing.
+    assert "teeframe.no_client_records" not in codes(msg) and "clients_omitted" not in msg.values
 
 
 def test_packet_too_large():
@@ -223,7 +225,7 @@ def test_packet_too_large():
 
 
 def test_bad_packet_number():
-    for number in (0, 64):
+    for number in (0, 64, -1):
         msg = dissect("teeframe", tf.iex_plus(5, number))
         assert codes(msg) == ["teeframe.bad_packet_number"]
         assert (msg.findings[0].offset, msg.findings[0].length) == (16, 1 + len(str(number)))
@@ -236,6 +238,17 @@ def test_flags_is_player_and_counts():
     mismatch = finding(msg, "teeframe.count_mismatch").message
     assert "Num Players 20 > Max Players 16" in mismatch and "Num Clients 1 > Max Clients 0" in mismatch
     assert "Num Players 20 > Num Clients 1" in mismatch
+    assert "Max Players 16 > Max Clients 0" in mismatch  # spectator slots reduce Max Players: never above
+
+
+def test_padding_bytes_6_to_9_are_ff():
+    payload = bytearray(small_iext(map_crc=1))
+    payload[6:10] = b"\xff\x00\xff\xff"
+    msg = dissect("teeframe", bytes(payload))
+    assert codes(msg) == ["teeframe.bad_header"]
+    assert (msg.findings[0].offset, msg.findings[0].length) == (6, 4)
+    assert msg.findings[0].message.startswith("header bytes 6-9 are ff 00 ff ff, not FF FF FF FF")
+    assert span(msg, "teeframe.padding") == (6, 4, b"\xff\x00\xff\xff")
 
 
 def test_password_flag_display():

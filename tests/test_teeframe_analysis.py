@@ -332,3 +332,21 @@ def test_a_response_keeps_its_first_packets_values_unless_records_were_dropped(m
     assert "clients" not in response.info and response.info["num_clients"] == 100
     assert list(response.info) == ["version", "name", "map", "map_crc", "map_size", "game_type", "flags", "num_players",
                                    "max_players", "num_clients", "max_clients", "identifier"]
+
+
+def test_unrequested_packets_are_each_complete_with_their_counts(tmp_path):
+    """Real servers send an iext with token -1, its counts and no client records (a note, teeframe.unrequested_info):
+    each is a response of its own, complete as it arrives, and the next one is no duplicate of it."""
+    server, browser = ("10.1.0.1", 8303), ("10.0.0.1", 40000)
+    packets = [tf.iext(-1, num_clients=5, players=3, max_players=16, max_clients=16, map_crc=1),
+               tf.iext(-1, num_clients=6, players=4, max_players=16, max_clients=16, map_crc=1)]
+    path = tmp_path / "unrequested.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, capkit.ethernet(capkit.udp_packet(*server, *browser, packet)))
+                             for n, packet in enumerate(packets)])
+    code, out, _ = run_cli("-T", "jsonl", "--fail-on", "warning", path)
+    records = jsonl(out)
+    assert code == 0
+    assert [f["code"] for f in all_findings(records)] == ["teeframe.unrequested_info"] * 2
+    results = [a["result"] for a in analyses(records)]
+    assert [(r["complete"], r["clients_omitted"], r["info"]["num_clients"]) for r in results] == \
+        [(True, True, 5), (True, True, 6)]

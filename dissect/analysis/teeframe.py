@@ -137,7 +137,8 @@ class TeeFrameAnalyzer(Analyzer):
         number = _packet_number(msg)
         if number is None:
             return []
-        done = peek(self.done, key)
+        # Unrequested packets (token -1) are each a fresh one, not a copy of the last: they are not remembered.
+        done = peek(self.done, key) if token != -1 else None
         if done is not None:
             if number in done:
                 _duplicate(msg, number, token)
@@ -158,7 +159,8 @@ class TeeFrameAnalyzer(Analyzer):
         self._add_packet(response, record, msg, number, out)
         if response.complete():
             del self.pending[key]
-            put(self.done, key, tuple(response.records))  # the packet numbers: a few, and a tuple is small
+            if token != -1:
+                put(self.done, key, tuple(response.records))  # the packet numbers: a few, and a tuple is small
             out.append(self._conclude(response))
         return out
 

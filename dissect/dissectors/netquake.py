@@ -351,7 +351,7 @@ def _player_info(cur, msg):
 
 
 def _rule_info(cur, msg):
-    if cur.at_end():
+    if cur.at_end() and not cur.missing:  # a reply the capture cut short may hold a rule it did not keep
         msg.values["end_of_rules"] = True
         cur.add(END_OF_RULES, 4, 1, True,
                 display="no rule or value: the list has ended (spec: 'the length of the packet will be 5')",

@@ -143,7 +143,7 @@ W = FindingTable("teeframe", messages=True, entries=[
     ("unterminated_string", "error", "spec: Strings and Decimal Strings end with a null terminator (00)"),
     ("packet_too_large", "warning", "spec: 'the 1400-byte packet size limit includes the six-byte header, the message "
                                     "identifier and padding, and all encoded fields'"),
-    ("bad_header", "warning", "spec: 'byte[0-5] // FF FF FF FF FF FF'"),
+    ("bad_header", "warning", "spec: 'byte[0-5] // FF FF FF FF FF FF' (a response's) and 'byte[6-9] // FF FF FF FF'"),
     ("reserved_nonzero", "warning", "spec: 'Reserved bytes must be sent as zero and ignored by the receiver'"),
     ("bad_request_length", "error", "spec: 'the complete request is 15 bytes'"),
     ("unknown_identifier", "warning", "spec: the messages are gie3, iext and iex+ (older peers add inf3, gief, info, "
@@ -160,8 +160,8 @@ W = FindingTable("teeframe", messages=True, entries=[
     ("bad_flags", "warning", "spec: 'flag value 1 means a password is required; 0 means no password is required'"),
     ("reserved_nonempty", "warning", "spec: a Reserved String 'must be empty; receivers must ignore its contents'"),
     ("count_mismatch", "warning", "spec: Num Players counts the non-spectators among Num Clients, each within its "
-                                  "maximum, and 'the list is complete when the number of collected records equals "
-                                  "Num Clients'"),
+                                  "maximum, Max Players the non-spectator slots among Max Clients, and 'the list is "
+                                  "complete when the number of collected records equals Num Clients'"),
     ("no_client_records", "note", "spec: the client list follows in this packet and in iex+; real servers send the "
                                   "counts without records when rate-limited"),
     ("too_many_records", "warning", "an inf3 reply carries at most 16 client records, a dtsf reply at most 24"),
@@ -366,7 +366,9 @@ def _header_ff6(cur, what):
 
 
 def _padding_and_identifier(cur, size):
-    cur.raw(PADDING, 4)
+    padding = cur.raw(PADDING, 4)
+    if padding != FF4:
+        cur.flag_last(W.bad_header, f"header bytes 6-9 are {padding.hex(' ')}, not FF FF FF FF")
     cur.raw(IDENTIFIER, size)
 
 
@@ -482,7 +484,7 @@ def _iext(cur, msg):
 
 def _iex_plus(cur, msg):
     token = _token(cur, msg)
-    number = _decimal(cur, PACKET_NUMBER)
+    number = _decimal(cur, PACKET_NUMBER, allow_negative=True)  # a negative one is out of range below
     msg.values["packet_number"] = number
     if number is not None and not 1 <= number <= 63:
         cur.flag_last(W.bad_packet_number, f"packet number {number}")
@@ -605,11 +607,15 @@ def _check_counts(cur, msg, records, token):
         problems.append(f"Num Players {players} > Num Clients {clients}")
     if clients is not None and max_clients is not None and clients > max_clients:
         problems.append(f"Num Clients {clients} > Max Clients {max_clients}")
+    if max_players is not None and max_clients is not None and max_players > max_clients:
+        problems.append(f"Max Players {max_players} > Max Clients {max_clients}")
     if problems:
         cur.finding(W.count_mismatch, "; ".join(problems))
-    if clients and records == 0 and token != -1 and cur.at_end():
+    # A record cut off at the end of the packet, or bytes the capture did not keep, is no list left out.
+    if clients and records == 0 and cur.at_end() and not data.get("split_record") and not cur.missing:
         data["clients_omitted"] = True
-        cur.finding(W.no_client_records, f"Num Clients is {clients} but the packet carries no client records")
+        if token != -1:  # an unrequested packet carries its counts alone, and teeframe.unrequested_info says so
+            cur.finding(W.no_client_records, f"Num Clients is {clients} but the packet carries no client records")
 
 
 def _string(cur, spec):
