@@ -350,3 +350,23 @@ def test_unrequested_packets_are_each_complete_with_their_counts(tmp_path):
     results = [a["result"] for a in analyses(records)]
     assert [(r["complete"], r["clients_omitted"], r["info"]["num_clients"]) for r in results] == \
         [(True, True, 5), (True, True, 6)]
+
+
+def test_a_packet_after_the_response_is_complete_is_a_count_mismatch(tmp_path):
+    """'The list is complete when the number of collected records equals Num Clients': an iex+ that comes after is
+    not counted, and says so (a copy of a packet already counted is a duplicate instead)."""
+    server, browser = ("10.1.0.1", 8303), ("10.0.0.1", 40000)
+    clients = tf.sample_clients(2, spectators=0)
+    packets = [tf.iext(77, clients[:1], num_clients=1, map_crc=1), tf.iex_plus(77, 1, clients[1:]),
+               tf.iext(77, clients[:1], num_clients=1, map_crc=1)]
+    path = tmp_path / "late.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n, capkit.ethernet(capkit.udp_packet(*server, *browser, packet)))
+                             for n, packet in enumerate(packets)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    frames = [r for r in jsonl(out) if r["kind"] == "frame"]
+    late, again = frames[1]["messages"][0]["findings"], frames[2]["messages"][0]["findings"]
+    assert [(f["code"], f["severity"]) for f in late] == [("teeframe.count_mismatch", "warning")]
+    assert late[0]["message"].startswith("packet 1 of response token 77 arrived after the response had its Num "
+                                         "Clients records")
+    assert [f["code"] for f in again] == ["teeframe.duplicate_packet"]
+    assert [a["result"]["records"] for a in analyses(jsonl(out))] == [1]

@@ -142,6 +142,8 @@ class TeeFrameAnalyzer(Analyzer):
         if done is not None:
             if number in done:
                 _duplicate(msg, number, token)
+            else:
+                _after_complete(msg, number, token)
             return []
         out = []
         response = peek(self.pending, key)
@@ -365,6 +367,11 @@ def _packet_number(msg):
         return 0
     number = msg.values.get("packet_number")
     return number if number is not None and 1 <= number <= LAST_PACKET_NUMBER else None
+
+
+def _after_complete(msg, number, token):
+    msg.report(W.count_mismatch, f"packet {number} of response token {token} arrived after the response had its Num "
+                                 f"Clients records, and is not counted")
 
 
 def _duplicate(msg, number, token):
