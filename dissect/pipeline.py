@@ -239,6 +239,8 @@ class Pipeline:
         if dissector is not None:
             for direction, piece in delivery.pieces:
                 parser = stream.parsers[direction]
+                if parser is None:  # its side sent its FIN
+                    continue
                 if isinstance(piece, Gap):
                     _gap(parser, piece)
                     continue
@@ -246,6 +248,8 @@ class Pipeline:
                     out += self._stream_message(record, stream, direction, msg)
             if delivery.closed:
                 out += self._close_stream(stream, record, packet)
+            elif delivery.finished is not None:
+                out += self._close_side(stream, delivery.finished, record, packet)
         if record.messages:
             record.protocol = record.messages[0].protocol
             record.info = "; ".join([m.info for m in record.messages[:4]]) + (
@@ -272,12 +276,29 @@ class Pipeline:
         _tag(stream, direction, msg)
         return self._add_message(record, msg)
 
+    def _close_side(self, stream, direction, record, packet):
+        """One side sent its FIN, its last byte delivered: its parser's unfinished line ends in this frame, not in
+        the frame that ends the stream. The parser is closed once, here."""
+        parser = stream.parsers[direction]
+        if parser is None:
+            return []
+        parsers = list(stream.parsers)
+        parsers[direction] = None
+        stream.parsers = tuple(parsers)
+        out = []
+        for msg in parser.close(self.tree, packet):
+            out += self._stream_message(record, stream, direction, msg)
+        return out
+
     def _close_stream(self, stream, record, packet):
-        """A stream ended (FIN, RST, eviction or the end of the capture): flush its parsers."""
+        """A stream ended (FIN, RST, eviction or the end of the capture): flush its parsers (those of the sides
+        that did not close on their own FIN)."""
         if stream.dissector is None:
             return []
         out = []
         for direction, parser in enumerate(stream.parsers):
+            if parser is None:
+                continue
             for msg in parser.close(self.tree, packet):
                 if record is not None:
                     out += self._stream_message(record, stream, direction, msg)

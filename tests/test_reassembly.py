@@ -532,3 +532,31 @@ def test_uncaptured_bytes_sent_again_and_captured_are_no_gap():
     assert "tcp.cut_segment" not in codes_of(out) and "tcp.lost_segment" not in codes_of(out)
     ends = tcp.finish()  # the client's side never sent FIN: the stream is flushed at the capture's end
     assert [(d.pieces, codes_of([d])) for d in ends] == [([], [])]
+
+
+def test_a_fin_says_which_side_finished_once():
+    """The first FIN of a side marks the segment that delivered its last byte; a repeated FIN does not."""
+    _, out = run([segment(1, b"ab"), segment(3, flags=0x11), segment(3, flags=0x11),
+                  segment(900, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert [d.finished for d in out] == [None, 0, None, 1]  # the last one closes the stream too
+    assert out[-1].closed and not out[1].closed
+
+
+def test_a_line_cut_by_the_senders_fin_ends_in_that_frame(tmp_path):
+    """The lobby sends half a server line and its FIN; the client's FIN comes later. The half line is the lobby's
+    last: it is shown in the lobby's FIN frame, not in the client's."""
+    client, lobby = ("10.0.0.1", 40000), ("10.0.0.2", 13073)
+    half = sp.server_entry(sp.SERVERS[0])[:30]
+    frames = [capkit.tcp_packet(*client, *lobby, sp.request(), seq=1000),
+              capkit.tcp_packet(*lobby, *client, sp.list_begin(1) + half, seq=5000),
+              capkit.tcp_packet(*lobby, *client, b"", seq=5000 + len(sp.list_begin(1)) + len(half),
+                                flags=dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK),
+              capkit.tcp_packet(*client, *lobby, b"", seq=1000 + len(sp.request()),
+                                flags=dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK)]
+    path = tmp_path / "fin.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.01, capkit.ethernet(ip)) for n, ip in enumerate(frames)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    shown = {r["frame"]: [(m["message"], [f["code"] for f in m["findings"]]) for m in r["messages"]]
+             for r in jsonl(out) if r["kind"] == "frame"}
+    assert shown[3] == [("server", ["soldat.bad_field_count", "soldat.unterminated_line"])]
+    assert shown[4] == []

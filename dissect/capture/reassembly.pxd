@@ -10,7 +10,7 @@ cdef class Chunk:
     cdef public object data, frame, frame_offset
 
 cdef class Delivery:
-    cdef public object stream, direction, pieces, findings, closed, evicted
+    cdef public object stream, direction, pieces, findings, closed, finished, evicted
 
 cdef class Gap:
     cdef public object size, frame, cut

@@ -102,10 +102,11 @@ class TcpStream:
 
 
 class Delivery:
-    """What one segment produced: (direction, Chunk or Gap) pieces in order, findings, and whether the
-    stream closed. ``evicted`` lists streams dropped to make room for this one."""
+    """What one segment produced: (direction, Chunk or Gap) pieces in order, findings, whether the stream closed,
+    and ``finished``, the direction whose last byte it delivered (its FIN's; None). ``evicted`` lists streams
+    dropped to make room for this one."""
 
-    __slots__ = ("stream", "direction", "pieces", "findings", "closed", "evicted")
+    __slots__ = ("stream", "direction", "pieces", "findings", "closed", "finished", "evicted")
 
     def __init__(self, stream, direction):
         self.stream = stream
@@ -113,6 +114,7 @@ class Delivery:
         self.pieces = []
         self.findings = []
         self.closed = False
+        self.finished = None
         self.evicted = []
 
 
@@ -181,6 +183,8 @@ class TcpReassembler:
         if packet.cut:
             self._uncaptured(side, (seq + len(data)) & 0xFFFFFFFF, packet.cut, frame, delivery)
         if flags & FIN:
+            if side.fin_seq is None:
+                delivery.finished = side.index  # the first FIN of this side: its last byte is delivered now
             side.fin_seq = (seq + len(data) + packet.cut) & 0xFFFFFFFF
             self._finished(side, frame, delivery)
 
