@@ -676,6 +676,29 @@ def test_a_reply_to_a_request_seen_without_a_key_has_no_echoed_key(tmp_path):
     assert _choose_layout(reply, False)[0].echo is False
 
 
+@pytest.mark.parametrize("layout, name, bad", [("spec", "Srv", 21), ("real", "ab", 21)], ids=["spec", "real"])
+def test_a_short_named_reply_with_one_value_out_of_range_is_read_in_its_layout(layout, name, bad):
+    """No request seen, a name of two or three letters (its terminator among bytes 8-11, where an echoed key would
+    be) and one value out of range: the spec's game type 3 at byte 21, or real servers' skill 7 at byte 21. Read on
+    past the bad value, the reply's own layout reads it to its end; a reading with an echoed key ran off the end
+    after a long way and was shown before ("Echoed key: 53 72 76 00", players 0 of 3, 65 PWADs)."""
+    player = [("Doomguy", 12, 48, 0 if layout == "spec" else 4)]  # real servers: TEAM_NONE is 4 in a 3-team build
+    if layout == "spec":
+        payload = od.server_info(layout="spec", name=name, pwads=(), players=player, game_type=3)
+    else:
+        payload = od.server_info(layout="real", name=name, pwads=(), players=player, mode="dm", skill=7)
+    msg = dissect("odamex", payload)
+    end = 8 + len(name) + 1
+    assert span(msg, "odamex.name") == (8, end - 8, name)
+    assert span(msg, "odamex.players")[2] == 1 and span(msg, "odamex.max_players") == (end + 1, 1, 8)
+    assert not msg.fields_with("odamex.echoed_key")
+    assert msg.values["layout"] == layout
+    assert [(f.code, f.offset, f.length) for f in msg.findings if f.severity != "note"] == \
+        [("odamex.bad_value", bad, 1)]
+    assert "odamex.bad_layout" not in codes(msg)
+    assert [p["name"] for p in msg.values["player_list"]] == ["Doomguy"]
+
+
 def test_heuristic():
     from dissect.capture.layers import Packet
     from dissect.registry import Registry

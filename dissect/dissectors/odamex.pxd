@@ -18,12 +18,13 @@ cpdef _tag_text(tag)
 cpdef _marker_text(value)
 
 cdef class _Candidate:
-    cdef public object layout, teams, echo, extension
+    cdef public object layout, teams, echo, extension, lenient
 
 cdef class _ServerInfo:
     cdef public Cursor cur
     cdef public dict values
     cdef public object layout, teams, echo, extension, team_names
+    cdef public bint lenient
 
     cpdef read(self)
     @cython.locals(players=list)
@@ -54,6 +55,7 @@ cdef class _ServerInfo:
 # The layout trials: C calls to each other.
 cpdef tuple _choose_layout(bytes data, keyed)
 cpdef str echo_order(bytes data, keyed)
+cpdef bint _short_name(bytes data) except -1
 @cython.locals(candidate=_Candidate, heads=dict, bodies=dict)
 cpdef tuple _tried_layout(bytes data, tuple candidates)
 

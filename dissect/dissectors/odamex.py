@@ -251,15 +251,17 @@ class _Broken(Exception):
 
 
 class _Candidate:
-    """One way to read a server-info reply: a layout, the team count of the build, an echoed key, the extension."""
+    """One way to read a server-info reply: a layout, the team count of the build, an echoed key, the extension;
+    ``lenient``: a value out of range is flagged and the reading goes on (see _lenient_fit)."""
 
-    __slots__ = ("layout", "teams", "echo", "extension")
+    __slots__ = ("layout", "teams", "echo", "extension", "lenient")
 
-    def __init__(self, layout, teams, echo, extension):
+    def __init__(self, layout, teams, echo, extension, lenient=False):
         self.layout = layout
         self.teams = teams
         self.echo = echo
         self.extension = extension
+        self.lenient = lenient
 
 
 def _candidates(echoes):
@@ -590,7 +592,21 @@ def _choose_layout(data, keyed):
     index = _clean_fit(data, candidates)
     if index >= 0:
         return candidates[index], None, None
-    return _tried_layout(data, candidates)
+    choice = _tried_layout(data, candidates)
+    if keyed is None and choice[1] is not None and choice[0].echo and _short_name(data):
+        return _lenient_fit(data, CANDIDATES[NO_ECHO]) or choice
+    return choice
+
+
+def _short_name(data):
+    """Whether bytes 8-11 hold a name of up to three printable characters and its terminator: what a reading with an
+    echoed key would take for the key."""
+    for index in range(8, min(12, len(data))):
+        if data[index] == 0:
+            return True
+        if data[index] < 0x20:
+            return False
+    return False
 
 
 def echo_order(data, keyed):
@@ -626,12 +642,38 @@ def _tried_layout(data, candidates):
     return best, best_rank[1], None
 
 
+def _lenient_fit(data, candidates):
+    """Where no request was seen, no candidate reads the reply with valid values, and the one that read furthest
+    took bytes 8-11 for an echoed key though they hold a short name: the candidate that, reading on past each value
+    out of range (flagged as odamex.bad_value), reads the reply exactly to its end with the fewest such values, at
+    most MAX_LENIENT; ties to the earlier. A name of two or three letters puts its terminator among bytes 8-11, and a
+    reading that takes them for a key goes on a long way before it breaks: with one bad byte further on, that
+    misreading read furthest. (candidate, None, the trial message), or None."""
+    best, best_count = None, MAX_LENIENT + 1
+    for candidate in candidates:
+        lenient = _Candidate(candidate.layout, candidate.teams, candidate.echo, candidate.extension, True)
+        msg = new_message("odamex", data, 0)
+        cur = new_cursor(msg, data, False, 4)
+        try:
+            _reader(cur, msg, lenient).read()
+        except Truncated:
+            continue
+        if not cur.at_end():
+            continue
+        count = sum(1 for finding in msg.findings if finding.code == BAD_VALUE)
+        if count < best_count:
+            best, best_count = (lenient, None, msg), count
+    return best
+
+
 # -- the layout walk ------------------------------------------------------------------------------------
 # Most replies fit one candidate cleanly. The walk tells which from the bytes alone (in C in the compiled build),
 # checking what a trial checks (each value's range, the markers, the reply's end) without a message, a field or
 # an exception; the reply is then read once, in that layout. Where no candidate fits cleanly (a warning on the way:
 # more players than slots, a PWAD hash that is not one; or a value no layout takes), the trials decide.
 BROKE = -1  # where the walk's helpers end when the candidate breaks
+BAD_VALUE = W.bad_value.code
+MAX_LENIENT = 2  # values out of range a reading may read on past (see _lenient_fit): more, and it is no fit
 # The enums' tables number their values from 0 without gaps: a value is valid up to the largest.
 LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM = max(GAME_TYPES), max(SKILLS), max(SPEC_TEAMS)
 
@@ -881,7 +923,7 @@ class _ServerInfo:
     """The server-info reply in one candidate layout; raises _Broken at the first value out of range. Made by
     _reader."""
 
-    __slots__ = ("cur", "values", "layout", "teams", "echo", "extension", "team_names")
+    __slots__ = ("cur", "values", "layout", "teams", "echo", "extension", "team_names", "lenient")
 
     def read(self):
         self.head()
@@ -965,7 +1007,8 @@ class _ServerInfo:
     def _out_of_range(self, detail):
         cur = self.cur
         cur.flag_last(W.bad_value, detail)
-        raise _Broken(cur.last_offset)
+        if not self.lenient:
+            raise _Broken(cur.last_offset)
 
     def _player(self, allowed):
         cur = self.cur
@@ -976,7 +1019,7 @@ class _ServerInfo:
             player = self._player_fields(allowed)
             node.name = f'Player "{player["name"]}"'
             node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
-                f", team {self.team_names[player['team']]}" if "team" in player else "")
+                f", team {self._team_name(player['team'])}" if "team" in player else "")
         finally:
             cur.close_subtree(node)
         return player
@@ -997,8 +1040,11 @@ class _ServerInfo:
             self._out_of_range(f"player team {team} is not one of "
                                f"{', '.join([f'{k} = {self.team_names[k]}' for k in allowed])}")
         if cur.tree:
-            cur.set_last(team, f"{self.team_names[team]} ({team})")
+            cur.set_last(team, f"{self._team_name(team)} ({team})")
         return team
+
+    def _team_name(self, team):
+        return self.team_names.get(team, "not a team")  # out of range: read on only in a lenient reading
 
     def _allowed_teams(self):
         """The team values the writer of this layout puts in a player record, with what is known so far."""
@@ -1155,6 +1201,7 @@ def _reader(cur, msg, candidate):
     reader.echo = candidate.echo
     reader.extension = candidate.extension
     reader.team_names = REAL_TEAM_NAMES[candidate.teams] if candidate.layout == REAL else SPEC_TEAMS
+    reader.lenient = candidate.lenient
     return reader
 
 
@@ -1166,7 +1213,7 @@ def _stats_fields(cur):
 # Little-endian integers. Without a tree they are read here, in C in the compiled build: no Field to add, no
 # Python call to the Cursor. With a tree, or where the bytes run out, the Cursor reads (and reports) them.
 def _spec_mode(values):
-    mode = GAME_TYPES[values["game_type"]]
+    mode = GAME_TYPES.get(values["game_type"], f"game type {values['game_type']}")  # out of range: a lenient reading
     if values["ctf"]:
         return mode + " CTF"
     return mode + " teamplay" if values["teamplay"] else mode
