@@ -63,7 +63,7 @@ def test_ccrep_accept_big_endian_peer_is_read_big_endian():
     assert codes(msg) == ["netquake.big_endian_long"]
 
 
-def test_big_endian_player_with_colors_0_is_settled_by_connect_time():
+def test_big_endian_player_with_colors_0_is_settled_by_frags_and_connect_time():
     """Colors 0 reads alike both ways: a big-endian peer's connect_time (754) would be negative read
     little-endian, so the message is read big-endian; a little-endian peer's stays little-endian."""
     body = bytes([2]) + b"Ranger\0"
@@ -78,10 +78,18 @@ def test_big_endian_player_with_colors_0_is_settled_by_connect_time():
     assert span(little, "netquake.control.frags") == (17, 4, 12)
     assert span(little, "netquake.control.connect_time") == (21, 4, 754)
     assert codes(little) == ["netquake.little_endian_long"]
-    # A connect_time of 0 reads alike both ways too: the little-endian reading of real peers stays.
+    # A connect_time of 0 reads alike both ways too: the frags tell (12 big-endian is 201,326,592 little-endian).
     zero = dissect("netquake", nq.control(0x84, body + struct.pack(">iii", 0, 12, 0) + b"x\0"))
-    assert span(zero, "netquake.control.frags") == (17, 4, 12 << 24)
-    assert codes(zero) == ["netquake.little_endian_long"]
+    assert span(zero, "netquake.control.frags") == (17, 4, 12)
+    assert codes(zero) == ["netquake.big_endian_long"]
+    # The spec's own byte order with a connect time whose little-endian reading is positive (60: 1,006,632,960).
+    minute = dissect("netquake", nq.control(0x84, body + struct.pack(">iii", 0, 5, 60) + b"x\0"))
+    assert (span(minute, "netquake.control.frags"), span(minute, "netquake.control.connect_time")) == \
+        ((17, 4, 5), (21, 4, 60))
+    assert codes(minute) == ["netquake.big_endian_long"]
+    # Nothing tells (frags and connect time 0): the little-endian reading of real peers stays.
+    nothing = dissect("netquake", nq.control(0x84, body + struct.pack(">iii", 0, 0, 0) + b"x\0"))
+    assert codes(nothing) == ["netquake.little_endian_long"]
 
 
 def test_ccrep_reject_reason():

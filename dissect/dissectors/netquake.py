@@ -60,6 +60,10 @@ COMMANDS = {
 REQUESTS = (CCREQ_CONNECT, CCREQ_SERVER_INFO, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO)
 COLOR_MAX = 13
 CONNECT_TIME_AFTER_COLORS = 8  # colors, frags, then connect_time: longs of four bytes
+# Plausible frags and connect times, to tell the byte order where colors read the same both ways: a small number
+# read in the other order is a large one (5 big-endian is 83,886,080 little-endian).
+FRAGS_LIMIT = 0x10000          # |frags| below it
+CONNECT_TIME_LIMIT = 1 << 24   # seconds, about 194 days
 I32_MAX = 0x7FFFFFFF
 MAX_CONVERSATIONS = 4096
 
@@ -368,22 +372,31 @@ def _rule_info(cur, msg):
 def _long_order(cur, low, high, settle_at=0):
     """Choose the byte order of this message's longs, noting the departure it implies: a plausible value lies
     in low..high. A long that reads the same both ways (colors 0, every default-coloured player) leaves the
-    choice, when ``settle_at`` is given, to the long that many bytes further on, which is never negative
-    (connect_time: seconds since the player connected)."""
+    choice, when ``settle_at`` is given, to the frags after it and the connect time ``settle_at`` bytes on:
+    big-endian where more of them are plausible read so (``_plausible_player``)."""
     pos = cur.pos
     if cur.remaining() < 4:
         return I32LE  # the read that follows reports the truncation
     little = unpack(I32LE, cur.data, pos)
     big = unpack(I32BE, cur.data, pos)
     if little == big and settle_at and cur.remaining() >= settle_at + 4:
-        low, high = 0, I32_MAX
-        little = unpack(I32LE, cur.data, pos + settle_at)
-        big = unpack(I32BE, cur.data, pos + settle_at)
+        if _plausible_player(cur.data, pos, settle_at, I32BE) > _plausible_player(cur.data, pos, settle_at, I32LE):
+            cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
+            return I32BE
+        cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
+        return I32LE
     if not low <= little <= high and low <= big <= high:
         cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
         return I32BE
     cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
     return I32LE
+
+
+def _plausible_player(data, pos, settle_at, order):
+    """How many of a player reply's frags (after the colors at ``pos``) and connect time read plausibly in ``order``."""
+    frags = unpack(order, data, pos + 4)
+    connected = unpack(order, data, pos + settle_at)
+    return (-FRAGS_LIMIT < frags < FRAGS_LIMIT) + (0 <= connected < CONNECT_TIME_LIMIT)
 
 
 def _observe(dissector, packet, msg):
