@@ -31,6 +31,8 @@ cpdef _player_info(Cursor cur, Message msg)
 cpdef _rule_info(Cursor cur, Message msg)
 @cython.locals(pos=Py_ssize_t, little=cython.longlong, big=cython.longlong)
 cpdef _long_order(Cursor cur, long long low, long long high, Py_ssize_t settle_at=*)
+@cython.locals(frags=cython.longlong, connected=cython.longlong)
+cpdef int _plausible_player(bytes data, Py_ssize_t pos, Py_ssize_t settle_at, order) except -1
 @cython.locals(values=dict)
 cpdef _observe(dissector, Packet packet, Message msg)
 cpdef _remember(dissector, tuple conversation)
