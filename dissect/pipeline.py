@@ -239,8 +239,6 @@ class Pipeline:
         if dissector is not None:
             for direction, piece in delivery.pieces:
                 parser = stream.parsers[direction]
-                if parser is None:  # its side sent its FIN
-                    continue
                 if isinstance(piece, Gap):
                     _gap(parser, piece)
                     continue
@@ -278,12 +276,12 @@ class Pipeline:
 
     def _close_side(self, stream, direction, record, packet):
         """One side sent its FIN, its last byte delivered: its parser's unfinished line ends in this frame, not in
-        the frame that ends the stream. The parser is closed once, here."""
+        the frame that ends the stream. The parser is closed once, here; a new one takes what the side may still
+        send (a connection from the same port again while the other side has not finished, bytes held past the
+        FIN), and is closed with the stream."""
         parser = stream.parsers[direction]
-        if parser is None:
-            return []
         parsers = list(stream.parsers)
-        parsers[direction] = None
+        parsers[direction] = stream.dissector.stream_parser()
         stream.parsers = tuple(parsers)
         out = []
         for msg in parser.close(self.tree, packet):
@@ -291,14 +289,11 @@ class Pipeline:
         return out
 
     def _close_stream(self, stream, record, packet):
-        """A stream ended (FIN, RST, eviction or the end of the capture): flush its parsers (those of the sides
-        that did not close on their own FIN)."""
+        """A stream ended (FIN, RST, eviction or the end of the capture): flush its parsers."""
         if stream.dissector is None:
             return []
         out = []
         for direction, parser in enumerate(stream.parsers):
-            if parser is None:
-                continue
             for msg in parser.close(self.tree, packet):
                 if record is not None:
                     out += self._stream_message(record, stream, direction, msg)

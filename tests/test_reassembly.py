@@ -560,3 +560,35 @@ def test_a_line_cut_by_the_senders_fin_ends_in_that_frame(tmp_path):
              for r in jsonl(out) if r["kind"] == "frame"}
     assert shown[3] == [("server", ["soldat.bad_field_count", "soldat.unterminated_line"])]
     assert shown[4] == []
+
+
+def test_bytes_a_side_sends_after_its_fin_are_still_dissected(tmp_path):
+    """A side's parser is closed at its FIN and a new one takes what it may still send: bytes at the FIN's sequence
+    number, or held beyond it until the capture ends while the other side is still open (which the closed parser
+    made an internal error)."""
+    client, lobby = ("10.0.0.1", 40000), ("10.0.0.2", 13073)
+    begin, server = sp.list_begin(2), sp.server_entry(sp.SERVERS[0])
+    fin = dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK
+
+    def capture(name, frames):
+        path = tmp_path / name
+        capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.01, capkit.ethernet(capkit.tcp_packet(*ends, data, seq=seq,
+                                                                                                  flags=flags)))
+                                 for n, (ends, data, seq, flags) in enumerate(frames)])
+        code, out, err = run_cli("-T", "jsonl", path)
+        assert code == 0 and err == ""
+        return jsonl(out)
+
+    after = capture("after.pcap", [((*client, *lobby), sp.request(), 1000, 0x18),
+                                   ((*lobby, *client), begin, 5000, 0x18),
+                                   ((*lobby, *client), b"", 5000 + len(begin), fin),
+                                   ((*lobby, *client), server, 5000 + len(begin), 0x18),
+                                   ((*client, *lobby), b"", 1000 + len(sp.request()), fin)])
+    names = {r["frame"]: [m["message"] for m in r["messages"]] for r in after if r["kind"] == "frame"}
+    assert names[4] == ["server"]
+    held = capture("held.pcap", [((*client, *lobby), sp.request(), 1000, 0x18),
+                                 ((*lobby, *client), begin, 5000, 0x18),
+                                 ((*lobby, *client), b"", 5000 + len(begin), fin),
+                                 ((*lobby, *client), server, 5000 + len(begin) + 100, 0x18)])
+    ends = [(r["protocol"], r["name"]) for r in held if r["kind"] == "analysis"]
+    assert ("soldat", "stream_end") in ends and ("soldat", "server_list") in ends
