@@ -255,6 +255,7 @@ class _Merger:
 
     def __init__(self, args, printer, receivers):
         self.args, self.printer, self.receivers = args, printer, receivers
+        self.chunk_frames = _chunk_frames(args)
         self.progress = Progress(args.files) if on_terminal() else None
         # The parent's own session concludes the run: the abuse analysis, which it counts itself from every
         # worker's messages in frame order (exactly as one process), and the records that analysis writes.
@@ -276,7 +277,7 @@ class _Merger:
         _count(self.concluded.pipeline.traffic, messages)
         self.rounds += 1
         if self.progress is not None:
-            self.progress.show(self.rounds * _chunk_frames(self.args), *own[2])
+            self.progress.show(self.rounds * self.chunk_frames, *own[2])
         return None
 
     def _end(self, ends):

@@ -283,10 +283,7 @@ class Pipeline:
         parsers = list(stream.parsers)
         parsers[direction] = stream.dissector.stream_parser()
         stream.parsers = tuple(parsers)
-        out = []
-        for msg in parser.close(self.tree, packet):
-            out += self._stream_message(record, stream, direction, msg)
-        return out
+        return self._closed(stream, direction, parser, record, packet)
 
     def _close_stream(self, stream, record, packet):
         """A stream ended (FIN, RST, eviction or the end of the capture): flush its parsers."""
@@ -294,15 +291,22 @@ class Pipeline:
             return []
         out = []
         for direction, parser in enumerate(stream.parsers):
-            for msg in parser.close(self.tree, packet):
-                if record is not None:
-                    out += self._stream_message(record, stream, direction, msg)
-                else:
-                    out += self._orphan(stream, direction, msg)
+            out += self._closed(stream, direction, parser, record, packet)
         analyzer = self.analyzers.get(stream.dissector.key)
         if analyzer is not None:
             out += analyzer.stream_closed(stream.index)
         stream.dissector = None
+        return out
+
+    def _closed(self, stream, direction, parser, record, packet):
+        """Close ``parser``, the stream's for ``direction``: the messages of what it held, in ``record``'s frame (at
+        the capture's end, with none, as analysis)."""
+        out = []
+        for msg in parser.close(self.tree, packet):
+            if record is not None:
+                out += self._stream_message(record, stream, direction, msg)
+            else:
+                out += self._orphan(stream, direction, msg)
         return out
 
     def _orphan(self, stream, direction, msg, why=CUT):

@@ -29,7 +29,7 @@ cpdef _server_info(Cursor cur, Message msg)
 cpdef _player_info(Cursor cur, Message msg)
 @cython.locals(values=dict)
 cpdef _rule_info(Cursor cur, Message msg)
-@cython.locals(pos=Py_ssize_t, little=cython.longlong, big=cython.longlong)
+@cython.locals(pos=Py_ssize_t, little=cython.longlong, big=cython.longlong, big_endian=bint, data=bytes)
 cpdef _long_order(Cursor cur, long long low, long long high, Py_ssize_t settle_at=*)
 @cython.locals(frags=cython.longlong, connected=cython.longlong)
 cpdef int _plausible_player(bytes data, Py_ssize_t pos, Py_ssize_t settle_at, order) except -1

@@ -64,7 +64,6 @@ CONNECT_TIME_AFTER_COLORS = 8  # colors, frags, then connect_time: longs of four
 # read in the other order is a large one (5 big-endian is 83,886,080 little-endian).
 FRAGS_LIMIT = 0x10000          # |frags| below it
 CONNECT_TIME_LIMIT = 1 << 24   # seconds, about 194 days
-I32_MAX = 0x7FFFFFFF
 MAX_CONVERSATIONS = 4096
 
 
@@ -380,12 +379,11 @@ def _long_order(cur, low, high, settle_at=0):
     little = unpack(I32LE, cur.data, pos)
     big = unpack(I32BE, cur.data, pos)
     if little == big and settle_at and cur.remaining() >= settle_at + 4:
-        if _plausible_player(cur.data, pos, settle_at, I32BE) > _plausible_player(cur.data, pos, settle_at, I32LE):
-            cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
-            return I32BE
-        cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
-        return I32LE
-    if not low <= little <= high and low <= big <= high:
+        data = cur.data
+        big_endian = _plausible_player(data, pos, settle_at, I32BE) > _plausible_player(data, pos, settle_at, I32LE)
+    else:
+        big_endian = not low <= little <= high and low <= big <= high
+    if big_endian:
         cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
         return I32BE
     cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
