@@ -277,6 +277,22 @@ def test_missing_end_and_unterminated_line(tmp_path):
                                                         "soldat.unterminated_line"]
 
 
+def test_a_list_whose_lines_end_in_crlf_is_complete(tmp_path):
+    """Each line gets its soldat.crlf; the list's counts are read as with \\n alone, so it is complete."""
+    reply = sp.lobby_reply(sp.SERVERS[:2]).replace(b"\n", b"\r\n")
+    path = tmp_path / "crlf.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(), 0x18), (LOBBY, CLIENT, 1, reply, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    (listing,) = server_lists(out)
+    assert listing["findings"] == []
+    assert listing["result"]["announced"] == 2 and listing["result"]["received"] == 2
+    assert listing["result"]["complete"] is True
+    assert [s["country"] for s in listing["result"]["servers"]] == ["DE", "PL"]
+    (frame,) = [r for r in jsonl(out) if r["kind"] == "frame" and r["frame"] == 2]
+    found = [[f["code"] for f in m["findings"]] for m in frame["messages"]]
+    assert found == [["soldat.crlf", "soldat.separator"]] + [["soldat.crlf"]] * 3  # the stream's separator: once
+
+
 def test_count_mismatch(tmp_path):
     reply = sp.lobby_reply(sp.SERVERS[:2], count=3)
     path = tmp_path / "count.pcap"

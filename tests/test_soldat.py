@@ -134,6 +134,49 @@ def test_an_empty_line_is_terminated_and_has_no_type_byte():
     assert not msg.fields_with("soldat.type")
 
 
+def _crlf(line):
+    assert line.endswith(b"\n") and not line.endswith(b"\r\n")
+    return line[:-1] + b"\r\n"
+
+
+def test_a_line_ending_in_crlf_reads_its_fields_as_with_lf_and_is_flagged_once():
+    """A \\r before the \\n belongs to no field: the last field (COUNTRY) reads "PL", not "PL\\r"."""
+    lf = sp.server_entry(sp.SERVERS[1], UTF8)
+    msg = dissect("soldat", _crlf(lf))
+    plain = dissect("soldat", lf)
+    assert msg.values == plain.values and msg.info == plain.info
+    assert span(msg, "soldat.server.country") == span(plain, "soldat.server.country") == (len(lf) - 3, 2, "PL")
+    assert span(msg, "soldat.eol") == (len(lf) - 1, 2, b"\r\n")
+    assert field(msg, "soldat.eol").display == "\\r\\n"
+    assert codes(msg) == ["soldat.crlf"]
+    assert [(f.offset, f.length, f.severity) for f in msg.findings] == [(len(lf) - 1, 1, "warning")]
+    assert msg.length == len(lf) + 1
+
+
+def test_a_crlf_list_begin_counts_its_servers_and_its_end_line_carries_no_data():
+    begin = dissect("soldat", _crlf(sp.list_begin(12)))
+    assert span(begin, "soldat.list.servercount") == (2, 2, 12) and codes(begin) == ["soldat.crlf"]
+    assert begin.info == "List begin: 12 servers"
+    end = dissect("soldat", _crlf(sp.list_end()))
+    assert codes(end) == ["soldat.crlf"] and span(end, "soldat.eol") == (6, 2, b"\r\n")
+    request = dissect("soldat", _crlf(sp.request()))
+    assert span(request, "soldat.filter.be") == (28, 1, "0") and codes(request) == ["soldat.crlf"]
+
+
+def test_an_empty_crlf_line_is_an_empty_line():
+    msg = dissect("soldat", b"\r\n")
+    assert msg.name == "empty_line" and codes(msg) == ["soldat.crlf", "soldat.unknown_type"]
+    assert span(msg, "soldat.eol") == (0, 2, b"\r\n")
+    assert [(f.offset, f.length) for f in msg.findings] == [(0, 1), (0, 0)]
+
+
+def test_a_cr_inside_a_line_is_still_part_of_its_field():
+    entry = list(sp.SERVERS[0])
+    entry[6] = "ctf\rAsh"  # the map: only a CR right before the LF is part of the line's end
+    msg = dissect("soldat", sp.server_entry(entry))
+    assert msg.values["map"] == "ctf\rAsh" and "soldat.crlf" not in codes(msg)
+
+
 # -- tables ---------------------------------------------------------------------------------------------
 
 def test_every_key_and_code_emitted_is_declared():
@@ -149,7 +192,7 @@ def test_every_key_and_code_emitted_is_declared():
     assert {"soldat.server.port", "soldat.filter.gametype", "soldat.list.servercount", "soldat.more_fields",
             "soldat.eol"} <= set(F.by_key)
     for code in ("bad_field_count", "bad_value", "count_mismatch", "missing_end", "separator", "mixed_separators",
-                 "line_too_long", "state_evicted", "unterminated_line", "bad_end_line", "whitespace"):
+                 "line_too_long", "state_evicted", "unterminated_line", "bad_end_line", "whitespace", "crlf"):
         assert f"soldat.{code}" in W
 
 

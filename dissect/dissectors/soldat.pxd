@@ -38,10 +38,10 @@ cpdef layout_fields(Cursor cur, Message msg, Py_ssize_t offset, Py_ssize_t end, 
                     list layout, bint utf8)
 cpdef ruled_field(Cursor cur, Message msg, Column column, Py_ssize_t start, Py_ssize_t length, str text)
 cpdef tuple separator_of(line)
-@cython.locals(line=bytes, type_byte=Py_ssize_t, terminated=bint)
+@cython.locals(line=bytes, type_byte=Py_ssize_t, line_end=Py_ssize_t)
 cpdef _decode(Cursor cur, Message msg)
-@cython.locals(size=Py_ssize_t, terminated=bint)
-cpdef bint _bound(Cursor cur, bytes line, separator) except -1
+@cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
+cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
 @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
                split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
 cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)

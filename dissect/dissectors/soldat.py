@@ -29,6 +29,7 @@ from ..registry import Dissector, dissect_message
 SEP_LATIN1 = b"\xa9"
 SEP_UTF8 = b"\xc2\xa9"
 EOL = b"\n"
+CRLF = b"\r\n"                   # a line end the spec does not have, read as one (see _bound)
 LOBBY_PORT = 13073
 MAX_LINE = 65536                 # bytes of one line, its \n included
 MAX_FIELDS = 32                  # fields split per line: the longest layout has 19
@@ -300,7 +301,8 @@ F = FieldTable("soldat", messages=True, title="Soldat", entries=[
     ("more_fields", "More fields", "uint32", f"generated: fields after the first {MAX_FIELDS} of a line, counted "
                                              f"but not decoded", lambda v: f"{v} more fields (not decoded)"),
     ("body", "Body", "bytes", "the rest of a line with no separator after its type byte"),
-    ("eol", "End of line", "bytes", "the line's \\n", ValueTexts(lambda v: "\\n", (EOL,))),
+    ("eol", "End of line", "bytes", "the line's \\n, or its \\r\\n",
+     ValueTexts(lambda v: "\\r\\n" if v == CRLF else "\\n", (EOL, CRLF))),
 ])
 
 W = FindingTable("soldat", messages=True, entries=[
@@ -309,6 +311,8 @@ W = FindingTable("soldat", messages=True, entries=[
     ("unknown_type", "warning", "spec: every packet starts with 101-104 (e, f, g, h)"),
     ("bad_separator", "error", "spec: '© is used as a field separator' (neither A9 nor C2 A9 follows the type byte)"),
     ("unterminated_line", "warning", "spec: 'all packets to/from the lobby end with \\n'"),
+    ("crlf", "warning", "spec: 'all packets to/from the lobby end with \\n'; a \\r before it is read as part of the "
+                        "line's end, not of its last field"),
     ("bad_end_line", "warning", "spec: the list end 'only consists of five field separators and an end-line "
                                 "character'"),
     ("whitespace", "note", "spaces around a number are accepted and trimmed (the spec's own format line shows "
@@ -525,8 +529,8 @@ class Soldat(Dissector):
 def _decode(cur, msg):
     """A line: its type byte, the fields after their separators, its \\n."""
     line = cur.data
-    if line == EOL:
-        _empty_line(cur, msg)
+    if line == EOL or line == CRLF:
+        _empty_line(cur, msg, len(line))
         return
     type_byte = cur.u8(TYPE_FIELD)
     name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
@@ -534,7 +538,7 @@ def _decode(cur, msg):
     msg.values["type"] = chr(type_byte)
     separator, encoding = separator_of(line)
     msg.values["encoding"] = encoding
-    terminated = _bound(cur, line, separator)
+    line_end = _bound(cur, line, separator)
     if type_byte not in TYPES:
         cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
     if separator is None:
@@ -545,9 +549,9 @@ def _decode(cur, msg):
     else:
         count = _fields(cur, msg, separator, encoding, type_byte)
         msg.info = info_line(msg, count)
-    if terminated:
+    if line_end:
         cur.end = len(line)
-        cur.raw(EOL_FIELD, 1)
+        cur.raw(EOL_FIELD, line_end)
     elif len(line) < MAX_LINE:
         cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
     if not msg.info:
@@ -555,11 +559,16 @@ def _decode(cur, msg):
 
 
 def _bound(cur, line, separator):
-    """Set where the fields end: before the \\n, or at MAX_LINE for a longer line; whether it is terminated."""
+    """Set where the fields end: before the line's end, or at MAX_LINE for a longer line; return the length of its
+    end: 1 for its \\n, 2 for a \\r\\n (which Windows programs write: its \\r belongs to no field), 0 unterminated."""
     size = len(line)
     terminated = 2 <= size <= MAX_LINE and line.endswith(EOL)
+    line_end = 0
     if terminated:
-        cur.end -= 1
+        line_end = 2 if line.endswith(CRLF) else 1
+        cur.end -= line_end
+        if line_end == 2:
+            _crlf(cur, size)
     elif size >= MAX_LINE:
         cur.end = MAX_LINE
         longer = f" of a {size}-byte line" if size > MAX_LINE else ""
@@ -567,7 +576,11 @@ def _bound(cur, line, separator):
                     MAX_LINE, size - MAX_LINE)
     if not terminated and separator == SEP_UTF8 and line.startswith(SEP_UTF8[:1], cur.end - 1):
         cur.end -= 1  # the line was cut inside a separator: its first byte belongs to no field
-    return terminated
+    return line_end
+
+
+def _crlf(cur, size):
+    cur.finding(W.crlf, "this line ends in \\r\\n, not \\n alone", size - 2, 1)
 
 
 def _fields(cur, msg, separator, encoding, type_byte):
@@ -601,12 +614,14 @@ def _fields(cur, msg, separator, encoding, type_byte):
     return count
 
 
-def _empty_line(cur, msg):
-    """A line that is only its \\n: no type byte to read (the \\n is not one)."""
+def _empty_line(cur, msg, size):
+    """A line that is only its end, \\n or \\r\\n: no type byte to read (neither byte is one)."""
     msg.name = "empty_line"
     msg.values["type"] = None
-    cur.raw(EOL_FIELD, 1)
-    cur.finding(W.unknown_type, "an empty line: no type byte before its \\n", 0, 0)
+    if size == 2:
+        _crlf(cur, size)
+    cur.raw(EOL_FIELD, size)
+    cur.finding(W.unknown_type, "an empty line: no type byte before its end", 0, 0)
     msg.info = "Empty line"
 
 
