@@ -224,8 +224,9 @@ class Pipeline:
     def _tcp(self, record, packet):
         delivery = self.tcp.segment(packet, record.number)
         packet.cut = 0  # the bytes the capture did not keep are the stream's gap now: its messages are not cut
-        record.info = _transport_info(packet, packet.payload)
+        segment_payload = packet.payload
         if delivery is None:
+            record.info = _transport_info(packet, segment_payload)
             return []
         record.findings.extend(delivery.findings)
         packet.tcp_stream = delivery.stream.index
@@ -248,12 +249,14 @@ class Pipeline:
                 out += self._close_stream(stream, record, packet)
             elif delivery.finished is not None:
                 out += self._close_side(stream, delivery.finished, record, packet)
-        if record.messages:
+        if record.messages:  # the segment's own info is made only where no message's info replaces it
             record.protocol = record.messages[0].protocol
             record.info = "; ".join([m.info for m in record.messages[:4]]) + (
                 f" (+{len(record.messages) - 4} more)" if len(record.messages) > 4 else "")
-        elif dissector is not None and packet.payload:
-            record.info += f" [{dissector.title} line continues]"
+        else:
+            record.info = _transport_info(packet, segment_payload)
+            if dissector is not None and packet.payload:
+                record.info += f" [{dissector.title} line continues]"
         return out
 
     def _probe(self, stream, packet, delivery):

@@ -96,6 +96,7 @@ class Packet:
 
     def __init__(self):
         _empty(self)
+        self._layers = []
 
     @property
     def layers(self):
@@ -107,7 +108,7 @@ class Packet:
 
 
 def _empty(packet):
-    packet._layers = []
+    """Every attribute but ``_layers``, which the caller sets (a list, or None where no Layer is kept)."""
     packet._frame = None  # (bytes, link type) where the layers were not kept: they are decoded again if read
     packet.top = "frame"
     packet.src = packet.dst = None
@@ -132,7 +133,9 @@ def decode_frame(data, linktype, keep_layers=True):
         data = bytes(data)
     packet = Packet.__new__(Packet)  # without a constructor call's argument parsing: one a frame
     _empty(packet)
-    if not keep_layers:
+    if keep_layers:
+        packet._layers = []
+    else:
         packet._layers = None
         packet._frame = (data, linktype)
     try:
@@ -242,7 +245,8 @@ def _ethernet(packet, data):
         packet.problem = "Ethernet header cut short"
         return
     ethertype = data[12] << 8 | data[13]
-    _add_layer(packet, "eth", 0, 14, _ethernet_summary, (data,))
+    if packet._layers is not None:  # the describer's arguments made only where a Layer is
+        _add_layer(packet, "eth", 0, 14, _ethernet_summary, (data,))
     packet.top = "eth"
     offset = 14
     while ethertype in VLAN_TPIDS:
@@ -362,7 +366,8 @@ def _ipv4(packet, data, offset):
     packet.ip_id = ident
     packet.ip_proto = proto
     end = min(len(data), offset + total) if total >= ihl else len(data)
-    _add_layer(packet, "ip", offset, ihl, _ip_summary, (4, packet.src, packet.dst))
+    if packet._layers is not None:
+        _add_layer(packet, "ip", offset, ihl, _ip_summary, (4, packet.src, packet.dst))
     packet.top = "ipv4"
     frag_offset = (frag & 0x1FFF) * 8
     more = bool(frag & 0x2000)
@@ -409,7 +414,8 @@ def _ipv6(packet, data, offset):
     nxt = data[offset + 6]
     packet.src = inet_ntop(AF_INET6, data[offset + 8:offset + 24])
     packet.dst = inet_ntop(AF_INET6, data[offset + 24:offset + 40])
-    _add_layer(packet, "ipv6", offset, 40, _ip_summary, (6, packet.src, packet.dst))
+    if packet._layers is not None:
+        _add_layer(packet, "ipv6", offset, 40, _ip_summary, (6, packet.src, packet.dst))
     packet.top = "ipv6"
     end = min(len(data), offset + 40 + plen)
     pos = offset + 40
@@ -450,7 +456,8 @@ def _udp(packet, data, offset, end):
     dport = _port(data[offset + 2] << 8 | data[offset + 3])
     ulen = data[offset + 4] << 8 | data[offset + 5]
     packet.sport, packet.dport, packet.transport = sport, dport, "udp"
-    _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
+    if packet._layers is not None:
+        _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
     packet.top = "udp"
     stop = min(end, offset + ulen) if ulen >= 8 else end
     packet.payload = cut(data, offset + 8, stop)
@@ -469,7 +476,8 @@ def _tcp(packet, data, offset, end):
     packet.sport, packet.dport, packet.transport = sport, dport, "tcp"
     packet.tcp_seq = seq
     packet.tcp_flags = flags
-    _add_layer(packet, "tcp", offset, max(hlen, 20), _tcp_summary, (sport, dport, seq, flags))
+    if packet._layers is not None:
+        _add_layer(packet, "tcp", offset, max(hlen, 20), _tcp_summary, (sport, dport, seq, flags))
     packet.top = "tcp"
     start = offset + max(hlen, 20)
     packet.payload = cut(data, start, end)
