@@ -165,3 +165,25 @@ def test_declared_examples_are_valid_messages(protocol):
     for payload in VALID[protocol]:
         msg = dissect(protocol, payload)
         assert [f.code for f in msg.findings if f.severity in ("error", "warning")] == [], msg.name
+
+
+# Pieces of a Soldat line's body: both separators, their bytes alone, and runs that a scan could read as overlapping.
+SOLDAT_PIECES = [b"\xa9", b"\xc2\xa9", b"\xc2", b"a", b"\xa9\xa9", b"\xc2\xc2\xa9", b"\xc2\xa9\xa9", b"\xa9\xc2"]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(SOLDAT_PIECES), max_size=80), st.sampled_from([b"\xa9", b"\xc2\xa9"]))
+def test_soldat_counts_the_fields_it_walks(pieces, separator):
+    """A line of an unknown type shows its first 32 fields and counts the rest: together, the separators that a
+    left-to-right reading finds in it, each field ending where the next separator begins."""
+    body = separator + b"".join(pieces)
+    msg = dissect("soldat", b"z" + body + b"\n")
+    expected = len(body.split(separator)) - 1
+    walked = [f for f in msg.fields if f.key == "soldat.field"]
+    more = [f.value for f in msg.fields if f.key == "soldat.more_fields"]
+    assert msg.info == f"{expected} fields"
+    assert len(walked) == min(expected, 32) and sum(more) == expected - len(walked)
+    for field in walked:
+        after = field.offset + field.length
+        assert after == len(body) + 1 or body.startswith(separator, after - 1)
+        assert separator not in body[field.offset - 1:after - 1]
