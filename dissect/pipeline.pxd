@@ -45,4 +45,5 @@ cdef _other(key, side)
 
 @cython.locals(packet=Packet)
 cpdef _wire_length(FrameRecord record, Message msg)
+cpdef bint _carried_bytes(Delivery delivery) except -1
 cpdef str _transport_info(Packet packet, payload)

@@ -255,7 +255,7 @@ class Pipeline:
                 f" (+{len(record.messages) - 4} more)" if len(record.messages) > 4 else "")
         else:
             record.info = _transport_info(packet, segment_payload)
-            if dissector is not None and packet.payload:
+            if dissector is not None and packet.payload and _carried_bytes(delivery):
                 record.info += f" [{dissector.title} line continues]"
         return out
 
@@ -434,6 +434,15 @@ def _tag(stream, direction, msg):
 def _other(key, side):
     return key[1] if key[0] == side else key[0]
 
+
+
+def _carried_bytes(delivery):
+    """Whether a segment delivered bytes of its stream: not when it only repeated delivered ones or waits behind a
+    gap."""
+    for _, piece in delivery.pieces:
+        if type(piece) is Chunk:
+            return True
+    return False
 
 
 def _transport_info(packet, payload):

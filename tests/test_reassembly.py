@@ -56,6 +56,39 @@ def test_retransmission_is_ignored():
     assert codes_of(out) == ["tcp.retransmission"]
 
 
+def test_a_retransmitted_syn_after_data_leaves_the_stream_where_it_is():
+    """A SYN repeating the side's initial sequence number moves nothing back: the data sent again after it is a
+    retransmission, not new bytes."""
+    tcp, out = run([segment(100, flags=0x02), segment(101, b"abc"), segment(100, flags=0x02), segment(101, b"abc"),
+                    segment(104, b"def")])
+    assert delivered(out) == [b"abc", b"def"]
+    assert codes_of(out) == ["tcp.retransmission"] and out[3].findings[0].code == "tcp.retransmission"
+    assert len(tcp.streams) == 1 and not out[2].evicted
+
+
+def test_a_syn_of_another_initial_number_ends_the_stream_and_starts_a_new_one():
+    """A reused port whose old connection's FIN was not captured: the old stream ends at the new SYN, what it held
+    behind a gap is dropped (not spliced into the new stream), and the new stream starts at the new number."""
+    tcp, out = run([segment(100, flags=0x02), segment(101, b"abc"), segment(110, b"held"),
+                    segment(5000, flags=0x02), segment(5001, b"new"), segment(5004, b"er")])
+    old = out[0].stream
+    assert out[3].stream is not old and out[3].stream.index == old.index + 1
+    assert out[3].evicted == [old] and [f.code for f in out[3].findings] == ["tcp.port_reused"]
+    assert "the bytes it held behind a gap are dropped" in out[3].findings[0].message
+    assert delivered(out) == [b"abc", b"new", b"er"]
+    assert tcp.total_pending == 0 and list(tcp.streams.values()) == [out[3].stream]
+
+
+def test_the_first_syn_of_the_other_side_opens_it_and_a_syn_after_its_bytes_is_a_new_connection():
+    lobby = {"src": LOBBY, "dst": CLIENT}
+    tcp, out = run([segment(100, flags=0x02), segment(900, flags=0x12, **lobby), segment(101, b"req"),
+                    segment(901, b"reply", **lobby), segment(5000, flags=0x12, **lobby)])
+    assert [d.evicted for d in out[:4]] == [[], [], [], []] and out[1].stream is out[0].stream
+    assert delivered(out[:4]) == [b"req", b"reply"]
+    assert out[4].evicted == [out[0].stream] and codes_of(out) == ["tcp.port_reused"]
+    assert "dropped" not in out[4].findings[0].message
+
+
 def test_partial_overlap_delivers_only_the_new_bytes():
     _, out = run([segment(1, b"abcd"), segment(3, b"cdef")])
     assert delivered(out) == [b"abcd", b"ef"]
@@ -291,6 +324,42 @@ def test_a_list_whose_lines_end_in_crlf_is_complete(tmp_path):
     (frame,) = [r for r in jsonl(out) if r["kind"] == "frame" and r["frame"] == 2]
     found = [[f["code"] for f in m["findings"]] for m in frame["messages"]]
     assert found == [["soldat.crlf", "soldat.separator"]] + [["soldat.crlf"]] * 3  # the stream's separator: once
+
+
+def test_a_retransmitted_syn_and_retransmitted_data_give_one_request_and_one_list(tmp_path):
+    request, reply = sp.request(), sp.lobby_reply(sp.SERVERS[:2])
+    path = tmp_path / "dupsyn.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1000, b"", 0x02), (LOBBY, CLIENT, 50000, b"", 0x12),
+                        (CLIENT, LOBBY, 1001, request, 0x18), (CLIENT, LOBBY, 1000, b"", 0x02),
+                        (CLIENT, LOBBY, 1001, request, 0x18), (LOBBY, CLIENT, 50001, reply, 0x18),
+                        (LOBBY, CLIENT, 50001, reply, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    frames = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert [len(f["messages"]) for f in frames] == [0, 0, 1, 0, 0, 4, 0]
+    assert [[x["code"] for x in f["findings"]] for f in frames if f["frame"] in (5, 7)] == [["tcp.retransmission"]] * 2
+    assert "line continues" not in frames[4]["info"] and "line continues" not in frames[6]["info"]
+    (listing,) = server_lists(out)
+    assert listing["findings"] == [] and listing["result"]["complete"] is True
+
+
+def test_a_reused_port_ends_the_old_list_and_keeps_its_held_line_out_of_the_new_stream(tmp_path):
+    request, reply = sp.request(), sp.lobby_reply(sp.SERVERS[:1])
+    held = sp.request(filters=(99,) + sp.FILTERS[1:])
+    path = tmp_path / "reused.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1000, b"", 0x02), (CLIENT, LOBBY, 1001, request, 0x18),
+                        (CLIENT, LOBBY, 1001 + len(request) + 1, held, 0x18),  # behind a lost byte
+                        (CLIENT, LOBBY, 7000, b"", 0x02), (LOBBY, CLIENT, 90000, b"", 0x12),
+                        (CLIENT, LOBBY, 7001, request, 0x18), (LOBBY, CLIENT, 90001, reply, 0x18),
+                        (LOBBY, CLIENT, 90001 + len(reply), b"", 0x11), (CLIENT, LOBBY, 7001 + len(request), b"", 0x11)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    frames = {r["frame"]: r for r in jsonl(out) if r["kind"] == "frame"}
+    assert [x["code"] for x in frames[4]["findings"]] == ["tcp.port_reused"]
+    requests = [f["info"] for f in frames.values() if any(m["message"] == "request_list" for m in f["messages"])]
+    assert requests == ["Request List version=42 gametype=-1"] * 2  # not the held version=99 line
+    assert all(x["code"] != "tcp.lost_segment" for f in frames.values() for x in f["findings"])
+    old, new = server_lists(out)
+    assert [f["code"] for f in old["findings"]] == ["soldat.missing_end"] and old["frames"] == [2]
+    assert new["findings"] == [] and new["result"]["complete"] is True and new["frames"] == [6, 7]
 
 
 def test_count_mismatch(tmp_path):

@@ -28,6 +28,7 @@ cdef class TcpReassembler:
     cdef public object max_pending, max_total, total_pending, next_index
     @cython.locals(stream=TcpStream, delivery=Delivery, direction=int)
     cpdef segment(self, Packet packet, frame_number)
+    cpdef _end_reused(self, TcpStream old, Delivery delivery)
     @cython.locals(side=_Direction, other=_Direction)
     cpdef _close_if_done(self, TcpStream stream, Packet packet, key, Delivery delivery, frame=*)
     cpdef _segment(self, _Direction side, Packet packet, frame, Delivery delivery)
@@ -42,9 +43,11 @@ cdef class TcpStream:
 
 cpdef tuple _key(Packet packet)
 @cython.locals(side=_Direction)
+cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
+@cython.locals(side=_Direction)
 cpdef bint _both_finished(tuple directions) except -1
 
 cdef class _Direction:
-    cdef public object index, next_seq, next_off, pending, heap, pending_bytes, history, fin_seq
+    cdef public object index, next_seq, syn_seq, next_off, pending, heap, pending_bytes, history, fin_seq
     cdef public object closed
     cdef public dict cuts

@@ -64,12 +64,13 @@ class _Direction:
     """One direction of a connection. Held segments are keyed by their offset from the stream start
     (unwrapped, so that a heap finds the earliest even across sequence-number wraparound)."""
 
-    __slots__ = ("index", "next_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq", "closed",
-                 "cuts")
+    __slots__ = ("index", "next_seq", "syn_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq",
+                 "closed", "cuts")
 
     def __init__(self, index):
         self.index = index
         self.next_seq = None
+        self.syn_seq = None          # the sequence number after its SYN's (a retransmitted SYN repeats it)
         self.next_off = 0
         self.pending = {}            # offset -> (data, frame, frame_offset)
         self.heap = []
@@ -132,7 +133,10 @@ class TcpReassembler:
     def segment(self, packet, frame_number):
         key = _key(packet)
         stream = refreshed(self.streams, key)  # the most recently used, if it is there
-        evicted = None
+        evicted = reused = None
+        if stream is not None and packet.tcp_flags & SYN and _new_connection(stream, packet):
+            reused = popped(self.streams, key)  # its end was not captured: it ends here, and a new stream begins
+            stream = None
         if stream is None:
             if key in self.recently_closed and not packet.tcp_flags & SYN:
                 return None           # a late segment of a finished connection
@@ -148,12 +152,24 @@ class TcpReassembler:
             delivery.evicted.append(old)
             delivery.findings.append(TCP_FINDINGS.stream_evicted.at(
                 f"more than {self.streams.limit} TCP streams open at once: stream {old.index} was dropped"))
+        if reused is not None:
+            self._end_reused(reused, delivery)
         if stream.ignored:
             self._close_if_done(stream, packet, key, delivery)
             return delivery
         self._segment(stream.directions[direction], packet, frame_number, delivery)
         self._close_if_done(stream, packet, key, delivery, frame_number)
         return delivery
+
+    def _end_reused(self, old, delivery):
+        """The stream whose ports a new connection's SYN took: closed as an evicted one is, what it held dropped."""
+        held = bool(old.directions[0].pending or old.directions[1].pending)
+        self._drop(old)
+        delivery.evicted.append(old)
+        dropped = "; the bytes it held behind a gap are dropped" if held else ""
+        delivery.findings.append(TCP_FINDINGS.port_reused.at(
+            f"a SYN of another initial sequence number on the ports of stream {old.index}, whose end was not "
+            f"captured: that stream ends here{dropped}"))
 
     def _close_if_done(self, stream, packet, key, delivery, frame=None):
         side = stream.directions[delivery.direction]
@@ -174,8 +190,9 @@ class TcpReassembler:
     def _segment(self, side, packet, frame, delivery):
         flags, seq, data = packet.tcp_flags, packet.tcp_seq, packet.payload or b""
         if flags & SYN:
-            side.next_seq = (seq + 1) & 0xFFFFFFFF
-            seq = side.next_seq
+            seq = (seq + 1) & 0xFFFFFFFF  # the SYN takes one sequence number: its data, if any, follows it
+            if side.next_seq is None:
+                side.next_seq = side.syn_seq = seq
         elif side.next_seq is None:
             side.next_seq = seq           # the capture began mid-stream
         if data:
@@ -402,6 +419,14 @@ def _summed_up(findings, gaps):
             first = same[0]
             out.append(Finding(code, first.severity, f"{first.message} (and {len(same) - 1} more like it)"))
     return out
+
+
+def _new_connection(stream, packet):
+    """Whether a SYN on the ports of an open stream starts another connection: its sender's side of the stream has
+    carried a SYN of another initial sequence number, or bytes with no SYN before them (a retransmitted SYN repeats
+    its number, and a side's first SYN is the stream's own)."""
+    side = stream.directions[stream.direction_of(packet.src, packet.sport)]
+    return side.next_seq is not None and side.syn_seq != (packet.tcp_seq + 1) & 0xFFFFFFFF
 
 
 def _both_finished(directions):
