@@ -280,8 +280,8 @@ class Pipeline:
     def _close_side(self, stream, direction, record, packet):
         """One side sent its FIN, its last byte delivered: its parser's unfinished line ends in this frame, not in
         the frame that ends the stream. The parser is closed once, here; a new one takes what the side may still
-        send (a connection from the same port again while the other side has not finished, bytes held past the
-        FIN), and is closed with the stream."""
+        send (bytes held past the FIN, a new connection from the same port whose SYN was not captured), and is
+        closed with the stream."""
         parser = stream.parsers[direction]
         parsers = list(stream.parsers)
         parsers[direction] = stream.dissector.stream_parser()

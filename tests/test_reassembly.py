@@ -89,6 +89,36 @@ def test_the_first_syn_of_the_other_side_opens_it_and_a_syn_after_its_bytes_is_a
     assert "dropped" not in out[4].findings[0].message
 
 
+def test_a_syn_captured_after_its_sides_first_bytes_joins_their_stream():
+    """Captures merged from several queues reorder: the SYN right before the side's first byte is its own."""
+    tcp, out = run([segment(1001, b"req"), segment(1000, flags=0x02), segment(1004, b"uest")])
+    assert delivered(out) == [b"req", b"uest"] and codes_of(out) == [] and len(tcp.streams) == 1
+
+
+def test_a_syn_after_bytes_sent_without_one_elsewhere_is_a_new_connection():
+    tcp, out = run([segment(1001, b"old"), segment(7000, flags=0x02), segment(7001, b"new")])
+    assert out[1].evicted == [out[0].stream] and codes_of(out) == ["tcp.port_reused"]
+    assert delivered(out) == [b"old", b"new"] and out[2].stream is not out[0].stream
+
+
+def test_a_retransmitted_syn_wraps_around_with_its_number():
+    """An initial number of 0xFFFFFFFF puts the first byte at 0: the SYN sent again is still the stream's own."""
+    _, out = run([segment(0xFFFFFFFF, flags=0x02), segment(0, b"abc"), segment(0xFFFFFFFF, flags=0x02),
+                  segment(3, b"def")])
+    assert delivered(out) == [b"abc", b"def"] and codes_of(out) == []
+
+
+def test_a_retransmitted_syn_with_data_is_a_retransmission():
+    _, out = run([segment(100, b"fast", flags=0x02), segment(100, b"fast", flags=0x02), segment(105, b"open")])
+    assert delivered(out) == [b"fast", b"open"] and codes_of(out) == ["tcp.retransmission"]
+
+
+def test_a_stream_opened_by_a_syn_ack_has_its_receiver_as_client():
+    tcp, out = run([segment(900, flags=0x12, src=LOBBY, dst=CLIENT), segment(101, b"req")])
+    stream = out[0].stream
+    assert stream.client == CLIENT and out[1].direction == 0 and out[0].direction == 1
+
+
 def test_partial_overlap_delivers_only_the_new_bytes():
     _, out = run([segment(1, b"abcd"), segment(3, b"cdef")])
     assert delivered(out) == [b"abcd", b"ef"]
@@ -329,15 +359,17 @@ def test_a_list_whose_lines_end_in_crlf_is_complete(tmp_path):
 def test_a_retransmitted_syn_and_retransmitted_data_give_one_request_and_one_list(tmp_path):
     request, reply = sp.request(), sp.lobby_reply(sp.SERVERS[:2])
     path = tmp_path / "dupsyn.pcap"
+    half = len(reply) // 2
     _tcp_capture(path, [(CLIENT, LOBBY, 1000, b"", 0x02), (LOBBY, CLIENT, 50000, b"", 0x12),
                         (CLIENT, LOBBY, 1001, request, 0x18), (CLIENT, LOBBY, 1000, b"", 0x02),
-                        (CLIENT, LOBBY, 1001, request, 0x18), (LOBBY, CLIENT, 50001, reply, 0x18),
-                        (LOBBY, CLIENT, 50001, reply, 0x18)])
+                        (CLIENT, LOBBY, 1001, request, 0x18), (LOBBY, CLIENT, 50001 + half, reply[half:], 0x18),
+                        (LOBBY, CLIENT, 50001, reply[:half], 0x18), (LOBBY, CLIENT, 50001, reply, 0x18)])
     _, out, _ = run_cli("-T", "jsonl", path)
     frames = [r for r in jsonl(out) if r["kind"] == "frame"]
-    assert [len(f["messages"]) for f in frames] == [0, 0, 1, 0, 0, 4, 0]
-    assert [[x["code"] for x in f["findings"]] for f in frames if f["frame"] in (5, 7)] == [["tcp.retransmission"]] * 2
-    assert "line continues" not in frames[4]["info"] and "line continues" not in frames[6]["info"]
+    assert [len(f["messages"]) for f in frames] == [0, 0, 1, 0, 0, 0, 4, 0]
+    assert [x["code"] for x in frames[5]["findings"]] == ["tcp.out_of_order"]
+    assert [[x["code"] for x in f["findings"]] for f in frames if f["frame"] in (5, 8)] == [["tcp.retransmission"]] * 2
+    assert [f["frame"] for f in frames if "line continues" in f["info"]] == []  # none delivered bytes of a line alone
     (listing,) = server_lists(out)
     assert listing["findings"] == [] and listing["result"]["complete"] is True
 

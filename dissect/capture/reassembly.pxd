@@ -44,10 +44,11 @@ cdef class TcpStream:
 cpdef tuple _key(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
+cpdef tuple _client(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _both_finished(tuple directions) except -1
 
 cdef class _Direction:
-    cdef public object index, next_seq, syn_seq, next_off, pending, heap, pending_bytes, history, fin_seq
+    cdef public object index, next_seq, next_off, pending, heap, pending_bytes, history, fin_seq
     cdef public object closed
     cdef public dict cuts

@@ -29,7 +29,8 @@ HISTORY = 4096                     # delivered bytes kept per direction, to chec
 RECENTLY_CLOSED = 4096             # closed connections remembered, so late retransmissions stay quiet
 PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its data (bookkeeping)
 
-FIN, SYN, RST = 0x01, 0x02, 0x04
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+SYN_ACK = SYN | ACK
 
 
 def seq_diff(a, b):
@@ -64,13 +65,12 @@ class _Direction:
     """One direction of a connection. Held segments are keyed by their offset from the stream start
     (unwrapped, so that a heap finds the earliest even across sequence-number wraparound)."""
 
-    __slots__ = ("index", "next_seq", "syn_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq",
-                 "closed", "cuts")
+    __slots__ = ("index", "next_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq", "closed",
+                 "cuts")
 
     def __init__(self, index):
         self.index = index
         self.next_seq = None
-        self.syn_seq = None          # the sequence number after its SYN's (a retransmitted SYN repeats it)
         self.next_off = 0
         self.pending = {}            # offset -> (data, frame, frame_offset)
         self.heap = []
@@ -87,7 +87,7 @@ class TcpStream:
     def __init__(self, index, key, client):
         self.index = index
         self.key = key
-        self.client = client          # (ip, port) of the side seen first (the SYN's sender, if seen)
+        self.client = client          # (ip, port) of the side seen first (a SYN-ACK's receiver: the SYN's sender)
         self.directions = (_Direction(0), _Direction(1))
         self.dissector = None
         self.parsers = None
@@ -141,7 +141,7 @@ class TcpReassembler:
             if key in self.recently_closed and not packet.tcp_flags & SYN:
                 return None           # a late segment of a finished connection
             popped(self.recently_closed, key)
-            stream = TcpStream(self.next_index, key, (packet.src, packet.sport))
+            stream = TcpStream(self.next_index, key, _client(packet))
             self.next_index += 1
             evicted = put(self.streams, key, stream)
         direction = stream.direction_of(packet.src, packet.sport)
@@ -168,8 +168,8 @@ class TcpReassembler:
         delivery.evicted.append(old)
         dropped = "; the bytes it held behind a gap are dropped" if held else ""
         delivery.findings.append(TCP_FINDINGS.port_reused.at(
-            f"a SYN of another initial sequence number on the ports of stream {old.index}, whose end was not "
-            f"captured: that stream ends here{dropped}"))
+            f"a SYN that does not start where the bytes of stream {old.index} began, on its ports: a new connection, "
+            f"the end of that stream not captured; it ends here{dropped}"))
 
     def _close_if_done(self, stream, packet, key, delivery, frame=None):
         side = stream.directions[delivery.direction]
@@ -192,7 +192,7 @@ class TcpReassembler:
         if flags & SYN:
             seq = (seq + 1) & 0xFFFFFFFF  # the SYN takes one sequence number: its data, if any, follows it
             if side.next_seq is None:
-                side.next_seq = side.syn_seq = seq
+                side.next_seq = seq
         elif side.next_seq is None:
             side.next_seq = seq           # the capture began mid-stream
         if data:
@@ -422,11 +422,22 @@ def _summed_up(findings, gaps):
 
 
 def _new_connection(stream, packet):
-    """Whether a SYN on the ports of an open stream starts another connection: its sender's side of the stream has
-    carried a SYN of another initial sequence number, or bytes with no SYN before them (a retransmitted SYN repeats
-    its number, and a side's first SYN is the stream's own)."""
+    """Whether a SYN on the ports of an open stream starts another connection: its sender's side of the stream began
+    at another sequence number than the one after the SYN's. A retransmitted SYN repeats its number, a SYN captured
+    late (after its side's first segments) is the one right before them, and a side's first SYN is the stream's own.
+    (Where a side's bytes began: ``next_seq`` less the bytes delivered since, ``next_off``.)"""
     side = stream.directions[stream.direction_of(packet.src, packet.sport)]
-    return side.next_seq is not None and side.syn_seq != (packet.tcp_seq + 1) & 0xFFFFFFFF
+    if side.next_seq is None:
+        return False
+    return (side.next_seq - side.next_off) & 0xFFFFFFFF != (packet.tcp_seq + 1) & 0xFFFFFFFF
+
+
+def _client(packet):
+    """The client end of a stream that ``packet`` opens: its sender, or the receiver of a SYN-ACK (which answers the
+    client's SYN)."""
+    if packet.tcp_flags & SYN_ACK == SYN_ACK:
+        return packet.dst, packet.dport
+    return packet.src, packet.sport
 
 
 def _both_finished(directions):

@@ -72,7 +72,7 @@ TCP_FINDINGS = FindingTable("tcp", [
     ("lost_segment", "warning", "a stream's bytes arrive without gaps"),
     ("cut_segment", "note", "a segment the capture's snap length cut leaves a gap in the stream that is no loss: "
                             "parsing resumes after it"),
-    ("port_reused", "note", "a SYN of a new initial sequence number on the ports of an open stream is a new "
+    ("port_reused", "note", "a SYN that does not start where an open stream's bytes began, on its ports, is a new "
                             "connection: the old stream ends there"),
 ])
 

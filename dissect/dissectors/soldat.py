@@ -552,6 +552,8 @@ def _decode(cur, msg):
     if line_end:
         cur.end = len(line)
         cur.raw(EOL_FIELD, line_end)
+        if line_end == 2:
+            _crlf(cur, len(line))
     elif len(line) < MAX_LINE:
         cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
     if not msg.info:
@@ -567,8 +569,6 @@ def _bound(cur, line, separator):
     if terminated:
         line_end = 2 if line.endswith(CRLF) else 1
         cur.end -= line_end
-        if line_end == 2:
-            _crlf(cur, size)
     elif size >= MAX_LINE:
         cur.end = MAX_LINE
         longer = f" of a {size}-byte line" if size > MAX_LINE else ""
@@ -618,9 +618,9 @@ def _empty_line(cur, msg, size):
     """A line that is only its end, \\n or \\r\\n: no type byte to read (neither byte is one)."""
     msg.name = "empty_line"
     msg.values["type"] = None
+    cur.raw(EOL_FIELD, size)
     if size == 2:
         _crlf(cur, size)
-    cur.raw(EOL_FIELD, size)
     cur.finding(W.unknown_type, "an empty line: no type byte before its end", 0, 0)
     msg.info = "Empty line"
 
