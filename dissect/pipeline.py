@@ -224,9 +224,8 @@ class Pipeline:
     def _tcp(self, record, packet):
         delivery = self.tcp.segment(packet, record.number)
         packet.cut = 0  # the bytes the capture did not keep are the stream's gap now: its messages are not cut
-        segment_payload = packet.payload
         if delivery is None:
-            record.info = _transport_info(packet, segment_payload)
+            record.info = _transport_info(packet, packet.payload)
             return []
         record.findings.extend(delivery.findings)
         packet.tcp_stream = delivery.stream.index
@@ -254,7 +253,7 @@ class Pipeline:
             record.info = "; ".join([m.info for m in record.messages[:4]]) + (
                 f" (+{len(record.messages) - 4} more)" if len(record.messages) > 4 else "")
         else:
-            record.info = _transport_info(packet, segment_payload)
+            record.info = _transport_info(packet, packet.payload)
             if dissector is not None and packet.payload and _carried_bytes(delivery):
                 record.info += f" [{dissector.title} line continues]"
         return out

@@ -28,7 +28,7 @@ cdef class TcpReassembler:
     cdef public object max_pending, max_total, total_pending, next_index
     @cython.locals(stream=TcpStream, delivery=Delivery, direction=int)
     cpdef segment(self, Packet packet, frame_number)
-    cpdef _end_reused(self, TcpStream old, Delivery delivery)
+    cpdef _end_early(self, TcpStream old, Delivery delivery, finding)
     @cython.locals(side=_Direction, other=_Direction)
     cpdef _close_if_done(self, TcpStream stream, Packet packet, key, Delivery delivery, frame=*)
     cpdef _segment(self, _Direction side, Packet packet, frame, Delivery delivery)
@@ -44,6 +44,7 @@ cdef class TcpStream:
 cpdef tuple _key(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
+cpdef bint _holds_bytes(TcpStream stream) except -1
 cpdef tuple _client(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _both_finished(tuple directions) except -1

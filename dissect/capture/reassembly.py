@@ -148,12 +148,13 @@ class TcpReassembler:
         delivery = Delivery(stream, direction)
         if evicted is not None:
             old = evicted[1]
-            self._drop(old)
-            delivery.evicted.append(old)
-            delivery.findings.append(TCP_FINDINGS.stream_evicted.at(
+            self._end_early(old, delivery, TCP_FINDINGS.stream_evicted.at(
                 f"more than {self.streams.limit} TCP streams open at once: stream {old.index} was dropped"))
         if reused is not None:
-            self._end_reused(reused, delivery)
+            held = "; the bytes it held behind a gap are dropped" if _holds_bytes(reused) else ""
+            self._end_early(reused, delivery, TCP_FINDINGS.port_reused.at(
+                f"a SYN that does not start where the bytes of stream {reused.index} began, on its ports: a new "
+                f"connection, the end of that stream not captured; it ends here{held}"))
         if stream.ignored:
             self._close_if_done(stream, packet, key, delivery)
             return delivery
@@ -161,15 +162,12 @@ class TcpReassembler:
         self._close_if_done(stream, packet, key, delivery, frame_number)
         return delivery
 
-    def _end_reused(self, old, delivery):
-        """The stream whose ports a new connection's SYN took: closed as an evicted one is, what it held dropped."""
-        held = bool(old.directions[0].pending or old.directions[1].pending)
+    def _end_early(self, old, delivery, finding):
+        """A stream ends before its FINs or RST (evicted, or its ports taken by a new connection): what it held is
+        dropped, and the pipeline closes its parsers (``evicted``)."""
         self._drop(old)
         delivery.evicted.append(old)
-        dropped = "; the bytes it held behind a gap are dropped" if held else ""
-        delivery.findings.append(TCP_FINDINGS.port_reused.at(
-            f"a SYN that does not start where the bytes of stream {old.index} began, on its ports: a new connection, "
-            f"the end of that stream not captured; it ends here{dropped}"))
+        delivery.findings.append(finding)
 
     def _close_if_done(self, stream, packet, key, delivery, frame=None):
         side = stream.directions[delivery.direction]
@@ -419,6 +417,10 @@ def _summed_up(findings, gaps):
             first = same[0]
             out.append(Finding(code, first.severity, f"{first.message} (and {len(same) - 1} more like it)"))
     return out
+
+
+def _holds_bytes(stream):
+    return bool(stream.directions[0].pending or stream.directions[1].pending)
 
 
 def _new_connection(stream, packet):

@@ -42,6 +42,7 @@ cpdef tuple separator_of(line)
 cpdef _decode(Cursor cur, Message msg)
 @cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
 cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
+cdef _line_end(Cursor cur, Py_ssize_t size, Py_ssize_t length)
 @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
                split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
 cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)

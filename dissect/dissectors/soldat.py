@@ -550,10 +550,7 @@ def _decode(cur, msg):
         count = _fields(cur, msg, separator, encoding, type_byte)
         msg.info = info_line(msg, count)
     if line_end:
-        cur.end = len(line)
-        cur.raw(EOL_FIELD, line_end)
-        if line_end == 2:
-            _crlf(cur, len(line))
+        _line_end(cur, len(line), line_end)
     elif len(line) < MAX_LINE:
         cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
     if not msg.info:
@@ -579,8 +576,12 @@ def _bound(cur, line, separator):
     return line_end
 
 
-def _crlf(cur, size):
-    cur.finding(W.crlf, "this line ends in \\r\\n, not \\n alone", size - 2, 1)
+def _line_end(cur, size, length):
+    """The line's last ``length`` bytes as its end: \\n, or \\r\\n (flagged at its \\r)."""
+    cur.end = size
+    cur.raw(EOL_FIELD, length)
+    if length == 2:
+        cur.finding(W.crlf, "this line ends in \\r\\n, not \\n alone", size - 2, 1)
 
 
 def _fields(cur, msg, separator, encoding, type_byte):
@@ -618,9 +619,7 @@ def _empty_line(cur, msg, size):
     """A line that is only its end, \\n or \\r\\n: no type byte to read (neither byte is one)."""
     msg.name = "empty_line"
     msg.values["type"] = None
-    cur.raw(EOL_FIELD, size)
-    if size == 2:
-        _crlf(cur, size)
+    _line_end(cur, size, size)
     cur.finding(W.unknown_type, "an empty line: no type byte before its end", 0, 0)
     msg.info = "Empty line"
 
