@@ -1,5 +1,6 @@
 """TCP reassembly and IPv4 defragmentation: every case, on real captures and on segments built here."""
 
+import json
 import socket
 import struct
 import tracemalloc
@@ -334,10 +335,17 @@ def test_missing_end_and_unterminated_line(tmp_path):
     records = jsonl(out)
     (listing,) = server_lists(out)
     assert [f["code"] for f in listing["findings"]] == ["soldat.missing_end"]
-    assert listing["result"]["received"] == 2 and listing["result"]["complete"] is False
+    assert "inside a server line, which is not counted" in listing["findings"][0]["message"]
+    # the line the capture's end cut is shown, but it is no listed server: its values are cut short
+    result = listing["result"]
+    assert (result["received"], result["omitted"], result["complete"]) == (1, 0, False)
+    assert [(s["ip"], s["port"], s["name"]) for s in result["servers"]] == [sp.SERVERS[0][1:3] + sp.SERVERS[0][7:8]]
     ends = [r for r in records if r["kind"] == "analysis" and r["name"] == "stream_end"]
     assert [f["code"] for f in ends[0]["findings"]] == ["soldat.bad_field_count", "soldat.bad_value",
                                                         "soldat.unterminated_line"]
+    _, stats, _ = run_cli("--stats", "-T", "json", path)
+    seen = json.loads(stats)[-1]["transactions"]["soldat"]["servers"]
+    assert [(server["server"], server["map"]) for server in seen] == [("192.0.2.10:23073", "ctf_Ash")]
 
 
 def test_a_list_whose_lines_end_in_crlf_is_complete(tmp_path):
@@ -677,6 +685,8 @@ def test_a_line_cut_by_the_senders_fin_ends_in_that_frame(tmp_path):
              for r in jsonl(out) if r["kind"] == "frame"}
     assert shown[3] == [("server", ["soldat.bad_field_count", "soldat.unterminated_line"])]
     assert shown[4] == []
+    (listing,) = server_lists(out)
+    assert (listing["result"]["announced"], listing["result"]["received"], listing["result"]["servers"]) == (1, 0, [])
 
 
 def test_bytes_a_side_sends_after_its_fin_are_still_dissected(tmp_path):

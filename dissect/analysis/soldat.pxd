@@ -25,7 +25,7 @@ cdef class SoldatAnalyzer(Analyzer):
 
 cdef class _Exchange:
     cdef public object client, lobby, filters, announced, servers, received, cost, frames, start_ts, elapsed
-    cdef public object ended, lost, uncaptured
+    cdef public object ended, lost, uncaptured, cut_server
 
 cdef Py_ssize_t IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION
 cdef Py_ssize_t EMPTY_TUPLE_BYTES, TUPLE_SLOT_BYTES

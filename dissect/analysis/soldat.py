@@ -47,7 +47,7 @@ def _cost(values):
 
 class _Exchange:
     __slots__ = ("client", "lobby", "filters", "announced", "servers", "received", "cost", "frames", "start_ts",
-                 "elapsed", "ended", "lost", "uncaptured")
+                 "elapsed", "ended", "lost", "uncaptured", "cut_server")
 
     def __init__(self, client, lobby):
         self.client = client
@@ -63,6 +63,7 @@ class _Exchange:
         self.ended = False
         self.lost = False            # bytes of the stream were lost while the list was open
         self.uncaptured = False      # bytes of the stream were not captured (snap length) while it was open
+        self.cut_server = False      # the stream ended inside a server line, which is not counted
 
 
 class SoldatAnalyzer(Analyzer):
@@ -103,6 +104,8 @@ class SoldatAnalyzer(Analyzer):
             exchange.start_ts = record.ts
         elif name == "list_begin":
             exchange.announced = values.get("servercount")
+        elif name == "server" and values.get("cut_by_end"):
+            exchange.cut_server = True  # the stream ended inside the line: its values may be cut short
         elif name == "server":
             self._server(stream, exchange, msg, out)
         elif name == "list_end":
@@ -175,7 +178,10 @@ class SoldatAnalyzer(Analyzer):
         if evicted:
             findings.append(W.state_evicted.at(evicted))
         elif not exchange.ended:
-            findings.append(W.missing_end.at(f"the list never reached its end line h ({why or 'the stream ended'})"))
+            why = why or "the stream ended"
+            if exchange.cut_server:
+                why += " inside a server line, which is not counted"
+            findings.append(W.missing_end.at(f"the list never reached its end line h ({why})"))
         elif exchange.announced is not None and exchange.received != exchange.announced:
             findings.append(_count_finding(exchange))
         summary = (f"server list {exchange.lobby} → {exchange.client}: {exchange.received} servers"

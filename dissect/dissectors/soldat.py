@@ -766,10 +766,13 @@ class LineParser:
         self.after_gap = True
 
     def close(self, tree, packet):
-        """The stream ended: a line still waiting for its \\n is dissected as it is."""
+        """The stream ended: a line still waiting for its \\n is dissected as it is, marked ``cut_by_end`` (its last
+        field may be cut short: a list does not count it as a server)."""
         if not self.size:
             return []
-        return [self._line(tree, packet)]
+        msg = self._line(tree, packet)
+        msg.values["cut_by_end"] = True
+        return [msg]
 
     def _append(self, data, start, stop, frame, offset):
         self.pieces.append(data[start:stop])
