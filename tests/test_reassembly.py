@@ -168,6 +168,18 @@ def test_late_retransmission_after_close_stays_quiet():
     assert tcp.segment(segment(1, b"ab"), 4) is None
 
 
+def test_a_connection_on_a_closed_connections_ports_and_numbers_is_a_new_stream():
+    """Stacks and generators that start every connection at the same number reuse a closed connection's ports and
+    numbers: its SYN opens a new stream, whose bytes are delivered again. (Taking such a SYN for a late copy of the
+    closed connection's own would lose whole connections; reflection.pcap has them.)"""
+    tcp, out = run([segment(0, flags=0x02), segment(1, b"req"), segment(4, flags=0x11),
+                    segment(0, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert out[-1].closed and len(tcp.streams) == 0
+    again = [tcp.segment(segment(0, flags=0x02), 5), tcp.segment(segment(1, b"req"), 6)]
+    assert again[0].stream.index == 1 and again[0].findings == [] and again[1].stream is again[0].stream
+    assert delivered(again) == [b"req"] and codes_of(again) == []
+
+
 def test_endless_out_of_order_window_stays_bounded():
     tcp = TcpReassembler()
     tcp.segment(segment(1, b"a"), 1)
