@@ -306,6 +306,66 @@ def test_the_peers_counted_in_all_are_bounded(tmp_path, monkeypatch):
     assert session.stats_dict()["abuse"]["amplification"][0]["requests"] == 200
 
 
+def _steady_clients(path, seconds, burst_at):
+    """40 addresses each ask one server once a second for ``seconds`` seconds, the first 10 times more in second
+    ``burst_at``; the server answers the second address every second."""
+    server = ("203.0.113.7", 26000)
+    frames = []
+    for second in range(seconds):
+        for client in range(40):
+            times = 11 if (client, second) == (0, burst_at) else 1
+            for n in range(times):
+                ts = capkit.DEFAULT_TS + second + client * 0.01 + n * 0.0005
+                frames.append((ts, udp((f"198.51.100.{client + 1}", 50000), server, nq.ccreq_server_info())))
+        reply = nq.ccrep_server_info("203.0.113.7:26000", "steady", "e1m1", 1, 8)
+        frames.append((capkit.DEFAULT_TS + second + 0.9, udp(server, ("198.51.100.2", 50000), reply)))
+    capkit.write_pcap(path, frames)
+
+
+def _run_counting_bins(path, **options):
+    """(the --stats dict, the analysis records, the rate seconds held after each frame) of a capture."""
+    sink = _Kept()
+    session = Session(sink, stats=True, **options)
+    held = []
+    for frame in open_capture(str(path)):
+        session.frame(frame)
+        held.append(session.pipeline.traffic.rate_bins)
+    session.finish()
+    traffic = session.pipeline.traffic
+    counted = sum(host.bins() for host in traffic.hosts.values())
+    assert counted == held[-1]  # the running count is the seconds the rates hold
+    return session.stats_dict(), sink.analyses, held
+
+
+def test_the_seconds_the_rates_hold_in_all_are_bounded_and_the_peaks_stay_exact(tmp_path, monkeypatch):
+    """40 addresses active every second of 30 hold 1,230 seconds of rate history (41 rates). With room for 300,
+    the history before each rate's last window is folded into its peak: nothing is evicted and every figure, peaks
+    and rules included, is the one the whole history gives."""
+    path = tmp_path / "steady.pcap"
+    _steady_clients(path, 30, burst_at=20)
+    whole, whole_records, whole_held = _run_counting_bins(path)
+    assert max(whole_held) == 40 * 30 + 30  # the requests' rates, and the replies of one address
+    monkeypatch.setattr(abuse, "MAX_RATE_BINS", 300)
+    bounded, records, held = _run_counting_bins(path)
+    assert max(held) <= 300 and held[-1] < 300
+    assert bounded["abuse"]["evicted"] == {} and bounded["abuse"] == whole["abuse"]
+    assert [(r.name, r.result) for r in records] == [(r.name, r.result) for r in whole_records]
+    burst = next(row for row in bounded["abuse"]["top_talkers"] if row["address"] == "198.51.100.1")
+    assert burst["peak_rate"] == (11 + 4) / 5  # the burst's second and four more, folded before the end
+
+
+def test_a_window_too_long_for_the_rates_budget_evicts_the_oldest_addresses(tmp_path, monkeypatch):
+    """A 20-second window over 40 addresses active every second: their last windows alone (800 seconds) exceed the
+    room for 300, so after folding the least recently used addresses go until a quarter of it is free."""
+    path = tmp_path / "steady.pcap"
+    _steady_clients(path, 30, burst_at=20)
+    monkeypatch.setattr(abuse, "MAX_RATE_BINS", 300)
+    stats, records, held = _run_counting_bins(path, abuse_window=20)
+    assert max(held) <= 300
+    assert stats["abuse"]["evicted"]["hosts"] > 0
+    assert records[-1].name == "state_evicted"
+
+
 def test_merged_workers_evict_as_one_process(tmp_path, monkeypatch):
     """Past the limits, two workers' tables merged keep what one process's LRU keeps, and count the same
     evictions, when each evicted entry lived in one worker (here: spoofed sources, one server each)."""

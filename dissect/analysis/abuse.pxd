@@ -30,7 +30,7 @@ cdef class TrafficAnalyzer:
     cdef public BoundedDict hosts, servers, pairs, open
     cdef public object floods
     cdef public dict evicted
-    cdef public Py_ssize_t host_peers, server_peers
+    cdef public Py_ssize_t host_peers, server_peers, rate_bins
     cdef public list events
     cdef public object clock
     cdef public bint stats_off

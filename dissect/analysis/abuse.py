@@ -39,7 +39,8 @@ MAX_HOSTS = 8192           # addresses followed at once
 MAX_SERVERS = 10000        # server endpoints followed at once
 MAX_PAIRS = 8192           # (source address, server) pairs watched for floods at once
 MAX_OPEN = 8192            # queries waiting for more replies at once
-MAX_BINS = 3600            # seconds of rate history kept per address
+MAX_BINS = 3600            # seconds of rate history kept per address ...
+MAX_RATE_BINS = 65536      # ... and by all addresses together: past it, each keeps only its last window (see _fold_rates)
 MAX_PEERS = 256            # distinct servers counted per address, distinct requesters per server
 MAX_PEER_ENTRIES = 65536   # peers held by all addresses and servers together: past it the oldest are evicted
 MAX_TOKENS = 16            # distinct tokens followed per address; past that it varies them, as browsers do
@@ -60,7 +61,7 @@ class TrafficAnalyzer:
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers", "events", "clock", "stats_off")
+                 "host_peers", "server_peers", "rate_bins", "events", "clock", "stats_off")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -87,6 +88,7 @@ class TrafficAnalyzer:
         self.evicted = {}                        # table -> entries evicted ("floods": past MAX_FLOODS), once any
         self.host_peers = 0                      # peers held by the addresses, and by the servers: together at
         self.server_peers = 0                    # most MAX_PEER_ENTRIES
+        self.rate_bins = 0                       # seconds held by the addresses' rates: see _fold_rates
         self.events = None                       # a list: feed keeps the messages there (-j workers) for count
         self.clock = -1                          # the last message's second (see count)
         self.stats_off = False                   # True: no view reads stats(), queries' amplification is not kept
@@ -137,6 +139,8 @@ class TrafficAnalyzer:
             self._reply(frame, second, protocol, kind[1], receiver, sender, size, wire)
         if self.host_peers + self.server_peers > MAX_PEER_ENTRIES:
             self._trim_peers()
+        if self.rate_bins > MAX_RATE_BINS:
+            self._fold_rates()
 
     def _request(self, frame, second, protocol, request, client, server, token, size, wire):
         entry = self._server(server, protocol)
@@ -156,7 +160,7 @@ class TrafficAnalyzer:
             self._close(evicted[0], evicted[1])
         host = self._host(client[0])
         held = _peer_count(host.queried)
-        host.request(frame, second, server, size, self.window)
+        self.rate_bins += host.request(frame, second, server, size, self.window)
         self.host_peers += _peer_count(host.queried) - held
         held = _peer_count(entry.requesters)
         entry.request(client[0], frame)
@@ -171,7 +175,7 @@ class TrafficAnalyzer:
         answering.reply(frame, size, wire)
         host = self._host(client[0])
         held = _peer_count(host.repliers)
-        host.receive(frame, second, server, size, self.window)
+        self.rate_bins += host.receive(frame, second, server, size, self.window)
         self.host_peers += _peer_count(host.repliers) - held
         pair = self._pair(client[0], server, protocol, frame)
         if pair.replied(second, self.window):
@@ -204,7 +208,7 @@ class TrafficAnalyzer:
             answering.oversize += 1
             host.oversize += 1
         if query is None or oversize:
-            host.suspect(second, self.window)
+            self.rate_bins += host.suspect(second, self.window)
 
     def _asked(self, host, source, server, protocol, frame, second):
         """A request from ``source`` to ``server``: the flood watch of the pair."""
@@ -289,6 +293,20 @@ class TrafficAnalyzer:
     def _forget_host(self, host):
         _count_eviction(self.evicted, "hosts")
         self.host_peers -= _peer_count(host.queried) + _peer_count(host.repliers)
+        self.rate_bins -= host.bins()
+
+    def _fold_rates(self):
+        """The addresses' rates hold more than MAX_RATE_BINS seconds in all: each keeps only the seconds of its last
+        window, and what the windows before them counted is folded into its peak. The windows folded ended before
+        the last message's second (``clock``), so the peaks stay exact while the capture's clock goes forward. Where
+        even the last windows fill most of the budget (a window of many seconds, many addresses), the least recently
+        used addresses are evicted, as for the peers, until a quarter of it is free: folding, which visits every
+        address, then comes at most once every MAX_RATE_BINS / 4 seconds added."""
+        cutoff = self.clock - self.window + 1
+        for host in self.hosts.values():
+            self.rate_bins -= host.fold_before(cutoff, self.window)
+        while self.rate_bins > MAX_RATE_BINS * 3 // 4 and len(self.hosts) > 1:
+            self._forget_host(self.hosts.popitem(last=False)[1])
 
     def _forget_server(self, server):
         _count_eviction(self.evicted, "servers")
@@ -325,6 +343,7 @@ class TrafficAnalyzer:
         self.evicted = dict(+evicted)  # without the tables that evicted nothing
         self.host_peers = sum(_peer_count(h.queried) + _peer_count(h.repliers) for h in self.hosts.values())
         self.server_peers = sum(_peer_count(server.requesters) for server in self.servers.values())
+        self.rate_bins = sum(host.bins() for host in self.hosts.values())
 
     # -- the rules ---------------------------------------------------------------------------------------
     def conclude(self):
@@ -422,8 +441,9 @@ class TrafficAnalyzer:
         counts = dict(sorted(self.evicted.items()))
         listed = ", ".join(f"{count} {table}" for table, count in counts.items())
         detail = (f"evicted to stay within the limits ({MAX_HOSTS} addresses, {MAX_SERVERS} servers, "
-                  f"{MAX_PEER_ENTRIES} peers counted by them in all, {MAX_PAIRS} address pairs, {MAX_OPEN} open "
-                  f"queries, {MAX_FLOODS} floods listed): {listed}; rates, rankings and rules cover what was kept")
+                  f"{MAX_PEER_ENTRIES} peers counted by them in all, {MAX_RATE_BINS} seconds of their rates' history "
+                  f"in all, {MAX_PAIRS} address pairs, {MAX_OPEN} open queries, {MAX_FLOODS} floods listed): {listed}; "
+                  f"rates, rankings and rules cover what was kept")
         return AnalysisRecord(KEY, "state_evicted", [], counts, [W.state_evicted.at(detail)],
                               f"abuse analysis state evicted: {listed}")
 
@@ -594,7 +614,8 @@ class _Unsolicited:
 
 class _Rate:
     """Messages per whole second, for the peak over a window. At most MAX_BINS seconds are kept: before the
-    oldest is dropped, the window that starts there is counted into ``folded``."""
+    oldest is dropped, the window that starts there is counted into ``folded``. ``add`` returns the seconds it added
+    to those held (1 or 0), ``fold_before`` those it dropped: the analyzer counts them all (MAX_RATE_BINS)."""
 
     __slots__ = ("bins", "folded")
 
@@ -607,12 +628,26 @@ class _Rate:
         held = bins.get(second)
         if held is not None:
             bins[second] = held + count
-            return
+            return 0
+        added = 1
         if len(bins) >= MAX_BINS:
             oldest = next(iter(bins))
             self.folded = max(self.folded, _window_total(bins, oldest, window))
             del bins[oldest]
+            added = 0
         bins[second] = count
+        return added
+
+    def fold_before(self, cutoff, window):
+        """Drop the seconds before ``cutoff``, the windows that start at them counted into ``folded``; return how many
+        were dropped."""
+        bins = self.bins
+        old = [second for second in bins if second < cutoff]
+        for second in old:
+            self.folded = max(self.folded, _window_total(bins, second, window))
+        for second in old:
+            del bins[second]
+        return len(old)
 
     def peak(self, window):
         """The most messages within ``window`` consecutive seconds."""
@@ -677,7 +712,7 @@ class _Host:
             self.last = max(self.last, second)
         self.queried = _add_peer(self.queried, server)
         self._seen(frame)
-        self.rates.add(second, window)
+        return self.rates.add(second, window)
 
     def receive(self, frame, second, server, size, window):
         self.received += 1
@@ -685,13 +720,22 @@ class _Host:
         self._seen(frame)
         if self.replies is None:
             self.replies = _Rate()
-        self.replies.add(second, window)
         self.repliers = _add_peer(self.repliers, server)
+        return self.replies.add(second, window)
 
     def suspect(self, second, window):
         if self.suspects is None:
             self.suspects = _Rate()
-        self.suspects.add(second, window)
+        return self.suspects.add(second, window)
+
+    def bins(self):
+        """The seconds its rates hold."""
+        return sum(len(rate.bins) for rate in (self.rates, self.replies, self.suspects) if rate is not None)
+
+    def fold_before(self, cutoff, window):
+        """``_Rate.fold_before`` for each of its rates: the seconds dropped."""
+        return sum(rate.fold_before(cutoff, window) for rate in (self.rates, self.replies, self.suspects)
+                   if rate is not None)
 
     def token(self, protocol, token, server, frame):
         """Count a request's token. ``tokens``: None before the first; (protocol, token, server, frame) after

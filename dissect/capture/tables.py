@@ -99,8 +99,9 @@ ABUSE_FINDINGS = FindingTable("abuse", [
     ("unsolicited_replies", "warning", "a reply answers a request seen in the capture and fits the protocol's size "
                                        "limit; replies without a request, or over the limit, reaching one address "
                                        "above the rate threshold are a sign of reflection or spoofing"),
-    ("state_evicted", "note", "addresses, servers, the peers they count, address pairs and open queries followed "
-                              "by the abuse analysis are limited to keep memory bounded"),
+    ("state_evicted", "note", "addresses, servers, the peers they count, the seconds of rate history they keep, "
+                              "address pairs and open queries followed by the abuse analysis are limited to keep "
+                              "memory bounded"),
 ])
 
 SHARED_FINDINGS = (FRAME_FINDINGS, TCP_FINDINGS, IP_FINDINGS, DISSECT_FINDINGS, ABUSE_FINDINGS)
