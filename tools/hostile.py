@@ -13,6 +13,8 @@
               without being held in memory), each followed by a good frame
 - digits:     N TeeFrame responses whose decimal strings are 5000 digits (not numbers) and 4000 digits
               (the longest read as a number)
+- steady:     2,000 addresses each asking a NetQuake server once a second, N frames in all (an hour of rate history
+              for each address, were it all kept)
 
     python tools/hostile.py [--scale 1.0] [--keep DIR]
 """
@@ -31,11 +33,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import capkit  # noqa: E402
 import dpkt  # noqa: E402
+import netquake_peer as nq  # noqa: E402
 import soldat_peer as sp  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
 FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "held": 1_600_000, "lines": 200_000,
-              "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "digits": 2_000}
+              "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "digits": 2_000,
+              "steady": 3_600_000}
 FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda n: n // 4096 * 4096 + 4096,
           "lines": lambda n: n // 4090 * 4090 + 4090, "trickle": lambda n: n // 4090 * 4090 + 4090,
           "ending": lambda n: n // 4096 * 4096 + 4096,
@@ -176,9 +180,20 @@ def write_digits(path, count):
     out.close()
 
 
+def write_steady(path, count, addresses=2000):
+    """Each second, every one of ``addresses`` sources asks the server once (the frames of one second spread over it)."""
+    frames = [capkit.ethernet(capkit.udp_packet(f"10.{n // 250}.{n % 250}.1", 50000, "203.0.113.7", 26000,
+                                                nq.ccreq_server_info())) for n in range(addresses)]
+    with open(path, "wb") as handle:
+        writer = dpkt.pcap.Writer(handle, snaplen=65535, linktype=1)
+        for index in range(count):
+            second, n = divmod(index, addresses)
+            writer.writepkt(frames[n], ts=capkit.DEFAULT_TS + second + n / addresses)
+
+
 WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,
            "lines": write_lines, "trickle": write_trickle, "ending": write_ending, "fragments": write_fragments,
-           "blocks": write_blocks, "digits": write_digits}
+           "blocks": write_blocks, "digits": write_digits, "steady": write_steady}
 
 
 def measure(path, args=()):
