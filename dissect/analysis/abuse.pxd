@@ -30,7 +30,7 @@ cdef class TrafficAnalyzer:
     cdef public BoundedDict hosts, servers, pairs, open
     cdef public object floods
     cdef public dict evicted
-    cdef public Py_ssize_t host_peers, server_peers, rate_bins
+    cdef public Py_ssize_t host_peers, server_peers, peer_limit, rate_bins, bin_limit
     cdef public list events
     cdef public object clock
     cdef public bint stats_off
@@ -84,7 +84,7 @@ cdef class _Rate:
     cdef public dict bins
     cdef public object folded
     @cython.locals(bins=dict)
-    cpdef add(self, second, window, count=*)
+    cpdef int add(self, second, window, count=*) except -1
 
 cdef class _Host:
     cdef public int64_t requests, request_bytes, others, answered, caused_bytes
@@ -93,9 +93,9 @@ cdef class _Host:
     cdef public object first, last, first_frame, last_frame
     cdef public object queried, repliers, tokens
     cdef public _Rate rates, replies, suspects
-    cpdef request(self, frame, second, server, int64_t size, window)
-    cpdef receive(self, frame, second, server, int64_t size, window)
-    cpdef suspect(self, second, window)
+    cpdef int request(self, frame, second, server, int64_t size, window) except -1
+    cpdef int receive(self, frame, second, server, int64_t size, window) except -1
+    cpdef int suspect(self, second, window) except -1
     cpdef token(self, protocol, token, server, frame)
     cpdef other(self, frame)
     cpdef _seen(self, frame)

@@ -61,7 +61,7 @@ class TrafficAnalyzer:
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers", "rate_bins", "events", "clock", "stats_off")
+                 "host_peers", "server_peers", "peer_limit", "rate_bins", "bin_limit", "events", "clock", "stats_off")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -87,8 +87,10 @@ class TrafficAnalyzer:
         self.floods = {}                         # (source address, server) -> _Flood, the first MAX_FLOODS
         self.evicted = {}                        # table -> entries evicted ("floods": past MAX_FLOODS), once any
         self.host_peers = 0                      # peers held by the addresses, and by the servers: together at
-        self.server_peers = 0                    # most MAX_PEER_ENTRIES
+        self.server_peers = 0                    # most peer_limit
+        self.peer_limit = MAX_PEER_ENTRIES       # (the limits as C integers in the compiled build: checked per message)
         self.rate_bins = 0                       # seconds held by the addresses' rates: see _fold_rates
+        self.bin_limit = MAX_RATE_BINS
         self.events = None                       # a list: feed keeps the messages there (-j workers) for count
         self.clock = -1                          # the last message's second (see count)
         self.stats_off = False                   # True: no view reads stats(), queries' amplification is not kept
@@ -137,9 +139,9 @@ class TrafficAnalyzer:
             self._request(frame, second, protocol, kind[1], sender, receiver, token, size, wire)
         else:
             self._reply(frame, second, protocol, kind[1], receiver, sender, size, wire)
-        if self.host_peers + self.server_peers > MAX_PEER_ENTRIES:
+        if self.host_peers + self.server_peers > self.peer_limit:
             self._trim_peers()
-        if self.rate_bins > MAX_RATE_BINS:
+        if self.rate_bins > self.bin_limit:
             self._fold_rates()
 
     def _request(self, frame, second, protocol, request, client, server, token, size, wire):
@@ -281,8 +283,8 @@ class TrafficAnalyzer:
 
     def _trim_peers(self):
         """Evict the least recently used addresses or servers, from the table holding more peers, until all
-        the peers held fit MAX_PEER_ENTRIES."""
-        while self.host_peers + self.server_peers > MAX_PEER_ENTRIES:
+        the peers held fit ``peer_limit``."""
+        while self.host_peers + self.server_peers > self.peer_limit:
             if self.host_peers >= self.server_peers and len(self.hosts) > 1:
                 self._forget_host(self.hosts.popitem(last=False)[1])
             elif len(self.servers) > 1:
@@ -296,16 +298,16 @@ class TrafficAnalyzer:
         self.rate_bins -= host.bins()
 
     def _fold_rates(self):
-        """The addresses' rates hold more than MAX_RATE_BINS seconds in all: each keeps only the seconds of its last
+        """The addresses' rates hold more than ``bin_limit`` seconds in all: each keeps only the seconds of its last
         window, and what the windows before them counted is folded into its peak. The windows folded ended before
         the last message's second (``clock``), so the peaks stay exact while the capture's clock goes forward. Where
         even the last windows fill most of the budget (a window of many seconds, many addresses), the least recently
         used addresses are evicted, as for the peers, until a quarter of it is free: folding, which visits every
-        address, then comes at most once every MAX_RATE_BINS / 4 seconds added."""
+        address, then comes at most once every ``bin_limit`` / 4 seconds added."""
         cutoff = self.clock - self.window + 1
         for host in self.hosts.values():
             self.rate_bins -= host.fold_before(cutoff, self.window)
-        while self.rate_bins > MAX_RATE_BINS * 3 // 4 and len(self.hosts) > 1:
+        while self.rate_bins > self.bin_limit * 3 // 4 and len(self.hosts) > 1:
             self._forget_host(self.hosts.popitem(last=False)[1])
 
     def _forget_server(self, server):
@@ -441,7 +443,7 @@ class TrafficAnalyzer:
         counts = dict(sorted(self.evicted.items()))
         listed = ", ".join(f"{count} {table}" for table, count in counts.items())
         detail = (f"evicted to stay within the limits ({MAX_HOSTS} addresses, {MAX_SERVERS} servers, "
-                  f"{MAX_PEER_ENTRIES} peers counted by them in all, {MAX_RATE_BINS} seconds of their rates' history "
+                  f"{self.peer_limit} peers counted by them in all, {self.bin_limit} seconds of their rates' history "
                   f"in all, {MAX_PAIRS} address pairs, {MAX_OPEN} open queries, {MAX_FLOODS} floods listed): {listed}; "
                   f"rates, rankings and rules cover what was kept")
         return AnalysisRecord(KEY, "state_evicted", [], counts, [W.state_evicted.at(detail)],
@@ -615,7 +617,7 @@ class _Unsolicited:
 class _Rate:
     """Messages per whole second, for the peak over a window. At most MAX_BINS seconds are kept: before the
     oldest is dropped, the window that starts there is counted into ``folded``. ``add`` returns the seconds it added
-    to those held (1 or 0), ``fold_before`` those it dropped: the analyzer counts them all (MAX_RATE_BINS)."""
+    to those held (1 or 0), ``fold_before`` those it dropped: the analyzer counts them all (``bin_limit``)."""
 
     __slots__ = ("bins", "folded")
 
