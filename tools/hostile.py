@@ -56,8 +56,9 @@ class _Writer:
         self.writer = dpkt.pcap.Writer(self.handle, snaplen=65535, linktype=1)
         self.ts = capkit.DEFAULT_TS
 
-    def add(self, frame):
-        self.ts += 0.00001
+    def add(self, frame, ts=None):
+        """``frame`` at ``ts``, or 10 µs after the frame before."""
+        self.ts = self.ts + 0.00001 if ts is None else ts
         self.writer.writepkt(frame, ts=self.ts)
 
     def close(self):
@@ -184,11 +185,11 @@ def write_steady(path, count, addresses=2000):
     """Each second, every one of ``addresses`` sources asks the server once (the frames of one second spread over it)."""
     frames = [capkit.ethernet(capkit.udp_packet(f"10.{n // 250}.{n % 250}.1", 50000, "203.0.113.7", 26000,
                                                 nq.ccreq_server_info())) for n in range(addresses)]
-    with open(path, "wb") as handle:
-        writer = dpkt.pcap.Writer(handle, snaplen=65535, linktype=1)
-        for index in range(count):
-            second, n = divmod(index, addresses)
-            writer.writepkt(frames[n], ts=capkit.DEFAULT_TS + second + n / addresses)
+    out = _Writer(path)
+    for index in range(count):
+        second, n = divmod(index, addresses)
+        out.add(frames[n], capkit.DEFAULT_TS + second + n / addresses)
+    out.close()
 
 
 WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,

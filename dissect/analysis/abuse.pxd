@@ -85,6 +85,7 @@ cdef class _Rate:
     cdef public object folded
     @cython.locals(bins=dict)
     cpdef int add(self, second, window, count=*) except -1
+    cpdef _fold(self, second, window)
 
 cdef class _Host:
     cdef public int64_t requests, request_bytes, others, answered, caused_bytes

@@ -633,22 +633,22 @@ class _Rate:
             return 0
         added = 1
         if len(bins) >= MAX_BINS:
-            oldest = next(iter(bins))
-            self.folded = max(self.folded, _window_total(bins, oldest, window))
-            del bins[oldest]
+            self._fold(next(iter(bins)), window)
             added = 0
         bins[second] = count
         return added
 
+    def _fold(self, second, window):
+        """Drop ``second``, the oldest held, the window that starts there counted into ``folded``."""
+        self.folded = max(self.folded, _window_total(self.bins, second, window))
+        del self.bins[second]
+
     def fold_before(self, cutoff, window):
         """Drop the seconds before ``cutoff``, the windows that start at them counted into ``folded``; return how many
         were dropped."""
-        bins = self.bins
-        old = [second for second in bins if second < cutoff]
-        for second in old:
-            self.folded = max(self.folded, _window_total(bins, second, window))
-        for second in old:
-            del bins[second]
+        old = sorted([second for second in self.bins if second < cutoff])
+        for second in old:  # oldest first: a window reads only the seconds from its start on, still all held
+            self._fold(second, window)
         return len(old)
 
     def peak(self, window):

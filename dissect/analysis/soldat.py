@@ -104,10 +104,11 @@ class SoldatAnalyzer(Analyzer):
             exchange.start_ts = record.ts
         elif name == "list_begin":
             exchange.announced = values.get("servercount")
-        elif name == "server" and values.get("cut_by_end"):
-            exchange.cut_server = True  # the stream ended inside the line: its values may be cut short
         elif name == "server":
-            self._server(stream, exchange, msg, out)
+            if values.get("cut_by_end"):
+                exchange.cut_server = True  # the stream ended inside the line: its values may be cut short
+            else:
+                self._server(stream, exchange, msg, out)
         elif name == "list_end":
             exchange.ended = True
             if exchange.start_ts is not None and record.ts is not None:
