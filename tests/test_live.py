@@ -146,10 +146,11 @@ def test_sigterm_during_a_blocked_write_loses_no_output(unbuffered):
     proc = start_capture("-f", f"udp port {port}", "-T", "jsonl", env=env)
     server = tf.Server("127.0.0.1", port, clients=64).start()
     try:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for token in range(1, 4):  # each answer is three frames and about 70 KB of JSON: more than a pipe holds
-            sock.sendto(tf.gie3(token, token), ("127.0.0.1", port))
-        sock.close()
+            # each request from its own port: a client's next token ends the response to its previous one, which a
+            # loaded machine may not have finished sending yet
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                sock.sendto(tf.gie3(token, token), ("127.0.0.1", port))
         deadline = time.monotonic() + 10
         while queued_bytes(proc.stdout) < 60000 and time.monotonic() < deadline:
             time.sleep(0.05)
