@@ -34,5 +34,9 @@ cdef bytes _packed(str address)
 # The parent counts every message of the run (the abuse analysis), a worker asks every frame's owner: in C.
 @cython.locals(traffic=TrafficAnalyzer, event=tuple, events=list)
 cpdef _count(traffic, list messages)
+@cython.locals(slot=Py_ssize_t, kept=tuple)
+cdef tuple _shared(tuple endpoint)
+cdef list _endpoints
+cdef Py_ssize_t SHARED_SLOTS
 @cython.locals(session=Session, partition=Partition, frame=Frame)
 cpdef _work(index, args, partition, send)

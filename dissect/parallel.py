@@ -23,6 +23,7 @@ import itertools
 import multiprocessing
 import os
 import zlib
+from sys import intern
 from array import array
 from _socket import AF_INET, AF_INET6, inet_pton
 from operator import itemgetter
@@ -321,9 +322,10 @@ def _write(out, json, texts):
         else:
             out.write(b"".join(texts).decode())
         return
-    for line in b"".join(texts).split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
-        if line:
-            json.encoded(line.decode())
+    for text in texts:
+        for line in text.split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
+            if line:
+                json.encoded_utf8(line)
 
 
 def _merged_stats(ends, concluded):
@@ -342,7 +344,29 @@ def _count(traffic, messages):
     events = [event for message in messages for event in message[3]]
     events.sort(key=itemgetter(0))
     for event in events:
-        traffic.count(event[0], event[1], event[2], event[3], event[4], event[5], event[6], event[7], event[8])
+        traffic.count(event[0], event[1], intern(event[2]), event[3], _shared(event[4]), _shared(event[5]), event[6],
+                      event[7], event[8])
+
+
+def _shared(endpoint):
+    """The parent's one object for an (address, port) endpoint, and for its address, while the address keeps its
+    slot (as the pcap reader keeps an address's text). Another worker's endpoints arrive unpickled, new objects
+    with every chunk: without this, each entry of the abuse analysis's tables (its addresses, pairs, open queries,
+    the peers they count) would hold a copy of its own where one process's entries share one, and the parent's
+    memory would grow with the capture up to the tables' limits."""
+    address = endpoint[0]
+    slot = hash(address) & (SHARED_SLOTS - 1)
+    kept = _endpoints[slot]
+    if kept is not None and kept[0] == address:
+        if kept[1] == endpoint[1]:
+            return kept
+        endpoint = (kept[0], endpoint[1])
+    _endpoints[slot] = endpoint
+    return endpoint
+
+
+SHARED_SLOTS = 4096  # a power of two
+_endpoints = [None] * SHARED_SLOTS
 
 
 def _merged_analyzers(ends, traffic):

@@ -453,3 +453,36 @@ def test_the_abuse_analysis_is_one_processs_even_when_its_tables_overflow(view):
     single = run()
     assert "abuse" in single
     assert run("-j", "2") == single
+
+
+def test_the_parent_keeps_one_object_for_each_endpoint_of_the_workers_messages():
+    """A worker's messages reach the parent unpickled, with new endpoint objects in every chunk. The parent
+    counts them with one object per endpoint and per address, as one process's tables share them: otherwise
+    each entry of its tables would hold its own copy, and its memory would grow with the capture."""
+    import pickle
+    from dissect.analysis.abuse import TrafficAnalyzer
+
+    traffic = TrafficAnalyzer.for_registry(Registry())
+    server = ("10.9.0.1", 8303)
+    frame = 0
+    for chunk in range(4):
+        events = []
+        for client in range(3):
+            for port in (50000, 50001):  # a browser asks from more than one port
+                frame += 1
+                sender = (f"10.8.0.{client}", port)
+                events.append((frame, capkit.DEFAULT_TS + frame, "teeframe", "gie3", sender, server,
+                               frame, 20, 62))
+                frame += 1
+                events.append((frame, capkit.DEFAULT_TS + frame, "teeframe", "iext", server, sender, None,
+                               300, 342))
+        parallel._count(traffic, [("chunk", [], None, pickle.loads(pickle.dumps(events)))])
+    held = [key[0] for key in traffic.pairs.keys()] + list(traffic.hosts.keys())
+    held += [key[2][0] for key in traffic.open.keys()]
+    endpoints = [key[2] for key in traffic.open.keys()] + [key[3] for key in traffic.open.keys()]
+    assert sorted(set(held)) == ["10.8.0.0", "10.8.0.1", "10.8.0.2"]
+    assert len({id(address) for address in held}) == 3
+    assert len(endpoints) == 12 and len({id(endpoint) for endpoint in endpoints}) == 7
+    assert all(key[0] is traffic.servers.keys()[0][0] for key in [*traffic.servers.keys(), *endpoints[6:]])
+    kept = [*traffic.pairs.values(), *traffic.servers.values()]
+    assert all(entry.protocol is sys.intern("teeframe") for entry in kept)

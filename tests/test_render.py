@@ -187,6 +187,25 @@ def test_records_written_as_utf8_are_the_json_of_their_dicts(value):
         assert as_json_bytes(*records(), lines=lines) == as_json_array(*records(), lines=lines).encode()
 
 
+def test_records_passed_on_as_utf8_lines_make_the_same_array():
+    """-j's parent passes the workers' lines on with ``encoded_utf8``: as it is to an output of bytes, decoded to
+    one of text; either way the array one process writes (separators, brackets and the characters escaped)."""
+    records = (_with_children(record_with(["Grünt ☃", 2 ** 70, "\x1b[31m"], 1)), record_with([7], 2),
+               AnalysisRecord("netquake", "player_walk", [1], {"n": 2}))
+    expected = as_json_array(*records)
+    lines = as_json_array(*records, lines=True).encode().split(b"\n")
+    assert len(lines) == 4 and lines[-1] == b""
+    for out in (_BytesOut(), io.StringIO()):
+        if isinstance(out, _BytesOut):
+            out.write = lambda text, out=out: out.write_bytes(text.encode())
+        renderer = JsonRenderer(out, lines=False)
+        for line in lines[:-1]:
+            renderer.encoded_utf8(line)
+        renderer.close()
+        written = bytes(out.data).decode() if isinstance(out, _BytesOut) else out.getvalue()
+        assert written == expected
+
+
 @pytest.mark.skipif(not dissect.compiled(), reason="the pure-Python build builds every record's dicts")
 def test_the_compiled_writer_leaves_to_orjson_only_what_it_cannot_write():
     import orjson

@@ -261,6 +261,13 @@ class JsonRenderer:
             self.out.write(("[\n" if self.count == 0 else ",\n") + text)
         self.count += 1
 
+    def encoded_utf8(self, line):
+        """``encoded`` for a record's UTF-8 without its newline, written as it is where the output takes bytes."""
+        if self.write_bytes is None:
+            self.encoded(line.decode())
+        else:
+            self._write(line + b"\n" if self.lines else line)
+
     def frame(self, record):
         if self.compiled:
             try:
