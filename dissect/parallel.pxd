@@ -8,10 +8,23 @@ from dissect.capture.layers cimport Packet, decode_frame, ethernet_ip_pair
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.session cimport Session
 
+cdef class PairTable:
+    cdef public Py_ssize_t limit, count
+    cdef unsigned long long[::1] numbers
+    cdef int[::1] owners
+    @cython.locals(number="unsigned long long", slot=Py_ssize_t, owner=int)
+    cpdef get(self, bytes pair)
+    @cython.locals(mask=Py_ssize_t, slot=Py_ssize_t)
+    cdef Py_ssize_t _slot(self, unsigned long long number)
+
+@cython.locals(number="unsigned long long", index=Py_ssize_t)
+cdef unsigned long long _folded(bytes pair)
+cdef unsigned long long FNV_BASIS, FNV_PRIME, MASK64
+
 cdef class Partition:
     cdef public Py_ssize_t jobs
     cdef public double merge
-    cdef public dict pairs
+    cdef public PairTable pairs
     cdef public double[::1] load
     cdef public double fixed
     cdef public object bounds

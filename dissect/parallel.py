@@ -83,7 +83,7 @@ class Partition:
     def __init__(self, jobs, first_path, merge=MERGE_SHARE):
         self.jobs = jobs
         self.merge = merge
-        self.pairs = {}
+        self.pairs = PairTable(MAX_PAIRS)
         self.load = _zeros(jobs)  # the modelled load of each worker, C doubles (compiled, read and added in C)
         self.fixed = 0.0
         self._deal(first_path)
@@ -101,7 +101,7 @@ class Partition:
                     weights[pair] = weights.get(pair, 0) + cost
         except CaptureError:
             pass  # the real pass reports it
-        heaviest = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:MAX_PAIRS]
+        heaviest = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:self.pairs.limit]
         for pair, weight in heaviest:
             worker = self._least_loaded()
             self.pairs[pair] = worker
@@ -136,7 +136,7 @@ class Partition:
         return cost
 
     def _place(self, pair):
-        if len(self.pairs) < MAX_PAIRS:
+        if len(self.pairs) < self.pairs.limit:
             worker = self.pairs[pair] = self._least_loaded()
             return worker
         if self.bounds is None:
@@ -158,6 +158,68 @@ class Partition:
         first = (1 / self.jobs - fixed) / (1 - fixed)
         rest = (1 - first) / (self.jobs - 1)
         return [first + rest * index for index in range(self.jobs)]
+
+
+class PairTable:
+    """The Partition's table: an address pair (``pair_key``'s bytes) -> its worker, for at most ``limit`` pairs. Each
+    pair is kept as a 64-bit number (``_folded``) in an array with twice ``limit`` slots, each a pair's number and its
+    worker: the 16,384 pairs a long capture fills it with take 384 KB in every process where a dict of their bytes
+    took 1.3 MB. Two pairs that fold to one number share a worker, which keeps each one's frames together all the
+    same."""
+
+    __slots__ = ("limit", "count", "numbers", "owners")
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.count = 0
+        slots = 1
+        while slots < 2 * limit:
+            slots *= 2
+        self.numbers = array("Q", bytes(8 * slots))
+        self.owners = array("i", bytes(4 * slots))  # a pair's worker + 1; 0: a free slot
+
+    def __len__(self):
+        return self.count
+
+    def get(self, pair):
+        """The worker of ``pair``, or None."""
+        number = _folded(pair)
+        slot = self._slot(number)
+        owner = self.owners[slot]
+        return None if owner == 0 else owner - 1
+
+    def __setitem__(self, pair, worker):
+        """Place a pair not in the table yet (the Partition asks ``get`` first), while it holds fewer than ``limit``."""
+        number = _folded(pair)
+        slot = self._slot(number)
+        if self.owners[slot] == 0:
+            self.count += 1
+        self.numbers[slot] = number
+        self.owners[slot] = worker + 1
+
+    def values(self):
+        owners = self.owners
+        return [owners[slot] - 1 for slot in range(len(owners)) if owners[slot]]
+
+    def _slot(self, number):
+        """The slot that holds ``number``, or the free one where it would go: the first from its own on (the table
+        is at most half full)."""
+        mask = len(self.owners) - 1
+        slot = number & mask
+        while self.owners[slot] != 0 and self.numbers[slot] != number:
+            slot = (slot + 1) & mask
+        return slot
+
+
+def _folded(pair):
+    """An address pair's bytes as one 64-bit number (FNV-1a)."""
+    number = FNV_BASIS
+    for index in range(len(pair)):
+        number = ((number ^ pair[index]) * FNV_PRIME) & MASK64
+    return number
+
+
+FNV_BASIS, FNV_PRIME, MASK64 = 0xCBF29CE484222325, 0x100000001B3, 0xFFFFFFFFFFFFFFFF
 
 
 def _zeros(count):
