@@ -3,6 +3,7 @@
 # owner: it is an extension type, its tables C struct members.
 
 cimport cython
+from libc.stdint cimport uint64_t
 from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame, ethernet_ip_pair
 from dissect.analysis.abuse cimport TrafficAnalyzer
@@ -10,16 +11,16 @@ from dissect.session cimport Session
 
 cdef class PairTable:
     cdef public Py_ssize_t limit, count
-    cdef unsigned long long[::1] numbers
+    cdef uint64_t[::1] numbers
     cdef int[::1] owners
-    @cython.locals(number="unsigned long long", slot=Py_ssize_t, owner=int)
+    @cython.locals(number=uint64_t, slot=Py_ssize_t, owner=int)
     cpdef get(self, bytes pair)
     @cython.locals(mask=Py_ssize_t, slot=Py_ssize_t)
-    cdef Py_ssize_t _slot(self, unsigned long long number)
+    cdef Py_ssize_t _slot(self, uint64_t number)
 
-@cython.locals(number="unsigned long long", index=Py_ssize_t)
-cdef unsigned long long _folded(bytes pair)
-cdef unsigned long long FNV_BASIS, FNV_PRIME, MASK64
+@cython.locals(number=uint64_t, index=Py_ssize_t)
+cdef uint64_t _folded(bytes pair)
+cdef uint64_t FNV_BASIS, FNV_PRIME, MASK64
 
 cdef class Partition:
     cdef public Py_ssize_t jobs
