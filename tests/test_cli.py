@@ -584,8 +584,8 @@ def test_jobs_past_the_limit_or_past_the_systems_are_one_line_errors():
         assert (code, out) == (2, "")
         assert err == (f"dissect: argument -j/--jobs: expected a number of processes from 0 (one per core) to "
                        f"{MAX_JOBS}, got '{jobs}'\n")
-    # a pipe's two descriptors for each worker: 40 workers cannot start with 48 descriptors
-    assert _run_without(None, "-j", 40, SESSION, limit_files=48) == (
+    # the parent keeps one descriptor for each worker, its end of the worker's pipe: 40 workers cannot start with 32
+    assert _run_without(None, "-j", 40, SESSION, limit_files=32) == (
         2, "dissect: -j 40: cannot start the worker processes: Too many open files\n")
 
 
