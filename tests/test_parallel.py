@@ -321,6 +321,7 @@ def test_a_worker_that_dies_or_fails_is_one_clear_error():
     sender.close()  # a worker killed before it could say anything
     with pytest.raises(UsageError, match="worker 1 of -j failed: it stopped without a word"):
         _receive(receiver, 1)
+    receiver.close()
 
 
 def test_a_message_cut_short_by_a_dying_worker_is_that_worker_stopping():
@@ -332,6 +333,7 @@ def test_a_message_cut_short_by_a_dying_worker_is_that_worker_stopping():
     sender.close()
     with pytest.raises(UsageError, match="worker 2 of -j failed: it stopped without a word"):
         _receive(receiver, 2)
+    receiver.close()
 
 
 def test_messages_larger_than_the_pipe_cross_whole_and_in_order():
@@ -351,6 +353,7 @@ def test_messages_larger_than_the_pipe_cross_whole_and_in_order():
     assert received == messages
     with pytest.raises(EOFError):
         receiver.recv()
+    receiver.close()
 
 
 def test_the_workers_are_waited_for_and_multiprocessing_is_not_loaded(mixed):
