@@ -3,6 +3,7 @@
 # owner: it is an extension type, its tables C struct members.
 
 cimport cython
+from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport uint64_t
 from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame, ethernet_ip_pair
@@ -54,3 +55,5 @@ cdef list _endpoints
 cdef Py_ssize_t SHARED_SLOTS
 @cython.locals(session=Session, partition=Partition, frame=Frame)
 cpdef _work(index, args, partition, send)
+
+cdef bint _COMPILED

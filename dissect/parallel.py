@@ -410,6 +410,7 @@ class _Merger:
 
     def deliver(self, own):
         """Worker 0's message (a chunk, or its end), with the others' of the same round; the exit code at the end."""
+        _take_signals()
         messages = [own, *(_receive(conn, index) for index, conn in enumerate(self.receivers, 1))]
         if len({message[0] for message in messages}) > 1:  # they read the same frames: never expected
             raise UsageError("the workers of -j fell out of step; run without -j")
@@ -443,6 +444,17 @@ class _Merger:
         failed = first_failure([*(end["failed"] for end in ends), concluded.failed])
         explain_failure(failed, args.filter is not None)
         return 1 if failed else 0
+
+
+def _take_signals():
+    """Run the handlers of the signals that came while the parent ran compiled code: Ctrl-C's KeyboardInterrupt comes
+    from here. The interpreter runs them when it next runs Python code, or where a blocking read is interrupted, and
+    the compiled parent may do neither for the rest of the run. (Pure Python runs them as it goes.)"""
+    if _COMPILED:
+        PyErr_CheckSignals()
+
+
+_COMPILED = not __file__.endswith(".py")
 
 
 def _receive(conn, index):

@@ -376,6 +376,30 @@ def test_the_workers_are_waited_for_and_multiprocessing_is_not_loaded(mixed):
     assert proc.returncode == 0 and proc.stderr == "None False\n"
 
 
+def test_ctrl_c_ends_a_run_of_workers_as_one_process_ends_it(large):
+    """SIGINT to the parent alone (the workers never see it): the JSON array is closed, the exit code is 130, nothing
+    reaches standard error, and the workers are ended and waited for before the parent exits."""
+    import json
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", "3", "-T", "json", str(large)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children = []
+    deadline = time.monotonic() + 30
+    while len(children) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as handle:
+            children = handle.read().split()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (130, b"")
+    assert [os.path.exists(f"/proc/{child}") for child in children] == [False, False]
+    records = json.loads(out)
+    assert records and all(record["kind"] == "frame" for record in records)
+    assert [record["frame"] for record in records] == list(range(1, len(records) + 1))
+
+
 def test_a_killed_worker_ends_the_run_with_one_line(large):
     import signal
     import time
