@@ -12,6 +12,7 @@ import time
 import capkit
 import dpkt
 import netquake_peer as nq
+import pytest
 
 from capkit import ethernet, udp_packet
 from conftest import ROOT
@@ -90,3 +91,27 @@ def test_ctrl_c_still_names_a_time_that_w_could_not_write(tmp_path):
     assert (proc.returncode, err) == (130, f"dissect: {out}: frame 1's time -1.0 is outside what pcap timestamps "
                                            f"hold as dissect writes them (0 to 4294967295.999999 s since 1970): "
                                            f"written as 0.000000\n")
+
+
+@pytest.mark.parametrize("build", ["compiled where installed so", "pure Python"])
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_ctrl_c_while_the_output_waits_writes_each_record_once(tmp_path, build, jobs):
+    """The reader of the output takes nothing until Ctrl-C: dissect is stopped inside a write. What it wrote stays
+    written once, the JSON array is closed after whole records, frames in order from the first (a KeyboardInterrupt
+    between a batch's write and its bookkeeping wrote the batch again, from the middle of a line)."""
+    source = tmp_path / "many.pcap"
+    frames = [ethernet(udp_packet(f"10.0.{n % 3}.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))
+              for n in range(5000)]
+    capkit.write_pcap(source, [(1700000000 + n / 1000, frame) for n, frame in enumerate(frames)])
+    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
+    if build == "pure Python":
+        env["DISSECT_PURE_PYTHON"] = "1"
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "-T", "json", str(source)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(2.0)  # the pipe to this test, full, holds up the writer
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, b"")
+    records = json.loads(out)
+    numbers = [record["frame"] for record in records if record["kind"] == "frame"]
+    assert len(numbers) > 100 and numbers == list(range(1, len(numbers) + 1))

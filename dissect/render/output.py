@@ -1,9 +1,15 @@
 """The command's standard output: what the views write, collected and written in batches."""
 
+from signal import SIG_BLOCK, SIG_SETMASK, SIGINT
+
 try:
     from os import writev as _writev
 except ImportError:  # Windows: a batch of UTF-8 is joined and written through the stream's buffer
     _writev = None
+try:
+    from signal import pthread_sigmask as _sigmask
+except ImportError:  # Windows
+    _sigmask = None
 
 
 class OutputError(Exception):
@@ -55,6 +61,17 @@ class BatchedOutput:
             self.flush()
 
     def flush(self):
+        """Write what is collected. Ctrl-C (SIGINT) is held while a batch is written and taken off the list, and comes
+        right after: a KeyboardInterrupt raised between the write and the bookkeeping would leave the batch to be
+        written again when the interrupted run closes its output (twice, or from the middle of a line)."""
+        held = _hold_interrupts()
+        try:
+            self._flush()
+        finally:
+            if held is not None:
+                _sigmask(SIG_SETMASK, held)
+
+    def _flush(self):
         try:
             if self.parts:
                 if self.binary and self.fd >= 0:
@@ -92,6 +109,14 @@ def _descriptor(buffer):
         return buffer.fileno()
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: an in-memory stream
         return -1
+
+
+def _hold_interrupts():
+    """Block SIGINT in this thread; return the mask to restore, or None where signals cannot be blocked (Windows).
+    (In a thread other than the main one, where Python never raises KeyboardInterrupt, this changes nothing.)"""
+    if _sigmask is None:
+        return None
+    return _sigmask(SIG_BLOCK, (SIGINT,))
 
 
 def _write_all(fd, parts, size):
