@@ -1,13 +1,14 @@
 """The command's standard output: what the views write, collected and written in batches."""
 
-from signal import SIG_BLOCK, SIG_SETMASK, SIGINT
+# _signal, not signal: the C module, loaded at start-up; signal's enum classes would cost a millisecond of every run.
+from _signal import SIG_BLOCK, SIG_SETMASK, SIGINT
 
 try:
     from os import writev as _writev
 except ImportError:  # Windows: a batch of UTF-8 is joined and written through the stream's buffer
     _writev = None
 try:
-    from signal import pthread_sigmask as _sigmask
+    from _signal import pthread_sigmask as _sigmask
 except ImportError:  # Windows
     _sigmask = None
 
