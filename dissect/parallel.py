@@ -283,6 +283,8 @@ def run_parallel(args, out):
         return 130
     finally:
         _stop(workers)
+        for receiver in receivers:
+            receiver.close()
 
 
 def _fork(index, args, partition, receivers, sender):
@@ -461,6 +463,7 @@ def _receive(conn, index):
     try:
         message = conn.recv()
     except EOFError:
+        _take_signals()  # a Ctrl-C that ended the worker is the parent's too: the run was interrupted, nothing failed
         message = ("error", "it stopped without a word")
     if message[0] == "error":
         raise UsageError(f"worker {index} of -j failed: {message[1]}")

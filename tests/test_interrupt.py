@@ -14,6 +14,8 @@ import dpkt
 import netquake_peer as nq
 import pytest
 
+import dissect
+
 from capkit import ethernet, udp_packet
 from conftest import ROOT
 
@@ -93,12 +95,11 @@ def test_ctrl_c_still_names_a_time_that_w_could_not_write(tmp_path):
                                            f"written as 0.000000\n")
 
 
-@pytest.mark.parametrize("build", ["compiled where installed so", "pure Python"])
-@pytest.mark.parametrize("jobs", ["1", "3"])
-def test_ctrl_c_while_the_output_waits_writes_each_record_once(tmp_path, build, jobs):
-    """The reader of the output takes nothing until Ctrl-C: dissect is stopped inside a write. What it wrote stays
-    written once, the JSON array is closed after whole records, frames in order from the first (a KeyboardInterrupt
-    between a batch's write and its bookkeeping wrote the batch again, from the middle of a line)."""
+def _held_up(tmp_path, build, jobs):
+    """``dissect -j jobs -T json`` on 5,000 frames in ``build``, its output a pipe this test does not read: the run
+    is held up inside a write, once the pipe is full. Returns the process and the output's first line."""
+    if build == "compiled" and not dissect.compiled():
+        pytest.skip("no compiled build here")
     source = tmp_path / "many.pcap"
     frames = [ethernet(udp_packet(f"10.0.{n % 3}.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))
               for n in range(5000)]
@@ -108,10 +109,38 @@ def test_ctrl_c_while_the_output_waits_writes_each_record_once(tmp_path, build, 
         env["DISSECT_PURE_PYTHON"] = "1"
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "-T", "json", str(source)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    time.sleep(2.0)  # the pipe to this test, full, holds up the writer
+    first = b""
+    while len(first) < 2:  # the output has begun: "[\n" (read from the descriptor, as communicate() goes on)
+        first += os.read(proc.stdout.fileno(), 2 - len(first))
+    time.sleep(1.0)        # and filled the pipe
+    return proc, first
+
+
+@pytest.mark.parametrize("build", ["compiled", "pure Python"])
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_ctrl_c_while_the_output_waits_writes_each_record_once(tmp_path, build, jobs):
+    """dissect is stopped inside a write when Ctrl-C comes. What it wrote stays written once, the JSON array is closed
+    after whole records, frames in order from the first (a KeyboardInterrupt between a batch's write and its
+    bookkeeping wrote the batch again, from the middle of a line)."""
+    proc, first = _held_up(tmp_path, build, jobs)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, b"")
-    records = json.loads(out)
+    records = json.loads(first + out)
     numbers = [record["frame"] for record in records if record["kind"] == "frame"]
     assert len(numbers) > 100 and numbers == list(range(1, len(numbers) + 1))
+
+
+@pytest.mark.parametrize("build", ["compiled", "pure Python"])
+def test_a_reader_that_never_reads_cannot_hold_dissect_past_ctrl_c(tmp_path, build):
+    """The first Ctrl-C waits for the write under way; each one after it interrupts the write that holds the run up
+    (the batch, the end of the output, the stream's last flush): the run ends with 130, quietly, though nothing ever
+    reads its output. (bedd7f0's compiled build took four too, its pure-Python build two.)"""
+    proc, _ = _held_up(tmp_path, build, "1")
+    presses = 0
+    while proc.poll() is None and presses < 8:
+        proc.send_signal(signal.SIGINT)
+        presses += 1
+        time.sleep(0.5)
+    assert (proc.wait(timeout=30), proc.stderr.read()) == (130, b"")
+    assert presses <= 4

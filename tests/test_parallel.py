@@ -376,14 +376,15 @@ def test_the_workers_are_waited_for_and_multiprocessing_is_not_loaded(mixed):
     assert proc.returncode == 0 and proc.stderr == "None False\n"
 
 
-def test_ctrl_c_ends_a_run_of_workers_as_one_process_ends_it(large):
+def test_ctrl_c_ends_a_run_of_workers_as_one_process_ends_it(large, tmp_path):
     """SIGINT to the parent alone (the workers never see it): the JSON array is closed, the exit code is 130, nothing
     reaches standard error, and the workers are ended and waited for before the parent exits."""
     import json
     import signal
     import time
+    output = open(tmp_path / "out.json", "wb")  # a file: the parent never waits to write, it is busy dissecting
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", "3", "-T", "json", str(large)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=output, stderr=subprocess.PIPE)
     children = []
     deadline = time.monotonic() + 30
     while len(children) < 2 and time.monotonic() < deadline:
@@ -392,10 +393,11 @@ def test_ctrl_c_ends_a_run_of_workers_as_one_process_ends_it(large):
             children = handle.read().split()
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
+    output.close()
     assert (proc.returncode, err) == (130, b"")
     assert [os.path.exists(f"/proc/{child}") for child in children] == [False, False]
-    records = json.loads(out)
+    records = json.loads((tmp_path / "out.json").read_bytes())
     assert records and all(record["kind"] == "frame" for record in records)
     assert [record["frame"] for record in records] == list(range(1, len(records) + 1))
 

@@ -1,16 +1,12 @@
 """The command's standard output: what the views write, collected and written in batches."""
 
 # _signal, not signal: the C module, loaded at start-up; signal's enum classes would cost a millisecond of every run.
-from _signal import SIG_BLOCK, SIG_SETMASK, SIGINT
+from _signal import SIGINT, default_int_handler, getsignal, signal
 
 try:
     from os import writev as _writev
 except ImportError:  # Windows: a batch of UTF-8 is joined and written through the stream's buffer
     _writev = None
-try:
-    from _signal import pthread_sigmask as _sigmask
-except ImportError:  # Windows
-    _sigmask = None
 
 
 class OutputError(Exception):
@@ -62,15 +58,16 @@ class BatchedOutput:
             self.flush()
 
     def flush(self):
-        """Write what is collected. Ctrl-C (SIGINT) is held while a batch is written and taken off the list, and comes
-        right after: a KeyboardInterrupt raised between the write and the bookkeeping would leave the batch to be
-        written again when the interrupted run closes its output (twice, or from the middle of a line)."""
-        held = _hold_interrupts()
+        """Write what is collected. A Ctrl-C that comes while a batch is written is raised once the batch is written
+        and taken off the list: raised between the write and the bookkeeping, it would leave the batch to be written
+        again when the interrupted run closes its output (twice, or from the middle of a line). A second Ctrl-C is
+        raised at once, so that a reader that holds the output up cannot hold dissect."""
+        deferred = _DeferredInterrupt.install()
         try:
             self._flush()
         finally:
-            if held is not None:
-                _sigmask(SIG_SETMASK, held)
+            if deferred is not None:
+                deferred.uninstall()
 
     def _flush(self):
         try:
@@ -112,12 +109,40 @@ def _descriptor(buffer):
         return -1
 
 
-def _hold_interrupts():
-    """Block SIGINT in this thread; return the mask to restore, or None where signals cannot be blocked (Windows).
-    (In a thread other than the main one, where Python never raises KeyboardInterrupt, this changes nothing.)"""
-    if _sigmask is None:
-        return None
-    return _sigmask(SIG_BLOCK, (SIGINT,))
+class _DeferredInterrupt:
+    """SIGINT's handler while a batch is written, in place of the one that raises KeyboardInterrupt: the first Ctrl-C
+    is noted and raised by ``uninstall``, a second one at once (and from then on, every one at once: ``forced``)."""
+
+    __slots__ = ("pending",)
+    forced = False
+
+    def __init__(self):
+        self.pending = False
+
+    @classmethod
+    def install(cls):
+        """The handler in place, or None where SIGINT does not raise KeyboardInterrupt (ignored, or another handler:
+        a live capture's), after a forced Ctrl-C, or in a thread other than the main one (which Python runs signal
+        handlers in)."""
+        if cls.forced or getsignal(SIGINT) is not default_int_handler:
+            return None
+        deferred = cls()
+        try:
+            signal(SIGINT, deferred)
+        except ValueError:  # not the main thread
+            return None
+        return deferred
+
+    def __call__(self, signum, frame):
+        if self.pending:
+            _DeferredInterrupt.forced = True
+            raise KeyboardInterrupt
+        self.pending = True
+
+    def uninstall(self):
+        signal(SIGINT, default_int_handler)
+        if self.pending:
+            raise KeyboardInterrupt
 
 
 def _write_all(fd, parts, size):
