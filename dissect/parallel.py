@@ -37,6 +37,7 @@ from .capture.layers import decode_frame, ethernet_ip_pair
 from .core.escape import tell
 from .progress import Progress, on_terminal
 from .registry import UsageError, parse_decode_as
+from .render.output import write_all
 from .render.printer import Printer
 from .render.stats import StatsCollector
 from .session import Session, abuse_options, explain_failure, finish_order, first_failure
@@ -337,19 +338,12 @@ class _Sender:
 
     def send(self, message):
         data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-        _write_all(self.fd, HEADER.pack(len(data)))
-        _write_all(self.fd, data)
+        write_all(self.fd, [HEADER.pack(len(data)), data], HEADER.size + len(data))
 
     def close(self):
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 class _Receiver:

@@ -74,7 +74,7 @@ class BatchedOutput:
             if self.parts:
                 if self.binary and self.fd >= 0:
                     self.stream.flush()  # what the stream holds was written before these
-                    _write_all(self.fd, self.parts, self.size)
+                    write_all(self.fd, self.parts, self.size)
                 elif self.binary:
                     self.buffer.write(b"".join(self.parts))
                 else:
@@ -145,9 +145,9 @@ class _DeferredInterrupt:
             raise KeyboardInterrupt
 
 
-def _write_all(fd, parts, size):
-    """Write ``parts`` (bytes, ``size`` of them in all) to ``fd``, going on after a call that wrote fewer (a
-    terminal or a socket may take part of a batch)."""
+def write_all(fd, parts, size):
+    """Write ``parts`` (bytes, ``size`` of them in all) to ``fd`` in writev calls, going on after a call that wrote
+    fewer (a terminal, a socket or a pipe may take part of a batch)."""
     written = _writev(fd, parts)
     while written < size:
         size -= written
