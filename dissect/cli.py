@@ -12,6 +12,7 @@ from .capture.sources import CaptureFiles, rereadable
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
 from .core.escape import tell
+from .core.interrupt import defer_interrupt, take_signals
 from .progress import Progress, on_terminal
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
@@ -499,14 +500,28 @@ def _tune_garbage_collector():
 
 
 def _read_files(files, session):
-    """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped."""
+    """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped. A Ctrl-C
+    that comes while a frame is dissected is raised once the frame is done: the frame is written, and the analyses
+    that the end of the run concludes are not left half updated. One that comes while a frame is read is raised at
+    once (a FIFO may keep the read waiting)."""
     progress = Progress(files.paths) if on_terminal() else None
+    guard = defer_interrupt(False)
     try:
         for frame in files:
-            session.frame(frame)
+            if guard is not None:
+                guard.holding = True
+                session.frame(frame)
+                guard.holding = False
+                if guard.pending:
+                    raise KeyboardInterrupt
+            else:
+                session.frame(frame)
+            take_signals()
             if progress is not None and not frame.number & 0x3FFF:
                 progress.show(frame.number, *files.position())
     finally:
+        if guard is not None:
+            guard.restore()
         if progress is not None:
             progress.done()
 

@@ -3,10 +3,10 @@
 # owner: it is an extension type, its tables C struct members.
 
 cimport cython
-from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport uint64_t
 from dissect.capture.files cimport Frame
 from dissect.capture.layers cimport Packet, decode_frame, ethernet_ip_pair
+from dissect.core.interrupt cimport take_signals
 from dissect.analysis.abuse cimport TrafficAnalyzer
 from dissect.session cimport Session
 
@@ -56,4 +56,3 @@ cdef Py_ssize_t SHARED_SLOTS
 @cython.locals(session=Session, partition=Partition, frame=Frame)
 cpdef _work(index, args, partition, send)
 
-cdef bint _COMPILED

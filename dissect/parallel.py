@@ -35,6 +35,7 @@ from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ip_pair
 from .core.escape import tell
+from .core.interrupt import take_signals
 from .progress import Progress, on_terminal
 from .registry import UsageError, parse_decode_as
 from .render.output import write_all
@@ -406,7 +407,7 @@ class _Merger:
 
     def deliver(self, own):
         """Worker 0's message (a chunk, or its end), with the others' of the same round; the exit code at the end."""
-        _take_signals()
+        take_signals()
         messages = [own, *(_receive(conn, index) for index, conn in enumerate(self.receivers, 1))]
         if len({message[0] for message in messages}) > 1:  # they read the same frames: never expected
             raise UsageError("the workers of -j fell out of step; run without -j")
@@ -442,22 +443,11 @@ class _Merger:
         return 1 if failed else 0
 
 
-def _take_signals():
-    """Run the handlers of the signals that came while the parent ran compiled code: Ctrl-C's KeyboardInterrupt comes
-    from here. The interpreter runs them when it next runs Python code, or where a blocking read is interrupted, and
-    the compiled parent may do neither for the rest of the run. (Pure Python runs them as it goes.)"""
-    if _COMPILED:
-        PyErr_CheckSignals()
-
-
-_COMPILED = not __file__.endswith(".py")
-
-
 def _receive(conn, index):
     try:
         message = conn.recv()
     except EOFError:
-        _take_signals()  # a Ctrl-C that ended the worker is the parent's too: the run was interrupted, nothing failed
+        take_signals()  # a Ctrl-C that ended the worker is the parent's too: the run was interrupted, nothing failed
         message = ("error", "it stopped without a word")
     if message[0] == "error":
         raise UsageError(f"worker {index} of -j failed: {message[1]}")

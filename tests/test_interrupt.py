@@ -144,3 +144,58 @@ def test_a_reader_that_never_reads_cannot_hold_dissect_past_ctrl_c(tmp_path, bui
         time.sleep(0.5)
     assert (proc.wait(timeout=30), proc.stderr.read()) == (130, b"")
     assert presses <= 4
+
+
+# A protocol whose dissector gets a Ctrl-C halfway through a frame: the example plugin's Quake3, registered in the
+# process, its decoding of a reply sending SIGINT to its own process and going on (Python code: the handler runs
+# before the decoding ends, in both builds).
+_INTERRUPTING = """
+import os, signal, sys
+sys.path.insert(0, {example!r})
+from dissect_quake3 import Quake3
+from dissect.registry import register
+
+class Interrupting(Quake3):
+    def decode(self, cur, msg, packet):
+        if cur.data[4:18] == b"statusResponse":
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))  # the interpreter takes the signal within these steps
+        return super().decode(cur, msg, packet)
+
+register(Interrupting)
+from dissect.__main__ import run
+sys.exit(run())
+"""
+
+
+@pytest.mark.parametrize("build", ["compiled", "pure Python"])
+def test_ctrl_c_during_a_frame_is_taken_once_the_frame_is_done(tmp_path, build):
+    """The frame Ctrl-C came in is written whole, its reply matched by the analysis, and no frame after it is read
+    (a KeyboardInterrupt raised inside the dissector lost the frame: written were frame 1 and, at the end, its
+    request as never answered)."""
+    if build == "compiled" and not dissect.compiled():
+        pytest.skip("no compiled build here")
+    server, client = ("10.0.0.1", 27960), ("10.0.0.2", 50000)
+    getstatus = b"\xff\xff\xff\xffgetstatus 1234"
+    status = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\Arena\\mapname\\q3dm17\\sv_maxclients\\16\n"
+    source = tmp_path / "q3.pcap"
+    capkit.write_pcap(source, [(1700000000.0, ethernet(udp_packet(*client, *server, getstatus))),
+                               (1700000000.020, ethernet(udp_packet(*server, *client, status))),
+                               (1700000000.040, ethernet(udp_packet(*client, *server, getstatus)))])
+    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
+    if build == "pure Python":
+        env["DISSECT_PURE_PYTHON"] = "1"
+    script = _INTERRUPTING.format(example=os.path.join(ROOT, "examples", "dissect-quake3"))
+    proc = subprocess.run([sys.executable, "-c", script, "-T", "json", str(source)], cwd=ROOT, capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "")
+    records = json.loads(proc.stdout)
+    frames = [record for record in records if record["kind"] == "frame"]
+    assert [frame["frame"] for frame in frames] == [1, 2]
+    assert frames[1]["info"] == 'statusResponse "Arena" map=q3dm17 players 0/16'
+    info = [field for field in frames[1]["messages"][0]["fields"] if field["key"] == "quake3.info"][0]
+    last = info["children"][-1]  # the line's last value, bytes 67-68: "\\sv_maxclients\\16" decoded to its end
+    assert (last["key"], last["offset"], last["length"], last["value"]) == ("quake3.info.value", 67, 2, "16")
+    status_records = [record for record in records if record["kind"] == "analysis"]
+    assert [(record["name"], record["frames"]) for record in status_records] == [("status", [1, 2])]
+    assert status_records[0]["result"]["response_time"] == pytest.approx(0.020)

@@ -1,7 +1,6 @@
 """The command's standard output: what the views write, collected and written in batches."""
 
-# _signal, not signal: the C module, loaded at start-up; signal's enum classes would cost a millisecond of every run.
-from _signal import SIGINT, default_int_handler, getsignal, signal
+from ..core.interrupt import defer_interrupt
 
 try:
     from os import writev as _writev
@@ -62,7 +61,7 @@ class BatchedOutput:
         and taken off the list: raised between the write and the bookkeeping, it would leave the batch to be written
         again when the interrupted run closes its output (twice, or from the middle of a line). A second Ctrl-C is
         raised at once, so that a reader that holds the output up cannot hold dissect."""
-        deferred = _DeferredInterrupt.install()
+        deferred = defer_interrupt()
         try:
             self._flush()
         finally:
@@ -107,42 +106,6 @@ def _descriptor(buffer):
         return buffer.fileno()
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: an in-memory stream
         return -1
-
-
-class _DeferredInterrupt:
-    """SIGINT's handler while a batch is written, in place of the one that raises KeyboardInterrupt: the first Ctrl-C
-    is noted and raised by ``uninstall``, a second one at once (and from then on, every one at once: ``forced``)."""
-
-    __slots__ = ("pending",)
-    forced = False
-
-    def __init__(self):
-        self.pending = False
-
-    @classmethod
-    def install(cls):
-        """The handler in place, or None where SIGINT does not raise KeyboardInterrupt (ignored, or another handler:
-        a live capture's), after a forced Ctrl-C, or in a thread other than the main one (which Python runs signal
-        handlers in)."""
-        if cls.forced or getsignal(SIGINT) is not default_int_handler:
-            return None
-        deferred = cls()
-        try:
-            signal(SIGINT, deferred)
-        except ValueError:  # not the main thread
-            return None
-        return deferred
-
-    def __call__(self, signum, frame):
-        if self.pending:
-            _DeferredInterrupt.forced = True
-            raise KeyboardInterrupt
-        self.pending = True
-
-    def uninstall(self):
-        signal(SIGINT, default_int_handler)
-        if self.pending:
-            raise KeyboardInterrupt
 
 
 def write_all(fd, parts, size):
