@@ -333,6 +333,30 @@ def test_open_lists_are_budgeted_in_all_and_the_oldest_is_evicted(monkeypatch):
     assert analyzer.held_entries == 0 and analyzer.held_bytes == 0
 
 
+def test_the_list_that_fills_the_budget_is_not_the_one_evicted_when_it_is_the_oldest(monkeypatch):
+    """Stream 0's list opened first and goes on growing: past the budget, the oldest list other than its own (stream
+    1's) is concluded early, and stream 0's becomes the newest (evicted after stream 2's, which opened later)."""
+    import dissect.analysis.soldat as analysis
+    monkeypatch.setattr(analysis, "MAX_HELD_ENTRIES", 250)
+    analyzer = analysis.SoldatAnalyzer()
+    minimal = b"g" + b"\xa9" * 19 + b"\n"
+    lines = {stream: _lines(stream, sp.list_begin(400), minimal) for stream in range(3)}
+    records = []
+    for stream, count in ((0, 100), (1, 100), (2, 10), (0, 100)):
+        begin, server = lines[stream]
+        if stream not in analyzer.exchanges:
+            records += analyzer.feed(_Frame(1), begin, False)
+        for _ in range(count):
+            records += analyzer.feed(_Frame(2), server, False)
+    evicted = [(r.result["stream"], r.result["received"]) for r in records]
+    assert evicted == [(1, 100)] and [f.code for r in records for f in r.findings] == ["soldat.state_evicted"]
+    assert list(analyzer.exchanges.keys()) == [2, 0] and analyzer.held_entries == 210
+    for _ in range(41):  # 251 entries: stream 2's list is the oldest now
+        records += analyzer.feed(_Frame(3), lines[0][1], False)
+    assert [(r.result["stream"], r.result["received"]) for r in records] == [(1, 100), (2, 10)]
+    assert list(analyzer.exchanges.keys()) == [0] and analyzer.held_entries == 241
+
+
 def test_long_names_count_against_the_byte_budget(monkeypatch):
     import dissect.analysis.soldat as analysis
     monkeypatch.setattr(analysis, "MAX_HELD_BYTES", 200_000)

@@ -143,13 +143,14 @@ class SoldatAnalyzer(Analyzer):
         """Conclude the oldest open lists, other than this stream's, until a new entry fits the budget."""
         while (self.held_entries >= MAX_HELD_ENTRIES or self.held_bytes + cost > MAX_HELD_BYTES) \
                 and len(self.exchanges) > 1:
-            oldest = next(iter(self.exchanges))
+            # The oldest list, taken in one step (iter() would list every key), unless it is this stream's: that one
+            # goes back as the newest, and the next oldest is taken.
+            oldest, exchange = self.exchanges.popitem(last=False)
             if oldest == stream:
-                self.exchanges.move_to_end(stream)
-                oldest = next(iter(self.exchanges))
-            out.append(self._evict(oldest, self.exchanges.pop(oldest),
-                                   f"open server lists hold more than {MAX_HELD_ENTRIES} entries or "
-                                   f"{MAX_HELD_BYTES} bytes in all"))
+                self.exchanges[stream] = exchange
+                oldest, exchange = self.exchanges.popitem(last=False)
+            out.append(self._evict(oldest, exchange, f"open server lists hold more than {MAX_HELD_ENTRIES} entries or "
+                                                     f"{MAX_HELD_BYTES} bytes in all"))
 
     def _hold(self, exchange, entries, cost):
         exchange.cost += cost

@@ -370,8 +370,7 @@ class TcpReassembler:
         """A delivery per stream still open at the end of the capture, with what waited behind gaps: made one
         at a time, as the caller takes them, so that only one stream's held bytes are out at once."""
         while self.streams:
-            key = next(iter(self.streams))
-            stream = popped(self.streams, key)
+            stream = self.streams.popitem(last=False)[1]  # the oldest: one step (iter() would list every key)
             delivery = Delivery(stream, 0)
             if not stream.ignored:
                 for side in stream.directions:
