@@ -89,6 +89,7 @@ def test_random_operations_agree_with_an_ordered_dict_model():
             elif op == 7:
                 assert peek(table, key) == model.get(key)
             assert table.items() == list(model.items())
+            assert list(table.newest_first()) == list(reversed(model.items()))
 
 
 def test_memory_stays_bounded_by_the_limit_however_many_keys_pass():

@@ -575,3 +575,17 @@ def test_reassembled_message_has_its_own_bytes(browser, tmp_path):
                       f"Reassembled Soldat server from frames {','.join(map(str, line.frames))} ({line.length} bytes)"]
     browser.find_element(By.CSS_SELECTOR, '#tree .line[data-key="soldat.server.ip"]').click()
     assert highlighted(browser) == [[1, i] for i in range(ip.offset, ip.offset + ip.length)]
+
+
+def test_the_recent_frames_table_forgets_its_oldest_past_its_limit():
+    """The report's table of recent frames (MAX_RECENT of them) drops the oldest frame past its limit, one at a time,
+    and a frame put again keeps its place."""
+    from dissect.render import html
+    table = html._Bounded(3)
+    for number in range(1, 6):
+        table.put(number, f"ends {number}")
+    table.put(4, "again")
+    table.put(6, "ends 6")
+    table.put(7, "ends 7")
+    assert [table.get(number) for number in range(1, 8)] == [None, None, None, None, "ends 5", "ends 6", "ends 7"]
+    assert len(table.items) == 3

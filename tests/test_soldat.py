@@ -357,6 +357,19 @@ def test_the_list_that_fills_the_budget_is_not_the_one_evicted_when_it_is_the_ol
     assert list(analyzer.exchanges.keys()) == [0] and analyzer.held_entries == 241
 
 
+def test_a_list_record_keeps_its_first_frames_however_many_frames_a_line_came_in():
+    """A server line sent a byte a segment comes in as many frames as it has bytes: the list's record keeps the first
+    MAX_FRAMES (64) frame numbers, as it does for a list of many lines (each frame was looked for in a list that grew
+    with them, and a line of 65,536 one-byte segments took 15 s)."""
+    import dissect.analysis.soldat as analysis
+    analyzer = analysis.SoldatAnalyzer()
+    begin, server = _lines(0, sp.list_begin(1), b"g" + b"\xa9" * 19 + b"\n")
+    server.frames[:] = range(2, 5002)
+    assert analyzer.feed(_Frame(1), begin, False) + analyzer.feed(_Frame(5001), server, False) == []
+    (record,) = analyzer.finish()
+    assert record.frames == list(range(1, 65)) and record.result["received"] == 1
+
+
 def test_long_names_count_against_the_byte_budget(monkeypatch):
     import dissect.analysis.soldat as analysis
     monkeypatch.setattr(analysis, "MAX_HELD_BYTES", 200_000)

@@ -135,7 +135,7 @@ class ServersSeen:
     def newest_first(self):
         """(server, responses counted) from the row updated last back: a reader that follows the table stops at
         the first row it has already seen, and asks get() for the entries of the others."""
-        for server, row in reversed(self.rows.items()):
+        for server, row in self.rows.newest_first():
             yield server, row.responses
 
     def __contains__(self, server):

@@ -95,7 +95,7 @@ class SoldatAnalyzer(Analyzer):
             exchange.lost = True
         if values.get("after_uncaptured"):
             exchange.uncaptured = True
-        if record.number is not None and len(exchange.frames) < MAX_FRAMES:
+        if record.number is not None:
             _add_frames(exchange.frames, msg.frames)
         if name == "request_list":
             self.requests += 1
@@ -223,7 +223,11 @@ def _count_finding(exchange):
 
 
 def _add_frames(frames, more):
+    """The frame numbers of ``more`` not listed yet, added up to MAX_FRAMES in all (a line sent a byte a segment
+    comes in thousands of frames: each looked for in a list that grew with them made the line quadratic)."""
     for frame in more:
+        if len(frames) >= MAX_FRAMES:
+            return
         if frame not in frames:
             frames.append(frame)
 

@@ -9,7 +9,7 @@ tables add nothing for the garbage collector to walk and hold no reference cycle
 
 The mapping offers what the tables' users took from the ``OrderedDict``: ``get``, ``pop``, ``popitem(last=)``,
 ``move_to_end(key, last=)``, iteration oldest first, ``keys``, ``values`` and ``items`` (lists, oldest first),
-``update``, ``clear``, pickling.
+``update``, ``clear``, pickling; and ``newest_first``, which reads the entries newest first one at a time.
 """
 
 from array import array
@@ -78,6 +78,14 @@ class BoundedDict:
     def items(self):
         keys, values = self._keys, self._values
         return [(keys[slot], values[slot]) for slot in _in_order(self)]
+
+    def newest_first(self):
+        """(key, value) pairs from the newest entry back, made one at a time: a reader that stops early pays only for
+        what it read (``reversed(table.items())`` lists them all first). The table must not change meanwhile."""
+        slot = self._older[0]
+        while slot != 0:
+            yield self._keys[slot], self._values[slot]
+            slot = self._older[slot]
 
     def get(self, key, default=None):
         slot = self._slots.get(key)

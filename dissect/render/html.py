@@ -25,6 +25,7 @@ import sys
 import tempfile
 import zlib
 from array import array
+from collections import OrderedDict
 
 from ..analysis.common import ServersSeen
 from ..core import SEVERITY_RANK
@@ -614,12 +615,14 @@ class _Bounded:
 
     def __init__(self, limit):
         self.limit = limit
-        self.items = {}
+        self.items = OrderedDict()
 
     def put(self, key, value):
         self.items[key] = value
         if len(self.items) > self.limit:
-            del self.items[next(iter(self.items))]
+            # popitem(last=False), not del items[next(iter(items))]: a dict's iterator steps over the slots of the
+            # entries deleted before, so taking the oldest that way cost as much as the limit, every frame once full
+            self.items.popitem(last=False)
 
     def get(self, key):
         return self.items.get(key)
