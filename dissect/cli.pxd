@@ -6,5 +6,5 @@ from dissect.capture.files cimport Frame
 from dissect.core.interrupt cimport DeferredInterrupt, defer_interrupt, take_signals
 from dissect.session cimport Session
 
-@cython.locals(frame=Frame, guard=DeferredInterrupt)
-cpdef _read_files(files, Session session)
+@cython.locals(frame=Frame)
+cpdef _read_files(files, Session session, DeferredInterrupt guard)

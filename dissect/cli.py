@@ -421,8 +421,14 @@ def _run_files(args, out):
         report.watch(session.analyzers)
     files = CaptureFiles(args.files, limit=args.count)
     interrupted = False
+    guard = None
     try:
-        _read_files(files, session)
+        try:
+            guard = defer_interrupt(False)  # SIGINT's handler while the files are read (see _read_files)
+            _read_files(files, session, guard)
+        finally:
+            if guard is not None:
+                guard.restore()
     except KeyboardInterrupt:  # Ctrl-C: conclude as the end of the capture does, then exit 130
         interrupted = True
     except WriteError as exc:  # -w failed: stop reading, conclude with what was read
@@ -433,6 +439,8 @@ def _run_files(args, out):
             outside = writer.outside_error()
             if outside is not None:
                 files.errors.append(outside)
+    if guard is not None and guard.pending:  # a Ctrl-C held during the frame whose write failed
+        interrupted = True
     try:
         _conclude(session, printer)
     except WriteError as exc:
@@ -499,13 +507,12 @@ def _tune_garbage_collector():
     gc.set_threshold(GC_THRESHOLD, 50, 50)
 
 
-def _read_files(files, session):
-    """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped. A Ctrl-C
-    that comes while a frame is dissected is raised once the frame is done: the frame is written, and the analyses
-    that the end of the run concludes are not left half updated. One that comes while a frame is read is raised at
-    once (a FIFO may keep the read waiting)."""
+def _read_files(files, session, guard):
+    """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped. With
+    ``guard`` SIGINT's handler (not holding), a Ctrl-C that comes while a frame is dissected is raised once the frame
+    is done: the frame is written, and the analyses that the end of the run concludes are not left half updated. One
+    that comes while a frame is read is raised at once (a FIFO may keep the read waiting)."""
     progress = Progress(files.paths) if on_terminal() else None
-    guard = defer_interrupt(False)
     try:
         for frame in files:
             if guard is not None:
@@ -520,8 +527,6 @@ def _read_files(files, session):
             if progress is not None and not frame.number & 0x3FFF:
                 progress.show(frame.number, *files.position())
     finally:
-        if guard is not None:
-            guard.restore()
         if progress is not None:
             progress.done()
 

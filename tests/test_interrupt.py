@@ -199,3 +199,24 @@ def test_ctrl_c_during_a_frame_is_taken_once_the_frame_is_done(tmp_path, build):
     status_records = [record for record in records if record["kind"] == "analysis"]
     assert [(record["name"], record["frames"]) for record in status_records] == [("status", [1, 2])]
     assert status_records[0]["result"]["response_time"] == pytest.approx(0.020)
+
+
+@pytest.mark.parametrize("build", ["compiled", "pure Python"])
+def test_ctrl_c_during_a_frame_whose_write_then_fails_still_ends_the_run_as_ctrl_c(tmp_path, build):
+    """The frame that gets the Ctrl-C is too large for -w's buffer, and -w writes to a full disk (/dev/full): the write
+    error is told and the run still ends as interrupted, 130 (the held Ctrl-C was dropped with the error: exit 2)."""
+    if build == "compiled" and not dissect.compiled():
+        pytest.skip("no compiled build here")
+    server, client = ("10.0.0.1", 27960), ("10.0.0.2", 50000)
+    status = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\" + b"A" * 60000 + b"\\mapname\\q3dm17\n"
+    source = tmp_path / "q3.pcap"
+    capkit.write_pcap(source, [(1700000000.0, ethernet(udp_packet(*client, *server, b"\xff\xff\xff\xffgetstatus"))),
+                               (1700000000.020, ethernet(udp_packet(*server, *client, status)))])
+    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
+    if build == "pure Python":
+        env["DISSECT_PURE_PYTHON"] = "1"
+    script = _INTERRUPTING.format(example=os.path.join(ROOT, "examples", "dissect-quake3"))
+    proc = subprocess.run([sys.executable, "-c", script, "-q", "-w", "/dev/full", str(source)], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "dissect: /dev/full: cannot write: No space left "
+                                                                     "on device\n")
