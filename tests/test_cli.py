@@ -233,6 +233,7 @@ def test_ctrl_c_while_the_command_starts_ends_it_quietly():
     traceback, as it does later. The interrupt is made to arrive at the import of dissect.cli, where a real one
     lands most of the time, as the `dissect` script and `python -m dissect` run it."""
     interrupted = ("import sys\n"
+                   "import dissect\n"  # first: with DISSECT_PURE_PYTHON set, its own finder goes before the others
                    "class Interrupt:\n"
                    "    @staticmethod\n"
                    "    def find_spec(name, path=None, target=None):\n"
