@@ -671,6 +671,26 @@ def test_uncaptured_bytes_sent_again_and_captured_are_no_gap():
     assert [(d.pieces, codes_of([d])) for d in ends] == [([], [])]
 
 
+def test_the_offsets_kept_to_find_the_earliest_cut_stay_within_twice_the_cuts():
+    """The earliest cut is found in a heap of the cuts' offsets, where a cut drained leaves its offset until it comes
+    up. Here a cut the stream went past (108-111, sent again and captured) stays at the top, and 300 more cuts are
+    each held and then drained: the heap keeps at most twice the cuts (and 16), the gaps are each cut's, and the cut
+    gone past is forgotten when the stream gives up on a gap, as before."""
+    tcp, out = run([segment(100, flags=0x02), cut_segment(105, b"efg", 4), segment(101, b"abcdefghijklm")])
+    side = tcp.streams.values()[0].directions[0]
+    assert list(side.cuts) == [7] and side.next_off == 13  # offsets from the stream's first byte, 101
+    number, sizes = 4, []
+    for at in range(114, 114 + 300 * 9, 9):  # 4 bytes, then 3 held whose last 2 were cut off: 9 a round
+        out += [tcp.segment(cut_segment(at + 4, b"xyz", 2), number), tcp.segment(segment(at, b"abcd"), number + 1)]
+        number += 2
+        sizes.append(len(side.cut_heap))
+        assert len(side.cut_heap) <= 2 * len(side.cuts) + 16
+    assert max(sizes) == 18 and list(side.cuts) == [7]
+    assert delivered(out[-2:]) == [b"abcd", b"xyz", ("gap", 2)]
+    ends = list(tcp.finish())
+    assert not side.cuts and not side.cut_heap and codes_of(ends) == []
+
+
 def test_a_fin_says_which_side_finished_once():
     """The first FIN of a side marks the segment that delivered its last byte; a repeated FIN does not."""
     _, out = run([segment(1, b"ab"), segment(3, flags=0x11), segment(3, flags=0x11),

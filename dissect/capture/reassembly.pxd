@@ -53,3 +53,4 @@ cdef class _Direction:
     cdef public object index, next_seq, next_off, pending, heap, pending_bytes, history, fin_seq
     cdef public object closed
     cdef public dict cuts
+    cdef public list cut_heap

@@ -66,7 +66,7 @@ class _Direction:
     (unwrapped, so that a heap finds the earliest even across sequence-number wraparound)."""
 
     __slots__ = ("index", "next_seq", "next_off", "pending", "heap", "pending_bytes", "history", "fin_seq", "closed",
-                 "cuts")
+                 "cuts", "cut_heap")
 
     def __init__(self, index):
         self.index = index
@@ -79,6 +79,7 @@ class _Direction:
         self.fin_seq = None
         self.closed = False
         self.cuts = {}               # offset -> (size, frame): bytes ahead the capture did not keep (snap length)
+        self.cut_heap = []           # the offsets of cuts, earliest first; and of some gone from it (see _cut_offsets)
 
 
 class TcpStream:
@@ -268,6 +269,7 @@ class TcpReassembler:
             elif side.cuts and side.next_off in side.cuts:
                 size, frame = side.cuts.pop(side.next_off)
                 self._charge(side, -SEGMENT_COST)
+                _cut_offsets(side)
                 self._cut_gap(side, size, frame, delivery)
             else:
                 return
@@ -286,12 +288,15 @@ class TcpReassembler:
         """Give up on the bytes before the earliest held segment or uncaptured bytes: report them lost and go on
         after them."""
         self._forget_passed_cuts(side)
-        if not side.heap and not side.cuts:
+        cut_heap = _cut_offsets(side)
+        if not side.heap and not cut_heap:
             return
-        starts = list(side.cuts)
-        if side.heap:
-            starts.append(side.heap[0])  # the earliest held segment
-        ahead = min(starts)
+        if not cut_heap:
+            ahead = side.heap[0]  # the earliest held segment
+        elif not side.heap:
+            ahead = cut_heap[0]   # the earliest cut
+        else:
+            ahead = min(side.heap[0], cut_heap[0])
         if ahead > side.next_off:
             self._lose(side, ahead - side.next_off, frame, delivery)
         self._drain(side, delivery)
@@ -309,6 +314,7 @@ class TcpReassembler:
                 side.cuts[at] = (size, frame)  # the same segment cut again: the later frame says so
             elif len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total:
                 side.cuts[at] = (size, frame)
+                heapq.heappush(side.cut_heap, at)
                 self._charge(side, SEGMENT_COST)
         elif ahead == 0:
             self._cut_gap(side, size, frame, delivery)
@@ -364,6 +370,7 @@ class TcpReassembler:
             side.pending.clear()
             side.heap.clear()
             side.cuts.clear()
+            side.cut_heap.clear()
             side.pending_bytes = 0
 
     def finish(self):
@@ -381,9 +388,26 @@ class TcpReassembler:
 
     def _forget_passed_cuts(self, side):
         """Uncaptured bytes the stream has gone past (declared lost, or sent again and captured) are no gap ahead."""
-        for offset in [offset for offset in side.cuts if offset < side.next_off]:
-            del side.cuts[offset]
-            self._charge(side, -SEGMENT_COST)
+        cut_heap = side.cut_heap
+        while cut_heap and cut_heap[0] < side.next_off:
+            offset = heapq.heappop(cut_heap)
+            if offset in side.cuts:  # (not a cut drained before: its offset stays in the heap until it comes up)
+                del side.cuts[offset]
+                self._charge(side, -SEGMENT_COST)
+
+
+def _cut_offsets(side):
+    """``side.cut_heap`` with the earliest cut first: the offsets of cuts drained since (gone from ``side.cuts``) are
+    taken off its top, and the heap is made again from the cuts where such offsets make up half of it, so that it holds
+    at most twice as many as the cuts (MAX_PENDING_SEGMENTS a direction). Finding the earliest cut was a scan of all
+    of them, at every gap given up on."""
+    cut_heap, cuts = side.cut_heap, side.cuts
+    if len(cut_heap) > 2 * len(cuts) + 16:
+        cut_heap[:] = cuts
+        heapq.heapify(cut_heap)
+    while cut_heap and cut_heap[0] not in cuts:
+        heapq.heappop(cut_heap)
+    return cut_heap
 
 
 def _last_bytes(history, data):
