@@ -288,15 +288,10 @@ class TcpReassembler:
         """Give up on the bytes before the earliest held segment or uncaptured bytes: report them lost and go on
         after them."""
         self._forget_passed_cuts(side)
-        cut_heap = _cut_offsets(side)
-        if not side.heap and not cut_heap:
+        starts = side.heap[:1] + _cut_offsets(side)[:1]  # the earliest held segment, the earliest cut
+        if not starts:
             return
-        if not cut_heap:
-            ahead = side.heap[0]  # the earliest held segment
-        elif not side.heap:
-            ahead = cut_heap[0]   # the earliest cut
-        else:
-            ahead = min(side.heap[0], cut_heap[0])
+        ahead = min(starts)
         if ahead > side.next_off:
             self._lose(side, ahead - side.next_off, frame, delivery)
         self._drain(side, delivery)
