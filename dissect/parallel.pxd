@@ -55,4 +55,3 @@ cdef list _endpoints
 cdef Py_ssize_t SHARED_SLOTS
 @cython.locals(session=Session, partition=Partition, frame=Frame)
 cpdef _work(index, args, partition, send)
-

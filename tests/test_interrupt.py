@@ -95,18 +95,25 @@ def test_ctrl_c_still_names_a_time_that_w_could_not_write(tmp_path):
                                            f"written as 0.000000\n")
 
 
+def _build_env(build):
+    """The environment that runs dissect in ``build`` ("compiled" or "pure Python"); the test is skipped where there
+    is no compiled build."""
+    if build == "compiled" and not dissect.compiled():
+        pytest.skip("no compiled build here")
+    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
+    if build == "pure Python":
+        env["DISSECT_PURE_PYTHON"] = "1"
+    return env
+
+
 def _held_up(tmp_path, build, jobs):
     """``dissect -j jobs -T json`` on 5,000 frames in ``build``, its output a pipe this test does not read: the run
     is held up inside a write, once the pipe is full. Returns the process and the output's first line."""
-    if build == "compiled" and not dissect.compiled():
-        pytest.skip("no compiled build here")
+    env = _build_env(build)
     source = tmp_path / "many.pcap"
     frames = [ethernet(udp_packet(f"10.0.{n % 3}.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))
               for n in range(5000)]
     capkit.write_pcap(source, [(1700000000 + n / 1000, frame) for n, frame in enumerate(frames)])
-    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
-    if build == "pure Python":
-        env["DISSECT_PURE_PYTHON"] = "1"
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "-T", "json", str(source)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     first = b""
@@ -168,13 +175,19 @@ sys.exit(run())
 """
 
 
+def _run_interrupting(build, *args):
+    """``dissect ARGS`` in ``build`` with _INTERRUPTING's dissector registered: the completed process (text)."""
+    env = _build_env(build)
+    script = _INTERRUPTING.format(example=os.path.join(ROOT, "examples", "dissect-quake3"))
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
 @pytest.mark.parametrize("build", ["compiled", "pure Python"])
 def test_ctrl_c_during_a_frame_is_taken_once_the_frame_is_done(tmp_path, build):
     """The frame Ctrl-C came in is written whole, its reply matched by the analysis, and no frame after it is read
     (a KeyboardInterrupt raised inside the dissector lost the frame: written were frame 1 and, at the end, its
     request as never answered)."""
-    if build == "compiled" and not dissect.compiled():
-        pytest.skip("no compiled build here")
     server, client = ("10.0.0.1", 27960), ("10.0.0.2", 50000)
     getstatus = b"\xff\xff\xff\xffgetstatus 1234"
     status = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\Arena\\mapname\\q3dm17\\sv_maxclients\\16\n"
@@ -182,12 +195,7 @@ def test_ctrl_c_during_a_frame_is_taken_once_the_frame_is_done(tmp_path, build):
     capkit.write_pcap(source, [(1700000000.0, ethernet(udp_packet(*client, *server, getstatus))),
                                (1700000000.020, ethernet(udp_packet(*server, *client, status))),
                                (1700000000.040, ethernet(udp_packet(*client, *server, getstatus)))])
-    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
-    if build == "pure Python":
-        env["DISSECT_PURE_PYTHON"] = "1"
-    script = _INTERRUPTING.format(example=os.path.join(ROOT, "examples", "dissect-quake3"))
-    proc = subprocess.run([sys.executable, "-c", script, "-T", "json", str(source)], cwd=ROOT, capture_output=True,
-                          text=True, env=env, timeout=60)
+    proc = _run_interrupting(build, "-T", "json", source)
     assert (proc.returncode, proc.stderr) == (130, "")
     records = json.loads(proc.stdout)
     frames = [record for record in records if record["kind"] == "frame"]
@@ -205,18 +213,11 @@ def test_ctrl_c_during_a_frame_is_taken_once_the_frame_is_done(tmp_path, build):
 def test_ctrl_c_during_a_frame_whose_write_then_fails_still_ends_the_run_as_ctrl_c(tmp_path, build):
     """The frame that gets the Ctrl-C is too large for -w's buffer, and -w writes to a full disk (/dev/full): the write
     error is told and the run still ends as interrupted, 130 (the held Ctrl-C was dropped with the error: exit 2)."""
-    if build == "compiled" and not dissect.compiled():
-        pytest.skip("no compiled build here")
     server, client = ("10.0.0.1", 27960), ("10.0.0.2", 50000)
     status = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\" + b"A" * 60000 + b"\\mapname\\q3dm17\n"
     source = tmp_path / "q3.pcap"
     capkit.write_pcap(source, [(1700000000.0, ethernet(udp_packet(*client, *server, b"\xff\xff\xff\xffgetstatus"))),
                                (1700000000.020, ethernet(udp_packet(*server, *client, status)))])
-    env = {name: value for name, value in os.environ.items() if name != "DISSECT_PURE_PYTHON"}
-    if build == "pure Python":
-        env["DISSECT_PURE_PYTHON"] = "1"
-    script = _INTERRUPTING.format(example=os.path.join(ROOT, "examples", "dissect-quake3"))
-    proc = subprocess.run([sys.executable, "-c", script, "-q", "-w", "/dev/full", str(source)], cwd=ROOT,
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = _run_interrupting(build, "-q", "-w", "/dev/full", source)
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "dissect: /dev/full: cannot write: No space left "
                                                                      "on device\n")
