@@ -53,5 +53,14 @@ cpdef _count(traffic, list messages)
 cdef tuple _shared(tuple endpoint)
 cdef list _endpoints
 cdef Py_ssize_t SHARED_SLOTS
-@cython.locals(session=Session, partition=Partition, frame=Frame)
-cpdef _work(index, args, partition, send)
+@cython.locals(session=Session, partition=Partition, frame=Frame, start=Py_ssize_t)
+cpdef _work(index, args, partition, send, ring=*)
+
+cdef class _Ring:
+    cdef public Py_ssize_t size, head, released
+    cdef public object memory, view
+    cdef public int acks, ack_sender
+    @cython.locals(length=Py_ssize_t, start=Py_ssize_t)
+    cpdef Py_ssize_t place(self, text) except -2
+    @cython.locals(start=Py_ssize_t, skip=Py_ssize_t)
+    cdef Py_ssize_t _room(self, Py_ssize_t length) except -2

@@ -20,6 +20,7 @@ streams, pending responses) hold per worker.
 import copy
 import fcntl
 import itertools
+import mmap
 import os
 import pickle
 import signal
@@ -49,6 +50,7 @@ from .session import Session, abuse_options, explain_failure, finish_order, firs
 CHUNK = 512
 CHUNK_FIELDS = 128
 PIPE_BYTES = 1 << 20  # each worker's pipe to the parent (Linux's limit for an unprivileged process)
+RING_BYTES = 1 << 21  # each worker's ring of shared memory, which its frames' text crosses in (see _Ring)
 
 
 # The split's model (see Partition).
@@ -261,23 +263,24 @@ def run_parallel(args, out):
     worker 0: it dissects its share and merges the others' output with its own as it goes."""
     parse_decode_as(args.decode_as)  # a bad --decode-as is a usage error before any worker starts
     partition = Partition(args.jobs, args.files[0], _merge_share(args))
-    receivers, workers = [], []
+    receivers, rings, workers = [], [], []
     try:
         for index in range(1, args.jobs):
             receiver, sender = _pipe()
             receivers.append(receiver)
             _widen(receiver)
+            rings.append(_Ring(RING_BYTES))
             try:
-                workers.append(_fork(index, args, partition, receivers, sender))
+                workers.append(_fork(index, args, partition, receivers, rings, sender))
             finally:
                 sender.close()
+                rings[-1].keep_reader()
     except OSError as exc:  # out of processes or file descriptors (ulimit): none of the work has begun
         _stop(workers)
-        for receiver in receivers:
-            receiver.close()
+        _close_all(receivers, rings)
         raise UsageError(f"-j {args.jobs}: cannot start the worker processes: {exc.strerror or exc}") from None
     printer = _printer(args, out)
-    merger = _Merger(args, printer, receivers)
+    merger = _Merger(args, printer, receivers, rings)
     try:
         return merger.deliver(("end", _work(0, _own_args(args), partition, merger.deliver)))
     except KeyboardInterrupt:  # the workers' conclusions never come: end the output as it stands
@@ -285,23 +288,29 @@ def run_parallel(args, out):
         return 130
     finally:
         _stop(workers)
-        for receiver in receivers:
-            receiver.close()
+        _close_all(receivers, rings)
 
 
-def _fork(index, args, partition, receivers, sender):
-    """Start worker ``index``, which sends through ``sender``; return its process id. The child closes the parent's
-    ends of the pipes (``receivers``) and never returns: it ends in ``os._exit``, with nothing of the parent's
-    flushed or run at exit twice."""
+def _fork(index, args, partition, receivers, rings, sender):
+    """Start worker ``index``, which sends through ``sender`` and ``rings[-1]``; return its process id. The child
+    closes the parent's ends of the pipes (``receivers``) and the other workers' rings, and never returns: it ends in
+    ``os._exit``, with nothing of the parent's flushed or run at exit twice."""
     pid = os.fork()
     if pid:
         return pid
     try:
-        for receiver in receivers:
-            receiver.close()
-        _worker(index, args, partition, sender)
+        _close_all(receivers, rings[:-1])
+        rings[-1].keep_writer()
+        _worker(index, args, partition, sender, rings[-1])
     finally:
         os._exit(0)
+
+
+def _close_all(receivers, rings):
+    for receiver in receivers:
+        receiver.close()
+    for ring in rings:
+        ring.close()
 
 
 def _stop(workers):
@@ -385,6 +394,100 @@ def _widen(conn):
         pass
 
 
+class _Ring:
+    """Shared memory that a worker's frames' text crosses in: the worker copies each text in (``place``) and its chunk
+    says only where the text lies; the parent writes it out from there (``view``). Through the pipe each text would
+    be copied four times (pickled, into the pipe, out of it, unpickled).
+
+    The worker writes at ``head``, a count of the bytes it has moved past, wrapping round; the parent acknowledges,
+    after each round it has written out, the head that a worker's chunk of it gave (``release``), through a pipe of
+    its own, which the worker reads only when it finds no room. A text that does not fit in what is free is sent
+    inside the chunk, as before the ring: the worker never waits for the parent here, and the pipe to the parent
+    holds it back as it did. The acknowledgements are written without blocking: one that finds the pipe full is
+    dropped, as the worker has unread ones there already and a later one says the same and more."""
+
+    __slots__ = ("size", "memory", "view", "head", "released", "acks", "ack_sender")
+
+    def __init__(self, size):
+        self.size = size
+        self.memory = mmap.mmap(-1, size)  # anonymous and shared: a forked worker writes what the parent reads
+        self.view = memoryview(self.memory)
+        self.head = 0      # the worker's: bytes moved past, from the first text on
+        self.released = 0  # the worker's: the head the parent acknowledged last, as far as it knows
+        self.acks, self.ack_sender = os.pipe()
+        os.set_blocking(self.acks, False)
+        os.set_blocking(self.ack_sender, False)
+
+    def keep_writer(self):
+        """In the worker: its end of the acknowledgements only."""
+        self.ack_sender = _closed_fd(self.ack_sender)
+
+    def keep_reader(self):
+        """In the parent: its end of the acknowledgements only."""
+        self.acks = _closed_fd(self.acks)
+
+    def place(self, text):
+        """Copy ``text`` in where the parent has written out what was there; return where it starts, or -1 where no
+        such room is free."""
+        length = len(text)
+        start = self._room(length)
+        if start < 0:
+            return -1
+        self.view[start:start + length] = text
+        self.head += length
+        return start
+
+    def _room(self, length):
+        """Where ``length`` bytes may go, in one piece (the ring's end skipped where they do not fit before it), or
+        -1: each byte up to the released head has been written out, and the ring holds ``size`` bytes past it (any
+        ``size`` once all are)."""
+        if length > self.size:
+            return -1
+        start = self.head % self.size
+        skip = self.size - start if start + length > self.size else 0
+        if self.head + skip + length - self.released > self.size:
+            self._read_acks()
+            if self.head != self.released and self.head + skip + length - self.released > self.size:
+                return -1
+        self.head += skip
+        return 0 if skip else start
+
+    def _read_acks(self):
+        while True:
+            try:
+                data = os.read(self.acks, ACK.size * 512)
+            except BlockingIOError:
+                return
+            if len(data) < ACK.size:  # the parent has ended
+                return
+            self.released = ACK.unpack_from(data, len(data) - ACK.size)[0]
+
+    def release(self, head):
+        """In the parent: the worker's text up to ``head`` (a chunk's) is written out."""
+        try:
+            os.write(self.ack_sender, ACK.pack(head))
+        except OSError:  # the pipe is full (a later acknowledgement will do), or the worker has ended
+            pass
+
+    def close(self):
+        self.acks = _closed_fd(self.acks)
+        self.ack_sender = _closed_fd(self.ack_sender)
+        self.view.release()
+        try:
+            self.memory.close()
+        except BufferError:  # a slice of it is still held (an interrupted write): the process's end frees it
+            pass
+
+
+ACK = struct.Struct("=Q")  # an acknowledgement: 8 bytes, written whole (a pipe does not split a write this small)
+
+
+def _closed_fd(fd):
+    if fd >= 0:
+        os.close(fd)
+    return -1
+
+
 # -- the parent ------------------------------------------------------------------------------------
 def _printer(args, out):
     return Printer(out, format=args.format, verbose=args.verbose, hexdump=args.hex, color=args.color == "always",
@@ -395,8 +498,8 @@ class _Merger:
     """The parent's side of the run: each chunk of its own share (worker 0's), merged with the other workers' chunks
     of the same frame numbers, is written and its messages counted by the abuse analysis; then the ends."""
 
-    def __init__(self, args, printer, receivers):
-        self.args, self.printer, self.receivers = args, printer, receivers
+    def __init__(self, args, printer, receivers, rings):
+        self.args, self.printer, self.receivers, self.rings = args, printer, receivers, rings
         self.chunk_frames = _chunk_frames(args)
         self.progress = Progress(args.files) if on_terminal() else None
         # The parent's own session concludes the run: the abuse analysis, which it counts itself from every
@@ -414,9 +517,15 @@ class _Merger:
         if own[0] == "end":
             return self._end([message[1] for message in messages])
         printer = self.printer
-        texts = sorted((item for message in messages for item in message[1]), key=itemgetter(0))
+        texts = own[1]
+        for message, ring in zip(messages[1:], self.rings):
+            texts = texts + _placed(message[1], ring.view)
+        texts.sort(key=itemgetter(0))
         _write(printer.out, printer.json, (text for _, text in texts))
         printer.out.flush()  # a chunk is a batch already: keep no more than one in memory
+        del texts
+        for message, ring in zip(messages[1:], self.rings):
+            ring.release(message[4])
         _count(self.concluded.pipeline.traffic, messages)
         self.rounds += 1
         if self.progress is not None:
@@ -454,6 +563,11 @@ def _receive(conn, index):
     return message
 
 
+def _placed(items, view):
+    """A worker's chunk of (frame number, text) with each text that crossed in its ring read there."""
+    return [item if len(item) == 2 else (item[0], view[item[1]:item[1] + item[2]]) for item in items]
+
+
 def _write(out, json, texts):
     """Workers send the UTF-8 of whole lines: of text, or of JSON. The output takes each frame's as it is (it writes
     its batches with writev): a chunk's are not joined into one more copy of them."""
@@ -466,7 +580,7 @@ def _write(out, json, texts):
             out.write(b"".join(texts).decode())
         return
     for text in texts:
-        for line in text.split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
+        for line in bytes(text).split(b"\n"):  # UTF-8 has no newline byte inside a character, JSON none inside a string
             if line:
                 json.encoded_utf8(line)
 
@@ -547,9 +661,9 @@ class _Text:
         return False
 
 
-def _worker(index, args, partition, conn):
+def _worker(index, args, partition, conn, ring):
     try:
-        conn.send(("end", _work(index, args, partition, conn.send)))
+        conn.send(("end", _work(index, args, partition, conn.send, ring)))
     except (KeyboardInterrupt, BrokenPipeError):
         pass
     except Exception as exc:  # reported by the parent as one line, never as a traceback
@@ -585,8 +699,9 @@ def _own_args(args):
     return own
 
 
-def _work(index, args, partition, send):
-    """Dissect the frames that worker ``index`` owns; ``send`` takes each chunk's message; return the end's."""
+def _work(index, args, partition, send, ring=None):
+    """Dissect the frames that worker ``index`` owns; ``send`` takes each chunk's message (its texts cross in
+    ``ring``, the parent's own are kept as they are); return the end's."""
     if args.format == "json":
         args.format = "jsonl"
     args.field_options.header = False  # the parent writes the one header line
@@ -603,7 +718,7 @@ def _work(index, args, partition, send):
     for frame in files:
         number = frame.number
         while number > chunk_end:
-            send(("chunk", chunk, files.position(), traffic.events))
+            send(("chunk", chunk, files.position(), traffic.events, ring.head if ring is not None else 0))
             chunk, chunk_end = [], chunk_end + frames_a_chunk
             traffic.events = []
         if clock[0] is None:
@@ -616,8 +731,9 @@ def _work(index, args, partition, send):
         session.frame(frame, packet)
         text = sink.take()
         if text:
-            chunk.append((number, text))
-    send(("chunk", chunk, files.position(), traffic.events))
+            start = ring.place(text) if ring is not None else -1
+            chunk.append((number, text) if start < 0 else (number, start, len(text)))
+    send(("chunk", chunk, files.position(), traffic.events, ring.head if ring is not None else 0))
     finished = []
     for rec in sorted(session.pipeline.finish(), key=finish_order):
         session.ending(rec)

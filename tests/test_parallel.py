@@ -356,6 +356,49 @@ def test_messages_larger_than_the_pipe_cross_whole_and_in_order():
     receiver.close()
 
 
+def test_the_ring_gives_room_only_where_the_parent_has_written_out():
+    """A worker's texts cross in a ring of shared memory: each is placed whole (the ring's end skipped where it does
+    not fit), and no byte the parent has not acknowledged is written over; without room, the text goes by the pipe."""
+    from dissect.parallel import _Ring
+    ring = _Ring(64)
+    try:
+        texts = [bytes([65 + n]) * 20 for n in range(3)]
+        starts = [ring.place(text) for text in texts]
+        assert starts == [0, 20, 40] and ring.head == 60
+        assert ring.place(b"d" * 20) == -1  # 4 bytes left at the end, and nothing released
+        assert [bytes(ring.view[start:start + 20]) for start in starts] == texts  # as placed
+        ring.release(20)  # the parent wrote the first text out
+        assert ring.place(b"e" * 21) == -1  # the 4 bytes at the end skipped: 25 would pass the 20 released
+        assert ring.place(b"f" * 20) == 0  # where the first text was
+        assert ring.head == 84 and bytes(ring.view[20:60]) == texts[1] + texts[2]  # the others untouched
+        assert ring.place(b"g" * 64) == -1  # only the first text's 20 bytes are released
+        ring.release(84)  # all of them now
+        assert ring.place(b"h" * 65) == -1  # no text larger than the ring
+        assert ring.place(b"i" * 64) == 0 and ring.head == 192  # 44 skipped at the end
+    finally:
+        ring.close()
+
+
+RING_OF = """
+import sys
+import dissect.parallel as parallel
+parallel.RING_BYTES = int(sys.argv[1])
+from dissect.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("view", [[], ["-V"], ["-T", "json"], ["-x"]], ids=lambda view: " ".join(view) or "summary")
+def test_output_is_whole_and_in_order_whatever_the_ring_holds(mixed, view):
+    """A ring smaller than most chunks' text (it wraps and fills, texts larger than it go by the pipe) gives the
+    output of one process, as does one that holds a frame's text at most."""
+    single = run_cli(*view, *mixed)
+    for size in ("3000", "65536"):
+        proc = subprocess.run([sys.executable, "-c", RING_OF, size, "-j", "2", *view, *map(str, mixed)],
+                              capture_output=True, text=True, encoding="utf-8", cwd=ROOT, timeout=120)
+        assert (proc.returncode, proc.stdout, proc.stderr) == single, size
+
+
 def test_the_workers_are_waited_for_and_multiprocessing_is_not_loaded(mixed):
     """-j forks its workers itself: no process is left behind, and the 30 modules of multiprocessing (2 MB in every
     process) are not imported."""
