@@ -16,7 +16,8 @@ from dissect.capture.layers import Packet
 from dissect.core import U32LE
 from dissect.core.cursor import MAX_CSTRINGS, MAX_DECIMAL_DIGITS, Cursor, cut
 from dissect.core.fmt import ValueTexts, dec_hex, decimal_text, endpoint, hex16, hex_text
-from dissect.core.model import AnalysisRecord, Field, Finding, Message, default_display, display_of
+from dissect.core.model import (AnalysisRecord, Field, Finding, Message, add_prepared, default_display, display_of,
+                                prepared_finding)
 from dissect.core.tables import FieldTable
 from dissect.pipeline import FrameRecord
 from dissect.render import jsonout
@@ -875,3 +876,18 @@ def test_link_type_lines_show_each_link_type_as_it_is_past_the_lines_kept():
     for linktype in range(1000, 1300):
         assert _link_type_line(linktype) == f"    Link type: unknown ({linktype})"
     assert _link_type_line(1) == "    Link type: Ethernet (1)"
+
+
+def test_a_prepared_finding_is_the_finding_report_makes():
+    """A finding whose text never changes is made ready once and added as ``Message.report`` adds it: the same code,
+    severity, message (the detail, then the rule), offset and length, and a Finding of its own each time."""
+    from dissect.dissectors.netquake import W
+    reported, added = Message("netquake"), Message("netquake")
+    reported.report(W.big_endian_long, "payload longs decoded big-endian", 12, 4)
+    prepared = prepared_finding(W.big_endian_long, "payload longs decoded big-endian")
+    for msg in (added, added):
+        add_prepared(msg, prepared, 12, 4)
+    assert [finding.as_dict() for finding in added.findings] == [reported.findings[0].as_dict()] * 2
+    assert added.findings[0].message.startswith("payload longs decoded big-endian") and \
+        added.findings[0].message != "payload longs decoded big-endian"  # the rule follows
+    assert added.findings[0] is not added.findings[1]

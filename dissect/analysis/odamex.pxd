@@ -23,3 +23,9 @@ cdef class OdamexAnalyzer(Analyzer):
     cpdef _list(self, master, MasterEntries servers, frame)
     @cython.locals(data=dict)
     cpdef _server_info(self, server, Message msg, dict result, list frames)
+
+# What a server-info record's result reads, when a view reads it: its values as a dict in C.
+@cython.locals(info=dict, out=dict)
+cpdef dict _server_result(dict data, unread, dict result)
+@cython.locals(names=dict, named=list, entry=dict, player=dict)
+cpdef list _named_teams(dict data)

@@ -4,7 +4,8 @@ from functools import partial
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, popped, put, refreshed
-from ..dissectors.odamex import F, REAL, SPEC_TEAMS, MasterEntries, entry_text, full_values, real_teams
+from ..dissectors.odamex import (F, REAL, REAL_TEAM_NAMES, SPEC_TEAMS, MasterEntries, entry_text, full_values,
+                                 real_teams)
 from ..core.fmt import endpoint
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_latest, merge_timings
@@ -135,7 +136,9 @@ def _server_result(data, unread, result):
     info["player_list"] = _named_teams(data)
     if data.get("ext"):
         info["extension"] = data["ext"]
-    return dict(result, request_was="server info request", info=info)
+    out = dict(result)
+    out["request_was"], out["info"] = "server info request", info
+    return out
 
 
 def _merge_listings(older, newer):
@@ -149,6 +152,14 @@ def _named_teams(data):
     players = data.get("player_list")
     if players is None:
         return None
-    names = real_teams(data.get("teams_in_build") or 2) if data.get("layout") == REAL else SPEC_TEAMS
-    return [dict(player, team_name=names.get(player["team"])) if "team" in player else dict(player)
-            for player in players]
+    names = SPEC_TEAMS
+    if data.get("layout") == REAL:
+        count = data.get("teams_in_build") or 2
+        names = REAL_TEAM_NAMES.get(count) or real_teams(count)  # the dissector's, made once for its builds
+    named = []
+    for player in players:
+        entry = dict(player)
+        if "team" in player:
+            entry["team_name"] = names.get(player["team"])
+        named.append(entry)
+    return named

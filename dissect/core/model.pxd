@@ -27,5 +27,9 @@ cdef class Message:
 cdef class AnalysisRecord:
     cdef public object protocol, name, frames, _result, findings, summary
 
+cpdef tuple prepared_finding(spec, detail)
+@cython.locals(finding=Finding)
+cpdef add_prepared(Message msg, tuple prepared, offset, length)
+
 cpdef Message new_message(protocol, payload, offset)
 cdef _start(Message msg, protocol, name, payload, offset)

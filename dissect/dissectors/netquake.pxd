@@ -4,7 +4,7 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor, unpack
-from dissect.core.model cimport Message
+from dissect.core.model cimport Message, add_prepared, prepared_finding
 from dissect.core.bounded cimport put
 from dissect.capture.layers cimport Packet
 from dissect.core.fmt cimport hex16, hex_text
@@ -12,8 +12,11 @@ from dissect.core.fmt cimport hex16, hex_text
 @cython.locals(names=dict)
 cpdef _command_text(command)  # the formatter of every message's command
 
+@cython.locals(size=Py_ssize_t, length=Py_ssize_t, commands=dict)
+cpdef bint _claims(dissector, bytes payload, packet, bint on_port) except -1
 cpdef _decode(Cursor cur, Message msg)
 cpdef _data(Cursor cur, Message msg, flags)
+@cython.locals(names=dict)
 cpdef _control(Cursor cur, Message msg, flags)
 
 

@@ -20,6 +20,7 @@ from ..core import I32BE, I32LE, U16BE, U32BE
 from ..core.bounded import BoundedDict, put
 from ..core.cursor import unpack
 from ..core.fmt import ValueTexts, hex16, hex_text
+from ..core.model import add_prepared, prepared_finding
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -202,18 +203,7 @@ class NetQuake(Dissector):
 
     # -- recognition -----------------------------------------------------------
     def claims(self, payload, packet, on_port):
-        size = len(payload)
-        if size < 4:
-            return False
-        if payload[0] & 0x80:
-            # Control. Off the port only the exact form counts: RTP also starts 80 00.
-            if on_port:
-                return size >= 5
-            return (payload[1] == 0x00 and size >= 5 and payload[4] in COMMANDS
-                    and (U16BE.unpack_from(payload, 2)[0] == size or self._known(packet)))
-        if size >= 8 and payload[0] == 0 and payload[1] in KNOWN_DATA_FLAGS:
-            return U16BE.unpack_from(payload, 2)[0] == size and (on_port or self._known(packet))
-        return False
+        return _claims(self, payload if type(payload) is bytes else bytes(payload), packet, on_port)
 
     def _known(self, packet):
         return packet is not None and _conversation(packet.src, packet.sport, packet.dst, packet.dport) \
@@ -226,6 +216,24 @@ class NetQuake(Dissector):
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):
         _decode(cur, msg)
+
+
+def _claims(dissector, payload, packet, on_port):
+    """``claims`` of a payload's bytes."""
+    size = len(payload)
+    if size < 4:
+        return False
+    length = payload[2] << 8 | payload[3]  # the header's
+    if payload[0] & 0x80:
+        # Control. Off the port only the exact form counts: RTP also starts 80 00.
+        if on_port:
+            return size >= 5
+        commands = COMMANDS
+        return (payload[1] == 0x00 and size >= 5 and payload[4] in commands
+                and (length == size or dissector._known(packet)))
+    if size >= 8 and payload[0] == 0 and payload[1] in KNOWN_DATA_FLAGS:
+        return length == size and (on_port or dissector._known(packet))
+    return False
 
 
 def _decode(cur, msg):
@@ -258,7 +266,8 @@ def _control(cur, msg, flags):
         cur.finding(W.bad_flags, f"control packet flags are {hex16(flags)}, not 0x8000", 0, 2)
     command = cur.u8(COMMAND)
     msg.values["command"] = command
-    name = COMMANDS.get(command)
+    names = COMMANDS
+    name = names.get(command)
     if name is None:
         msg.name = f"unknown_0x{command:02x}"
         cur.flag_last(W.unknown_command, f"command byte 0x{command:02x} is not one of the nine defined")
@@ -383,11 +392,13 @@ def _long_order(cur, low, high, settle_at=0):
         big_endian = _plausible_player(data, pos, settle_at, I32BE) > _plausible_player(data, pos, settle_at, I32LE)
     else:
         big_endian = not low <= little <= high and low <= big <= high
-    if big_endian:
-        cur.finding(W.big_endian_long, "payload longs decoded big-endian as the spec says", pos, 4)
-        return I32BE
-    cur.finding(W.little_endian_long, "payload longs decoded little-endian", pos, 4)
-    return I32LE
+    add_prepared(cur.msg, BIG_ENDIAN_NOTE if big_endian else LITTLE_ENDIAN_NOTE, pos, 4)
+    return I32BE if big_endian else I32LE
+
+
+# The byte order's notes, their texts made once.
+BIG_ENDIAN_NOTE = prepared_finding(W.big_endian_long, "payload longs decoded big-endian as the spec says")
+LITTLE_ENDIAN_NOTE = prepared_finding(W.little_endian_long, "payload longs decoded little-endian")
 
 
 def _plausible_player(data, pos, settle_at, order):

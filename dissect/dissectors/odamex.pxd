@@ -3,9 +3,9 @@
 # each other and to the Cursor; without a tree, its integers are read from the bytes in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, cut, new_cursor
+from dissect.core.cursor cimport Cursor, new_cursor
 from dissect.core.fmt cimport hex_text
-from dissect.core.model cimport Field, Message, new_field, new_message
+from dissect.core.model cimport Field, Message, add_prepared, new_field, new_message, prepared_finding
 from dissect.core.tables cimport FieldSpec
 from dissect.core.bounded cimport BoundedDict, peek, put
 from dissect.capture.layers cimport Packet
@@ -23,12 +23,14 @@ cdef class _Candidate:
 cdef class _ServerInfo:
     cdef public Cursor cur
     cdef public dict values
-    cdef public object layout, teams, echo, extension, team_names
+    cdef public object layout, teams, echo, extension
+    cdef public dict team_names
     cdef public bint lenient
 
     cpdef read(self)
     @cython.locals(players=list)
     cpdef body(self)
+    @cython.locals(count=Py_ssize_t)
     cpdef head(self)
     cpdef _spec_modes(self)
     cpdef _real_modes(self)
@@ -36,17 +38,20 @@ cdef class _ServerInfo:
     cpdef _bool(self, spec)
     cpdef _enum(self, spec, names)
     cpdef _out_of_range(self, detail)
-    @cython.locals(node=Field)
+    @cython.locals(node=Field, player=dict)
     cpdef _player(self, allowed)
     cpdef dict _player_fields(self, allowed)
     cpdef _team(self, allowed)
+    cpdef _team_name(self, team)
     @cython.locals(low=Py_ssize_t, high=Py_ssize_t)
     cpdef list _allowed_teams(self)
     cpdef _hash(self)
     cpdef _team_block(self)
     cpdef _teams(self, names, with_limit, scored)
+    @cython.locals(players=Py_ssize_t, patches=Py_ssize_t, ext=dict)
     cpdef _extension(self)
-    @cython.locals(cur=Cursor, start=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t, flags=dict, data=bytes)
+    @cython.locals(cur=Cursor, start=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t, flags=dict, data=bytes,
+                   value=bint, spec=FieldSpec)
     cpdef dict _flags(self)
     @cython.locals(node=Field)
     cpdef _player_stats(self, index)
@@ -106,7 +111,9 @@ cpdef dict full_values(Message msg)
 cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
-@cython.locals(size=Py_ssize_t, tags=dict)
+# The tags, compared with C integers in claims.
+cdef Py_ssize_t LAUNCHER_TAG, SERVER_INFO_TAG
+@cython.locals(size=Py_ssize_t, tag=Py_ssize_t)
 cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(address=str, entry=str, node=Field)
 cpdef str _master_entry(Cursor cur)
@@ -137,6 +144,11 @@ cpdef str _dotted(bytes data, Py_ssize_t pos)
 cdef list OCTETS
 
 # The dissector's steps with their cursor, message and packet typed.
+@cython.locals(tag=cython.longlong)
+cpdef _decode(BoundedDict keyed, Cursor cur, Message msg, Packet packet)
+@cython.locals(values=dict, roles=dict)
+cpdef _request(Cursor cur, Message msg, Packet packet)
+cpdef _master_list(Cursor cur, Message msg)
 cpdef _observe(BoundedDict keyed, Packet packet, Message msg)
 @cython.locals(choice=_Candidate, start=Py_ssize_t, left=Py_ssize_t, values=dict)
 cpdef _server_info(BoundedDict keyed, Cursor cur, Message msg, Packet packet)

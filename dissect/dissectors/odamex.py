@@ -33,18 +33,18 @@ import struct
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict, peek, put
-from ..core.cursor import cut, new_cursor
+from ..core.cursor import new_cursor
 from ..core.fmt import ValueTexts, hex_text, named
-from ..core.model import new_field, new_message
+from ..core.model import add_prepared, new_field, new_message, prepared_finding
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
 LAUNCHER_TAG = 777123
 SERVER_INFO_TAG = 5560020
-TAG_BYTES = {struct.pack("<i", LAUNCHER_TAG): LAUNCHER_TAG, struct.pack("<i", SERVER_INFO_TAG): SERVER_INFO_TAG}
 EXTENSION_MARKER_1 = 0x01020304
 EXTENSION_MARKER_2 = 0x01020305
 SERVER_PORT, MASTER_PORT = 10666, 15000
+ROLES_BY_PORT = {SERVER_PORT: "server info", MASTER_PORT: "master list"}  # what a request's port says it asks
 MASTER_ENTRY = struct.Struct("<4sH")  # a master list's server: IPv4 address, port
 ENTRY_SIZE = MASTER_ENTRY.size
 
@@ -228,7 +228,7 @@ EXT_FLAG_VALUES = dict.fromkeys(EXTENSION_BOOLS, False)  # the flags' dict in it
 EXT_KILLS, EXT_DEATHS, EXT_MINUTES, EXT_SPECTATOR = F.ext.kills, F.ext.deaths, F.ext.minutes, F.ext.spectator
 EXT, EXT_PLAYER, EXT_MARKER = F.ext, F.ext.player, F.ext.marker
 # Read for every message, looked up once: F.<name> and W.<name> go through the tables' __getattr__ at every use.
-TAG, REAL_LAYOUT, EXTENSION_FOUND = F.tag, W.real_layout, W.extension
+TAG, KEY, REAL_LAYOUT, EXTENSION_FOUND = F.tag, F.key, W.real_layout, W.extension
 # A server-info reply's fields.
 TOKEN, ECHOED_KEY, NAME, PLAYERS, MAX_PLAYERS, MAP, PWAD_COUNT = (
     F.token, F.echoed_key, F.name, F.players, F.max_players, F.map, F.pwad_count)
@@ -337,49 +337,56 @@ class Odamex(Dissector):
 
     # -- decoding --------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
-        tag = cur.number(I32LE, TAG)
-        msg.values["tag"] = tag
-        if tag == LAUNCHER_TAG:
-            if cur.end in (4, 8):
-                self._request(cur, msg, packet)
-            else:
-                self._master_list(cur, msg)
-        elif tag == SERVER_INFO_TAG:
-            _server_info(self.keyed, cur, msg, packet)
-        else:
-            msg.name = "unknown"
-            cur.flag_last(W.bad_tag, f"tag {tag} is neither 777123 nor 5560020")
-
-    def _request(self, cur, msg, packet):
-        msg.name = "launcher_request"
-        if cur.remaining() == 4:
-            msg.values["key"] = cur.raw(F.key, 4)
-        port = packet.dport if packet is not None else None
-        role = {SERVER_PORT: "server info", MASTER_PORT: "master list"}.get(port)
-        msg.values["role_by_port"] = role
-        msg.info = f"Launcher request ({role} by port)" if role else "Launcher request"
-        if "key" in msg.values:
-            msg.info += f" key={msg.values['key'].hex()}"
-
-    # master list ---------------------------------------------------------------------------------
-    def _master_list(self, cur, msg):
-        msg.name = "master_list"
-        count = cur.number(I16LE, F.server_count)
-        servers = _master_entries(cur)
-        msg.values.update(server_count=count, servers=servers)
-        try:
-            if cur.remaining():
-                _master_entry(cur)  # a partial entry: it adds its fields and raises Truncated where they end
-        except Truncated as exc:
-            cur.finding(W.truncated, f"{exc.available} bytes left where a server entry needs 6 (an IP of 4 bytes, "
-                                     f"then a short port)", exc.offset, exc.available)
-        if len(servers) != count:
-            cur.finding(W.count_mismatch, f"server count says {count} but {len(servers)} entries are present", 4, 2)
-        msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
-                                                                       f" (count says {count})")
+        _decode(self.keyed, cur, msg, packet)
 
 
 # The dissector's steps with the cursor, message and packet typed (odamex.pxd): read in C, not as attributes.
+def _decode(keyed, cur, msg, packet):
+    tag = cur.number(I32LE, TAG)
+    msg.values["tag"] = tag
+    if tag == LAUNCHER_TAG:
+        if cur.end == 4 or cur.end == 8:
+            _request(cur, msg, packet)
+        else:
+            _master_list(cur, msg)
+    elif tag == SERVER_INFO_TAG:
+        _server_info(keyed, cur, msg, packet)
+    else:
+        msg.name = "unknown"
+        cur.flag_last(W.bad_tag, f"tag {tag} is neither 777123 nor 5560020")
+
+
+def _request(cur, msg, packet):
+    msg.name = "launcher_request"
+    values = msg.values
+    key = cur.raw(KEY, 4) if cur.remaining() == 4 else None
+    if key is not None:
+        values["key"] = key
+    roles = ROLES_BY_PORT
+    role = roles.get(packet.dport) if packet is not None else None
+    values["role_by_port"] = role
+    info = f"Launcher request ({role} by port)" if role else "Launcher request"
+    msg.info = info if key is None else f"{info} key={key.hex()}"
+
+
+# master list ---------------------------------------------------------------------------------
+def _master_list(cur, msg):
+    msg.name = "master_list"
+    count = cur.number(I16LE, F.server_count)
+    servers = _master_entries(cur)
+    msg.values.update(server_count=count, servers=servers)
+    try:
+        if cur.remaining():
+            _master_entry(cur)  # a partial entry: it adds its fields and raises Truncated where they end
+    except Truncated as exc:
+        cur.finding(W.truncated, f"{exc.available} bytes left where a server entry needs 6 (an IP of 4 bytes, "
+                                 f"then a short port)", exc.offset, exc.available)
+    if len(servers) != count:
+        cur.finding(W.count_mismatch, f"server count says {count} but {len(servers)} entries are present", 4, 2)
+    msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
+                                                                   f" (count says {count})")
+
+
 def _observe(keyed, packet, msg):
     """A launcher request's key remembered for the reply: (launcher, server) -> whether it carried one."""
     if packet is not None and msg.name == "launcher_request":
@@ -411,7 +418,7 @@ def _server_info(keyed, cur, msg, packet):
     except Truncated as exc:
         _truncated(cur, msg, exc)
     values = msg.values
-    values.update(layout=choice.layout, echoed_key=choice.echo, extension=choice.extension)
+    values["layout"], values["echoed_key"], values["extension"] = choice.layout, choice.echo, choice.extension
     if cur.tree:
         cur.add(LAYOUT, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
                 generated=True)
@@ -425,12 +432,18 @@ def _layout_findings(msg, choice, broken):
         msg.report(W.bad_layout, f"shown in the {choice.layout} layout, which read furthest before a complaint",
                    broken, 0)
     elif choice.layout == REAL:
-        msg.report(REAL_LAYOUT, "read in the real servers' layout", 0, 0)
+        add_prepared(msg, REAL_LAYOUT_NOTE, 0, 0)
     elif choice.layout == COMPACT:
-        msg.report(W.compact_layout, "read without team bytes and team bools", 0, 0)
+        add_prepared(msg, COMPACT_LAYOUT_NOTE, 0, 0)
     if choice.extension and broken is None:
-        msg.report(EXTENSION_FOUND, "newer servers' extension after the team block",
-                   msg.values.get("extension_offset"), 0)
+        add_prepared(msg, EXTENSION_NOTE, msg.values.get("extension_offset"), 0)
+
+
+# The notes most replies get, their texts made once.
+REAL_LAYOUT_NOTE, COMPACT_LAYOUT_NOTE, EXTENSION_NOTE = (
+    prepared_finding(REAL_LAYOUT, "read in the real servers' layout"),
+    prepared_finding(W.compact_layout, "read without team bytes and team bools"),
+    prepared_finding(EXTENSION_FOUND, "newer servers' extension after the team block"))
 
 
 def _truncated(cur, msg, exc):
@@ -447,9 +460,8 @@ def _claims(payload, on_port):
     size = len(payload)
     if size < 4:
         return False
-    tags = TAG_BYTES
-    tag = tags.get(cut(payload, 0, 4))
-    if tag is None:
+    tag = payload[0] | payload[1] << 8 | payload[2] << 16 | payload[3] << 24  # as I32LE reads the two tags
+    if tag != LAUNCHER_TAG and tag != SERVER_INFO_TAG:
         return False
     if on_port:
         return True
@@ -565,7 +577,7 @@ def _entry_with_fields(cur, data, pos):
     address = _dotted(data, pos)
     port = data[pos + 4] | data[pos + 5] << 8
     entry = f"{address}:{port}"
-    node = cur.add(LISTED_SERVER, pos, MASTER_ENTRY.size, entry)
+    node = cur.add(LISTED_SERVER, pos, ENTRY_SIZE, entry)
     node.children = [new_field(LISTED_IP.key, LISTED_IP.name, pos, 4, address, str),  # its text: shown as it is
                      new_field(LISTED_PORT.key, LISTED_PORT.name, pos + 4, 2, port, LISTED_PORT.fmt)]
     return entry
@@ -1087,6 +1099,7 @@ class _ServerInfo:
     # extension -------------------------------------------------------------------------------------
     def _extension(self):
         cur, values = self.cur, self.values
+        players = values["players"]
         values["extension_offset"] = cur.pos
         ext = {}
         with cur.subtree(EXT, value=None, name="Extension (newer servers, beyond the spec)") as node:
@@ -1097,10 +1110,10 @@ class _ServerInfo:
             ext["time_left"] = cur.number(I16LE, EXT_TIME_LEFT)
             ext["frag_limit"] = cur.number(I16LE, EXT_FRAG_LIMIT)
             ext["flags"] = self._flags()
-            ext["player_stats"] = [self._player_stats(i) for i in range(values["players"])]
+            ext["player_stats"] = [self._player_stats(i) for i in range(players)]
             self._marker(EXTENSION_MARKER_1)
             ext["max_players"] = cur.number(I16LE, EXT_MAX_PLAYERS)
-            ext["spectators"] = [self._bool(EXT_SPECTATOR) for _ in range(values["players"])]
+            ext["spectators"] = [self._bool(EXT_SPECTATOR) for _ in range(players)]
             self._marker(EXTENSION_MARKER_2)
             ext["password"] = cur.number(I16LE, EXT_PASSWORD)
             ext["game_version"] = cur.number(U32LE, EXT_GAME_VERSION)
@@ -1111,16 +1124,20 @@ class _ServerInfo:
         values["ext"] = ext
 
     def _flags(self):
-        """The extension's bools. Without a tree, where their bytes are all there and 0 or 1, read at once into a
-        copy of EXT_FLAG_VALUES (in C in the compiled build); else one by one, as _bool reports a bad one."""
+        """The extension's bools. Where their bytes are all there and 0 or 1, read at once into a copy of
+        EXT_FLAG_VALUES (in C in the compiled build), with a tree their fields added as _bool adds them; else one by
+        one, as _bool reports a bad one."""
         cur = self.cur
         start, stop = cur.pos, cur.pos + len(EXTENSION_BOOLS)
-        if cur.tree or stop > cur.end or not _zeros_and_ones(cur.data, start, stop):
+        if stop > cur.end or not _zeros_and_ones(cur.data, start, stop):
             return {flag: self._bool(spec) for flag, spec in EXT_FLAGS}
         flags = EXT_FLAG_VALUES.copy()
         data = cur.data
         for index in range(len(EXTENSION_BOOLS)):
-            flags[EXTENSION_BOOLS[index]] = data[start + index] == 1
+            flag, spec = EXT_FLAGS[index]
+            flags[flag] = value = data[start + index] == 1
+            if cur.tree:
+                cur.add(spec, start + index, 1, value)
         cur.pos = stop
         cur.last_offset, cur.last_length = stop - 1, 1  # the last bool read, as _bool leaves it
         return flags
