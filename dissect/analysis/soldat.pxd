@@ -17,7 +17,7 @@ cdef class SoldatAnalyzer(Analyzer):
     @cython.locals(values=dict, exchange=_Exchange)
     cpdef feed(self, record, Message msg, tree)
     cpdef _Exchange _open(self, stream, Message msg, list out)
-    @cython.locals(fields=dict, values=tuple)
+    @cython.locals(values=tuple)
     cpdef _server(self, stream, _Exchange exchange, Message msg, list out)
     cpdef _make_room(self, stream, cost, list out)
     cpdef _hold(self, _Exchange exchange, entries, cost)
@@ -32,6 +32,7 @@ cdef Py_ssize_t EMPTY_TUPLE_BYTES, TUPLE_SLOT_BYTES
 @cython.locals(cost=Py_ssize_t, size=Py_ssize_t)
 cpdef Py_ssize_t _cost(tuple values) except -1
 cpdef _add_frames(list frames, list more)
+cdef tuple _server_values(dict fields)
 cpdef _text(value)
 @cython.locals(out=dict, index=Py_ssize_t)
 cpdef dict _keyed(list keys, tuple values)

@@ -7,6 +7,7 @@ a list that alone reaches it, or MAX_SERVERS_PER_LIST, counts its further server
 keeping them (the result's ``omitted``).
 """
 
+from operator import itemgetter
 from sys import getsizeof
 
 from ..capture.tables import FRAME_FINDINGS
@@ -28,6 +29,7 @@ SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "version",
 IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION = [
     SERVER_KEYS.index(key) for key in ("ip", "port", "passworded", "name", "map", "players", "maxplayers",
                                        "gamestyle", "version")]
+SERVER_COLUMNS = itemgetter(*SERVER_KEYS)  # a server's values as a tuple in SERVER_KEYS order, in one call
 CUT_MESSAGE = FRAME_FINDINGS.cut_message  # a list short of lines the capture did not keep: no fault of the peer
 EMPTY_TUPLE_BYTES = getsizeof(())
 TUPLE_SLOT_BYTES = getsizeof((None,)) - EMPTY_TUPLE_BYTES
@@ -128,8 +130,7 @@ class SoldatAnalyzer(Analyzer):
 
     def _server(self, stream, exchange, msg, out):
         exchange.received += 1
-        fields = msg.values
-        values = tuple([fields.get(key) for key in SERVER_KEYS])
+        values = _server_values(msg.values)
         if len(exchange.servers) < MAX_SERVERS_PER_LIST:
             cost = _cost(values)
             self._make_room(stream, cost, out)
@@ -230,6 +231,15 @@ def _add_frames(frames, more):
             return
         if frame not in frames:
             frames.append(frame)
+
+
+def _server_values(fields):
+    """The values of SERVER_KEYS in ``fields``, as a tuple in that order, None for a key not there (a line
+    short of fields)."""
+    try:
+        return SERVER_COLUMNS(fields)
+    except KeyError:
+        return tuple([fields.get(key) for key in SERVER_KEYS])
 
 
 def _text(value):

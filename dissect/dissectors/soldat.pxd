@@ -23,13 +23,17 @@ cpdef bint _ascii_digits(text)
 cpdef bint dotted_quad(str text)
 cpdef clip(text, limit=*)
 
-@cython.locals(count=Py_ssize_t, step=Py_ssize_t, pos=Py_ssize_t)
+cdef class DottedQuads:
+    pass
+
+@cython.locals(chars=cython.p_uchar, step=Py_ssize_t, lead=cython.uchar, tail=cython.uchar, count=Py_ssize_t,
+               pos=Py_ssize_t, last=Py_ssize_t)
 cdef Py_ssize_t field_count(bytes data, Py_ssize_t start, Py_ssize_t end, bytes separator) except -1
-@cython.locals(step=Py_ssize_t, lead=cython.uchar, tail=cython.uchar, last=Py_ssize_t)
+@cython.locals(chars=cython.p_uchar, step=Py_ssize_t, lead=cython.uchar, tail=cython.uchar, last=Py_ssize_t)
 cdef Py_ssize_t field_end(bytes data, Py_ssize_t pos, Py_ssize_t end, bytes separator) except -1
 @cython.locals(step=Py_ssize_t, pos=Py_ssize_t)
 cdef Py_ssize_t fields_end(bytes data, Py_ssize_t start, Py_ssize_t end, bytes separator, Py_ssize_t count) except -1
-@cython.locals(value=Py_ssize_t, pos=Py_ssize_t, byte=cython.uchar)
+@cython.locals(chars=cython.p_uchar, value=Py_ssize_t, pos=Py_ssize_t, byte=cython.uchar)
 cdef Py_ssize_t ascii_number(bytes data, Py_ssize_t start, Py_ssize_t stop) except? -2
 cdef str decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, bint utf8)
 @cython.locals(data=bytes, values=dict, tree=bint, step=Py_ssize_t, i=Py_ssize_t, stop=Py_ssize_t, length=Py_ssize_t,
@@ -37,17 +41,18 @@ cdef str decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, bint utf8)
 cpdef layout_fields(Cursor cur, Message msg, Py_ssize_t offset, Py_ssize_t end, bytes separator, Py_ssize_t count,
                     list layout, bint utf8)
 cpdef ruled_field(Cursor cur, Message msg, Column column, Py_ssize_t start, Py_ssize_t length, str text)
-cpdef tuple separator_of(line)
-@cython.locals(line=bytes, type_byte=Py_ssize_t, line_end=Py_ssize_t)
+cdef tuple UTF8_SEPARATED, LATIN1_SEPARATED, NOT_SEPARATED
+cpdef tuple separator_of(bytes line)
+@cython.locals(line=bytes, type_byte=Py_ssize_t, line_end=Py_ssize_t, count=Py_ssize_t)
 cpdef _decode(Cursor cur, Message msg)
 @cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
 cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
 cdef _line_end(Cursor cur, Py_ssize_t size, Py_ssize_t length)
-@cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
+@cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t,
                split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
-cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte)
-@cython.locals(template=dict, put_in=dict, values=dict)
-cdef _whole_line_values(Message msg, type_byte)
+cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte, Py_ssize_t count)
+@cython.locals(layout=list, template=dict)
+cdef _start_values(Message msg, type_byte, Py_ssize_t count)
 cpdef _check_count(Cursor cur, Message msg, type_byte, count, layout)
 @cython.locals(data=dict)
 cpdef _cross_checks(Cursor cur, Message msg, Py_ssize_t start, bytes separator)

@@ -68,7 +68,7 @@ def clip(text, limit=MAX_QUOTED):
 # when a view asks (the summary path never does); it is given only for text that is not a value.
 # ``plain`` holds what the rule takes as it is, with no problem and no display, so that the field loop
 # keeps it without calling the rule: for a number rule, the range of numbers written in ASCII digits; for a
-# text rule, a set of texts, or EVERY_TEXT.
+# text rule, a set of texts (any container), or EVERY_TEXT.
 
 EVERY_TEXT = None
 NOTHING_PLAIN = frozenset()
@@ -183,7 +183,16 @@ def dotted_quad(text):
     return dots == 3 and digits > 0
 
 
-@_shown_with(str)
+class DottedQuads:
+    """The texts ``dotted_quad`` takes, as a container: the plain texts of ``ip_address``."""
+
+    __slots__ = ()
+
+    def __contains__(self, text):
+        return dotted_quad(text)
+
+
+@_shown_with(str, DottedQuads())
 def ip_address(text):
     if dotted_quad(text):
         return text, None, None, None
@@ -382,36 +391,45 @@ SERVER_KEYS = [column.short for column in SERVER_LAYOUT]
 END_SEPARATORS = 5
 
 
+UTF8_SEPARATED, LATIN1_SEPARATED, NOT_SEPARATED = (SEP_UTF8, "utf-8"), (SEP_LATIN1, "latin-1"), (None, None)
+
+
 def separator_of(line):
-    """(separator bytes, encoding) of a line, from the bytes after its type byte."""
-    if line[1:3] == SEP_UTF8:
-        return SEP_UTF8, "utf-8"
-    if line[1:2] == SEP_LATIN1:
-        return SEP_LATIN1, "latin-1"
-    return None, None
+    """(separator bytes, encoding) of a line (bytes), from the bytes after its type byte."""
+    if line.startswith(SEP_UTF8, 1):
+        return UTF8_SEPARATED
+    if line.startswith(SEP_LATIN1, 1):
+        return LATIN1_SEPARATED
+    return NOT_SEPARATED
 
 
 def field_count(data, start, end, separator):
     """How many fields data[start:end] holds, each preceded by ``separator``: none where it does not begin
-    with one."""
-    if not data.startswith(separator, start, end):
-        return 0
-    count, step = 1, len(separator)
-    pos = field_end(data, start + step, end, separator)
-    while pos < end:
-        count += 1
-        pos = field_end(data, pos + step, end, separator)
+    with one. One pass over the bytes, in C when compiled."""
+    chars = data  # compiled, a pointer to the bytes (soldat.pxd), read without bounds checks: end <= len(data)
+    step = len(separator)
+    lead, tail = separator[0], separator[step - 1]
+    count, pos, last = 0, start, end - step
+    while pos <= last:
+        if chars[pos] == lead and chars[pos + step - 1] == tail:
+            count += 1
+            pos += step
+        elif count == 0:  # no separator at ``start``
+            return 0
+        else:
+            pos += 1
     return count
 
 
 def field_end(data, pos, end, separator):
     """Where the field at ``pos`` ends: at the next ``separator`` (one or two bytes) wholly before ``end``,
     or at ``end``."""
+    chars = data  # compiled, a pointer to the bytes (soldat.pxd), read without bounds checks: end <= len(data)
     step = len(separator)
     lead, tail = separator[0], separator[step - 1]
     last = end - step
     while pos <= last:
-        if data[pos] == lead and data[pos + step - 1] == tail:
+        if chars[pos] == lead and chars[pos + step - 1] == tail:
             return pos
         pos += 1
     return end
@@ -430,9 +448,10 @@ def ascii_number(data, start, stop):
     """The number data[start:stop] spells in 1 to PLAIN_DIGITS ASCII digits, or -1 (for the rule to read)."""
     if not 0 < stop - start <= PLAIN_DIGITS:
         return -1
+    chars = data  # compiled, a pointer to the bytes (soldat.pxd), read without bounds checks: stop <= len(data)
     value = 0
     for pos in range(start, stop):
-        byte = data[pos]
+        byte = chars[pos]
         if not 48 <= byte <= 57:
             return -1
         value = value * 10 + byte - 48
@@ -517,7 +536,8 @@ class Soldat(Dissector):
         self.held = 0   # bytes of unfinished lines held by this run's stream parsers, all streams together
 
     def claims(self, payload, packet, on_port):
-        return len(payload) >= 2 and payload[0] in TYPES and separator_of(payload)[0] is not None
+        return len(payload) >= 2 and payload[0] in TYPES and \
+            separator_of(payload if type(payload) is bytes else bytes(payload))[0] is not None
 
     def stream_parser(self):
         return LineParser(self)
@@ -535,10 +555,12 @@ def _decode(cur, msg):
     type_byte = cur.u8(TYPE_FIELD)
     name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
     msg.name = name
-    msg.values["type"] = chr(type_byte)
     separator, encoding = separator_of(line)
-    msg.values["encoding"] = encoding
     line_end = _bound(cur, line, separator)
+    count = 0 if separator is None else field_count(line, cur.pos, cur.end, separator)
+    _start_values(msg, type_byte, count)
+    msg.values["type"] = chr(type_byte)
+    msg.values["encoding"] = encoding
     if type_byte not in TYPES:
         cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
     if separator is None:
@@ -547,7 +569,7 @@ def _decode(cur, msg):
         if cur.remaining():
             cur.rest(F.body)
     else:
-        count = _fields(cur, msg, separator, encoding, type_byte)
+        _fields(cur, msg, separator, encoding, type_byte, count)
         msg.info = info_line(msg, count)
     if line_end:
         _line_end(cur, len(line), line_end)
@@ -584,14 +606,13 @@ def _line_end(cur, size, length):
         cur.finding(W.crlf, "this line ends in \\r\\n, not \\n alone", size - 2, 1)
 
 
-def _fields(cur, msg, separator, encoding, type_byte):
-    """Decode the fields after the type byte; return how many the line has. Only the first MAX_FIELDS are
-    read, the rest counted, so that a line of separators costs no more than its bytes."""
+def _fields(cur, msg, separator, encoding, type_byte, count):
+    """Decode the ``count`` fields after the type byte. Only the first MAX_FIELDS are read, the rest counted, so
+    that a line of separators costs no more than its bytes."""
     data, start, end = cur.data, cur.pos, cur.end
     step = len(separator)
     first = start + step
     cur.pos = end
-    count = field_count(data, start, end, separator)
     split = min(count, MAX_FIELDS)
     utf8 = encoding == "utf-8"
     layout = LAYOUTS.get(type_byte)
@@ -602,8 +623,6 @@ def _fields(cur, msg, separator, encoding, type_byte):
             cur.add(F.field, offset, stop - offset, decoded(data, offset, stop, utf8))
             offset = stop + step
     else:
-        if layout and split >= len(layout):
-            _whole_line_values(msg, type_byte)
         _check_count(cur, msg, type_byte, count, layout)
         layout_fields(cur, msg, first, end, separator, split, layout, utf8)
         if type_byte == 0x68 and fields_end(data, start, end, separator, split) - start > step * split:
@@ -612,7 +631,6 @@ def _fields(cur, msg, separator, encoding, type_byte):
     if count > split:
         last = fields_end(data, start, end, separator, split)  # where the last field read ends
         cur.add(F.more_fields, last, cur.end - last, count - split, display=None, generated=True)
-    return count
 
 
 def _empty_line(cur, msg, size):
@@ -624,14 +642,13 @@ def _empty_line(cur, msg, size):
     msg.info = "Empty line"
 
 
-def _whole_line_values(msg, type_byte):
-    """``msg.values`` as a copy of its line type's WHOLE_LINE_VALUES holding what _decode has put in (a key it
-    did not list would come after the columns): a line with every column of its type sets each key below."""
-    template, put_in = WHOLE_LINE_VALUES[type_byte], msg.values
-    values = template.copy()
-    for key, value in put_in.items():  # a loop over two keys: dict.update's call costs more
-        values[key] = value
-    msg.values = values
+def _start_values(msg, type_byte, count):
+    """``msg.values``, empty, as a copy of its line type's WHOLE_LINE_VALUES where the line has ``count`` fields,
+    every column of its type: _decode and the columns set each key of it."""
+    layout = LAYOUTS.get(type_byte)
+    if layout and count >= len(layout):
+        template = WHOLE_LINE_VALUES[type_byte]
+        msg.values = template.copy()
 
 
 def _check_count(cur, msg, type_byte, count, layout):
