@@ -6,7 +6,7 @@ cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, peek, popped, put
-from dissect.core.fmt cimport endpoint
+from dissect.core.fmt cimport decimal_text, endpoint
 from dissect.core.model cimport Message
 from dissect.dissectors.teeframe cimport ClientRecords
 from dissect.capture.layers cimport Packet
@@ -15,10 +15,11 @@ cdef class _Response
 
 cdef class TeeFrameAnalyzer(Analyzer):
     cdef public BoundedDict pending, requests, latest_token, done
-    cdef public object request_count, answered
+    cdef public Py_ssize_t request_count, answered
     cdef public ServersSeen servers
     cdef public Timing timing
-    cdef public object held, holders
+    cdef public Py_ssize_t held
+    cdef public object holders
     @cython.locals(values=dict, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
     cpdef _request(self, record, Packet packet, Message msg)
@@ -27,9 +28,10 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cpdef _match_request(self, _Response response, record, Message msg, tree)
     @cython.locals(values=dict)
     cpdef _add_packet(self, _Response response, record, Message msg, number, out)
+    @cython.locals(room=Py_ssize_t)
     cpdef _keep(self, _Response response, records, out)
     @cython.locals(findings=list, info=dict)
-    cpdef _conclude(self, _Response response, superseded_by=*, evicted=*)
+    cpdef _conclude(self, _Response response, superseded_by=*, str evicted=*)
     cpdef _release(self, _Response response)
     @cython.locals(info=dict, players=Py_ssize_t)
     cpdef _check_complete(self, _Response response, findings)
@@ -39,10 +41,10 @@ cdef class _Response:
     cdef public object server, client, token, first_ts, request
     cdef public dict info, records
     cdef public list frames, findings
-    cdef public object clients_omitted, held, dropped_records
-    cpdef collected(self)
-    cpdef vanilla(self)
-    cpdef complete(self)
+    cdef public bint clients_omitted, vanilla
+    cdef public Py_ssize_t held, dropped_records
+    cpdef Py_ssize_t collected(self)
+    cpdef bint complete(self) except -1
     cpdef bint truncated_list(self) except -1
 
 cdef list PACKET_NUMBERS
@@ -52,6 +54,8 @@ cpdef str _packet_list(dict records)
 @cython.locals(info=dict)
 cpdef dict _info(dict values)
 cpdef Py_ssize_t _players(records) except -1
+cdef tuple ONLY_PACKET_0
+cpdef tuple _packet_numbers(dict records)
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)
 cpdef _packet_number(Message msg)

@@ -16,7 +16,7 @@ from functools import partial
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
-from ..core.fmt import endpoint
+from ..core.fmt import decimal_text, endpoint
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W, ClientRecords
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts
@@ -39,7 +39,7 @@ SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players",
 
 class _Response:
     __slots__ = ("server", "client", "token", "info", "records", "frames", "first_ts", "request",
-                 "findings", "clients_omitted", "held", "dropped_records")
+                 "findings", "clients_omitted", "held", "dropped_records", "vanilla")
 
     def __init__(self, server, client, token):
         self.server = server
@@ -55,24 +55,22 @@ class _Response:
         self.clients_omitted = False
         self.held = 0               # records kept in ``records``
         self.dropped_records = 0    # records counted but not kept
+        self.vanilla = False        # packet 0 is a vanilla inf3
 
     def collected(self):
         return self.held + self.dropped_records
 
-    def vanilla(self):
-        return self.info is not None and self.info["identifier"] == "inf3"
-
     def complete(self):
         if self.info is None:
             return False
-        if self.vanilla():
+        if self.vanilla:
             return True  # one packet: nothing more will come
         expected = self.info.get("num_clients")
         return expected is not None and (self.collected() >= expected or self.clients_omitted)
 
     def truncated_list(self):
         """An inf3 list that holds the most records an inf3 can, or fewer records than its counts."""
-        if not self.vanilla():
+        if not self.vanilla:
             return False
         collected = self.collected()
         if collected >= INF3_MAX_RECORDS:
@@ -162,7 +160,7 @@ class TeeFrameAnalyzer(Analyzer):
         if response.complete():
             del self.pending[key]
             if token != -1:
-                put(self.done, key, tuple(response.records))  # the packet numbers: a few, and a tuple is small
+                put(self.done, key, _packet_numbers(response.records))
             out.append(self._conclude(response))
         return out
 
@@ -181,7 +179,9 @@ class TeeFrameAnalyzer(Analyzer):
 
     def _add_packet(self, response, record, msg, number, out):
         values = msg.values
-        clients = values.get("clients") or []
+        clients = values.get("clients")
+        if clients is None:
+            clients = []
         records = self._keep(response, clients, out)
         response.records[number] = records
         if len(response.frames) < MAX_FRAMES:
@@ -190,6 +190,7 @@ class TeeFrameAnalyzer(Analyzer):
             # Its INFO_KEYS, read with get, the result's info made of them when read; where _keep dropped records,
             # a copy of them, which does not hold the packet's records as its values do.
             response.info = values if records is clients else _info(values)
+            response.vanilla = values["identifier"] == "inf3"
             response.clients_omitted = bool(values.get("clients_omitted"))
 
     def _keep(self, response, records, out):
@@ -237,9 +238,9 @@ class TeeFrameAnalyzer(Analyzer):
         elapsed = max(0.0, response.first_ts - response.request[1]) if response.request is not None else None
         if info and not self.stats_off:
             self._server_seen(response, info, elapsed)
-        summary = (f"server info {response.server} token={response.token}: {collected}/{expected} clients in "
-                   f"packets {_packet_list(response.records)}"
-                   + (" complete" if complete else " INCOMPLETE"))
+        summary = (f"server info {response.server} token={decimal_text(response.token)}: {decimal_text(collected)}/"
+                   f"{decimal_text(expected)} clients in packets {_packet_list(response.records)}"
+                   f"{' complete' if complete else ' INCOMPLETE'}")
         return AnalysisRecord("teeframe", "server_info", response.frames,
                               partial(_result, response, info, expected, collected, complete, elapsed), findings,
                               summary)
@@ -335,6 +336,17 @@ def _packet_list(records):
         for number in records:
             return PACKET_NUMBERS[number]
     return ",".join([PACKET_NUMBERS[number] for number in sorted(records)])
+
+
+def _packet_numbers(records):
+    """The packet numbers of a response's records, a few, in a tuple, which is small; most responses are one packet,
+    packet 0, and share one."""
+    if len(records) == 1 and 0 in records:
+        return ONLY_PACKET_0
+    return tuple(records)
+
+
+ONLY_PACKET_0 = (0,)
 
 
 def _clients(response):

@@ -21,6 +21,7 @@ cpdef _identifier_display(value)
 
 @cython.locals(ident=bytes)
 cpdef bint _claims(bytes payload, bint on_port) except -1
+cdef dict NAMES
 @cython.locals(data=bytes, ident=bytes)
 cpdef _decode(Cursor cur, Message msg)
 @cython.locals(values=dict, extended=bint)
@@ -36,8 +37,9 @@ cpdef _iex_plus(Cursor cur, Message msg)
 cpdef _inf3(Cursor cur, Message msg)
 
 cpdef _token(Cursor cur, Message msg)
-@cython.locals(values=dict, read=list, fields=tuple, keys=tuple, index=Py_ssize_t, offset=Py_ssize_t,
-               length=Py_ssize_t)
+cdef dict SERVER_LAYOUTS
+@cython.locals(layout=tuple, values=dict, read=list, keys=tuple, index=Py_ssize_t, own=bint, offset=Py_ssize_t,
+               length=Py_ssize_t, value=object)
 cpdef _server_fields(Cursor cur, Message msg, bytes ident)
 @cython.locals(start=Py_ssize_t, kept=Py_ssize_t, read=list, index=Py_ssize_t)
 cpdef list _server_values(Cursor cur, Message msg, tuple layout)
@@ -80,14 +82,14 @@ cdef class ClientRecords:
 @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, start=Py_ssize_t, player=cython.longlong, index=Py_ssize_t,
                stop=Py_ssize_t)
 cpdef bint _quick_record(Cursor cur, Py_ssize_t count, ClientRecords records) except -1
-@cython.locals(stop=Py_ssize_t, high=cython.uchar, byte=cython.uchar)
+@cython.locals(raw=cython.p_const_uchar, stop=Py_ssize_t, high=cython.uchar, byte=cython.uchar)
 cdef Py_ssize_t _text_end(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit) except -2
-@cython.locals(pos=Py_ssize_t, lead=cython.uchar, size=Py_ssize_t, low=cython.uchar, high=cython.uchar,
+@cython.locals(raw=cython.p_const_uchar, pos=Py_ssize_t, lead=cython.uchar, size=Py_ssize_t, low=cython.uchar, high=cython.uchar,
                index=Py_ssize_t)
 cpdef bint utf8_valid(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
-@cython.locals(first=Py_ssize_t, stop=Py_ssize_t)
+@cython.locals(raw=cython.p_const_uchar, first=Py_ssize_t, stop=Py_ssize_t)
 cdef Py_ssize_t _decimal_end(bytes data, Py_ssize_t pos, Py_ssize_t end)
-@cython.locals(first=Py_ssize_t, index=Py_ssize_t, value=cython.longlong)
+@cython.locals(raw=cython.p_const_uchar, first=Py_ssize_t, index=Py_ssize_t, value=cython.longlong)
 cdef long long _small_decimal(bytes data, Py_ssize_t start, Py_ssize_t stop)
 @cython.locals(values=list, pos=Py_ssize_t, stop=Py_ssize_t, index=Py_ssize_t)
 cpdef dict _record_dict(bytes data, Py_ssize_t start)

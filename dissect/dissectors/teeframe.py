@@ -21,6 +21,7 @@ integer offset, up to 24 records); and qstat's 13-byte probe, ten FF bytes and
 ``gie``, a ``gief`` cut one byte short that servers ignore.
 """
 
+import sys
 from operator import index as _as_index
 
 from ..core import U16BE, Truncated
@@ -53,6 +54,8 @@ IDENTIFIERS = {
     b"dtsf": "Server Information (64-client legacy)",
     b"gie": "qstat probe (gief cut short)",
 }
+# A known identifier's message name, interned: the analyses compare it with their literals and hash it.
+NAMES = {ident: sys.intern(ident.decode("latin-1")) for ident in IDENTIFIERS}
 REQUESTS = {b"gie3", b"gief", b"gie2", b"fstd"}
 RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"info", b"dtsf"}
 LEGACY = {b"gief", b"gie2", b"fstd", b"info", b"inf2", b"dtsf", b"gie"}
@@ -219,11 +222,13 @@ SERVER_FIELDS[b"inf2"] = SERVER_FIELDS[b"info"]
 
 
 def _layout(fields):
-    """(cstrings's specs, the values' keys, the indexes of the numbers, the indexes of the fields with checks)
-    of a reply's server fields."""
+    """(cstrings's specs, the values' keys, the indexes of the numbers, the checks) of a reply's server fields.
+    A check is a field's (index, spec, byte limit, own): the limit of a String (None: none, or not a String), and
+    whether _check_server_field checks it."""
     return (tuple((spec, kind) for _, spec, kind in fields), tuple(key for key, _, _ in fields),
             tuple(index for index, (_, _, kind) in enumerate(fields) if kind == "decimal"),
-            tuple(index for index, (_, spec, kind) in enumerate(fields) if kind == "text" or spec in CHECKED))
+            tuple((index, spec, LIMITS.get(spec), spec in CHECKED) for index, (_, spec, kind) in enumerate(fields)
+                  if kind == "text" or spec in CHECKED))
 
 
 # Read in one cstrings call; the 0.5 replies, rare, are read field by field.
@@ -299,7 +304,8 @@ def _claims(payload, on_port):
 def _decode(cur, msg):
     data = cur.data
     ident = cut(data, 10, 14)
-    msg.name = ident.decode("latin-1")
+    name = NAMES.get(ident)
+    msg.name = ident.decode("latin-1") if name is None else name
     msg.values["identifier"] = msg.name
     size = len(data) + cur.missing  # the bytes the capture did not keep count too
     if size > PACKET_LIMIT:
@@ -347,7 +353,7 @@ def _gie3(cur, msg):
             generated=True)
     _check_request_length(cur, msg)
     kind = "extended" if extended else "vanilla"
-    msg.info = f"Server Information Request ({kind}) token={response_token}"
+    msg.info = f"Server Information Request ({kind}) token={decimal_text(response_token)}"
 
 
 def _check_request_length(cur, msg):
@@ -477,9 +483,10 @@ def _iext(cur, msg):
     records = _client_records(cur, msg, CLIENT_FIELDS)
     _check_counts(cur, msg, records, token)
     info = msg.values
-    msg.info = (f'Server Information token={token} "{info.get("name")}" map={info.get("map")} '
-                f'clients {info.get("num_clients")}/{info.get("max_clients")}'
-                f'{"" if records == info.get("num_clients") else f" ({records} in this packet)"}')
+    clients = info.get("num_clients")
+    msg.info = (f'Server Information token={decimal_text(token)} "{info.get("name")}" map={info.get("map")} '
+                f'clients {decimal_text(clients)}/{decimal_text(info.get("max_clients"))}'
+                f'{"" if records == clients else f" ({decimal_text(records)} in this packet)"}')
 
 
 def _iex_plus(cur, msg):
@@ -530,17 +537,17 @@ def _server_fields(cur, msg, ident):
         _server_fields_slowly(cur, msg, ident)
         return
     values = msg.values
-    fields, keys = layout[0], layout[1]
+    keys = layout[1]
     for index in range(len(read)):
         values[keys[index]] = read[index]
-    for index in layout[3]:  # the fields with checks, in order: their findings come out in the fields' order
-        spec = fields[index][0]
+    for index, spec, limit, own in layout[3]:  # in the fields' order: so are their findings
         value = read[index]
         offset = cur.start(index)
         length = cur.start(index + 1) - offset
-        if type(value) is str:
+        # _check_text where it has something to flag: a String over its limit, or one that may not be UTF-8
+        if type(value) is str and (limit is not None and length - 1 > limit or "\ufffd" in value):
             _check_text(cur, spec, value, offset, length)
-        if spec is VERSION or spec is MAP_CRC or spec is FLAGS:
+        if own:
             _check_server_field(cur, ident, spec, value, offset, length)
 
 
@@ -584,8 +591,8 @@ def _check_server_field(cur, ident, spec, value, offset, length):
             cur.finding(W.bad_version, f'version "{value}" does not begin with 0.6', offset, length)
     elif spec is MAP_CRC:
         if value is not None and value < 0:
-            cur.finding(SIGNED_MAP_CRC, f"map CRC printed as a signed number ({value} = "
-                                          f"0x{value & 0xFFFFFFFF:08x}), as real servers do", offset, length)
+            cur.finding(SIGNED_MAP_CRC, f"map CRC printed as a signed number ({decimal_text(value)} = "
+                                          f"{hex_text(value & 0xFFFFFFFF, 8)}), as real servers do", offset, length)
     elif spec is FLAGS:
         if value is not None and value not in (0, 1):
             cur.finding(W.bad_flags, f"server flags {value}", offset, length)
@@ -776,13 +783,13 @@ class ClientRecords:
         if self.base < 0:
             self.data, self.origin = b"", 0
         else:
-            self.data, self.origin = self.data[self.base:self.stop], self.base
+            self.data, self.origin = cut(self.data, self.base, self.stop), self.base
 
     def add(self, values):
         """A record read with its values (their list: ``_record_values``), kept without the reserved String, which
         its dict does not hold and which may be long."""
         if len(values) > 5:
-            del values[5:]
+            values.pop()  # the sixth and last
         self.items.append(values)
         self.checked = True
         if len(values) > 4 and values[4] == 1:
@@ -868,9 +875,10 @@ def _quick_record(cur, count, records):
 def _text_end(data, pos, end, limit):
     """The terminator's offset of the String at ``pos`` where it holds at most ``limit`` bytes of valid UTF-8;
     else -1."""
+    raw = data  # compiled, a C pointer to the bytes (teeframe.pxd): read without bounds checks, each below end
     stop, high = pos, 0
     while stop < end:
-        byte = data[stop]
+        byte = raw[stop]
         if byte == 0:
             break
         high |= byte
@@ -885,9 +893,12 @@ def _text_end(data, pos, end, limit):
 def utf8_valid(data, start, stop):
     """Whether data[start:stop] is well-formed UTF-8 (The Unicode Standard, table 3-7), as Python's strict decoder
     takes it, without decoding it."""
+    if start < 0 or stop > len(data):
+        raise IndexError(f"bytes {start} to {stop} are not all within the {len(data)} bytes of data")
+    raw = data  # compiled, a C pointer to the bytes, as in _text_end: each index is below stop
     pos = start
     while pos < stop:
-        lead = data[pos]
+        lead = raw[pos]
         if lead < 0x80:
             pos += 1
             continue
@@ -901,10 +912,10 @@ def utf8_valid(data, start, stop):
             low, high = (0x90, 0xBF) if lead == 0xF0 else (0x80, 0x8F) if lead == 0xF4 else (0x80, 0xBF)
         else:
             return False
-        if pos + size > stop or not low <= data[pos + 1] <= high:
+        if pos + size > stop or not low <= raw[pos + 1] <= high:
             return False
         for index in range(pos + 2, pos + size):
-            if not 0x80 <= data[index] <= 0xBF:
+            if not 0x80 <= raw[index] <= 0xBF:
                 return False
         pos += size
     return True
@@ -913,21 +924,23 @@ def utf8_valid(data, start, stop):
 def _decimal_end(data, pos, end):
     """The terminator's offset of the Decimal String at ``pos`` where it is a number of 1 to QUICK_DIGITS
     digits, a minus sign first where negative; else -1."""
-    first = pos + 1 if pos + 1 < end and data[pos] == 0x2D else pos  # 0x2D: "-"
+    raw = data  # compiled, a C pointer to the bytes, as in _text_end
+    first = pos + 1 if pos + 1 < end and raw[pos] == 0x2D else pos  # 0x2D: "-"
     stop = first
-    while stop < end and 0x30 <= data[stop] <= 0x39:
+    while stop < end and 0x30 <= raw[stop] <= 0x39:
         stop += 1
-    if stop == first or stop - first > QUICK_DIGITS or stop >= end or data[stop] != 0:
+    if stop == first or stop - first > QUICK_DIGITS or stop >= end or raw[stop] != 0:
         return -1
     return stop
 
 
 def _small_decimal(data, start, stop):
     """The number of a Decimal String that _decimal_end found to be one."""
-    first = start + 1 if data[start] == 0x2D else start
+    raw = data  # compiled, a C pointer to the bytes, as in _text_end
+    first = start + 1 if raw[start] == 0x2D else start
     value = 0
     for index in range(first, stop):
-        value = value * 10 + data[index] - 0x30
+        value = value * 10 + raw[index] - 0x30
     return -value if first > start else value
 
 
