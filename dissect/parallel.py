@@ -472,8 +472,8 @@ class _Ring:
     def close(self):
         self.acks = _closed_fd(self.acks)
         self.ack_sender = _closed_fd(self.ack_sender)
-        self.view.release()
         try:
+            self.view.release()
             self.memory.close()
         except BufferError:  # a slice of it is still held (an interrupted write): the process's end frees it
             pass

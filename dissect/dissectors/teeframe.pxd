@@ -84,8 +84,8 @@ cdef class ClientRecords:
 cpdef bint _quick_record(Cursor cur, Py_ssize_t count, ClientRecords records) except -1
 @cython.locals(raw=cython.p_const_uchar, stop=Py_ssize_t, high=cython.uchar, byte=cython.uchar)
 cdef Py_ssize_t _text_end(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit) except -2
-@cython.locals(raw=cython.p_const_uchar, pos=Py_ssize_t, lead=cython.uchar, size=Py_ssize_t, low=cython.uchar, high=cython.uchar,
-               index=Py_ssize_t)
+@cython.locals(raw=cython.p_const_uchar, pos=Py_ssize_t, lead=cython.uchar, size=Py_ssize_t, low=cython.uchar,
+               high=cython.uchar, index=Py_ssize_t)
 cpdef bint utf8_valid(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 @cython.locals(raw=cython.p_const_uchar, first=Py_ssize_t, stop=Py_ssize_t)
 cdef Py_ssize_t _decimal_end(bytes data, Py_ssize_t pos, Py_ssize_t end)
