@@ -523,7 +523,6 @@ class _Merger:
         texts.sort(key=itemgetter(0))
         _write(printer.out, printer.json, (text for _, text in texts))
         printer.out.flush()  # a chunk is a batch already: keep no more than one in memory
-        del texts
         for message, ring in zip(messages[1:], self.rings):
             ring.release(message[4])
         _count(self.concluded.pipeline.traffic, messages)
