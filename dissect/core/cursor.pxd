@@ -17,7 +17,8 @@ cdef class Cursor:
     cdef public bytes data
     cdef public Py_ssize_t pos, end, last_offset, last_length, missing
     cdef public bint tree
-    cdef public object msg, _stack, _raw
+    cdef public Message msg
+    cdef public object _stack, _raw
     # where last_raw's bytes are while _raw is None
     cdef public Py_ssize_t _raw_start, _raw_stop
     cdef Py_ssize_t _starts[33]  # MAX_CSTRINGS + 1 (cursor.py): the offsets of the last cstrings's fields
@@ -33,7 +34,10 @@ cdef class Cursor:
     cpdef subtree(self, FieldSpec spec, value=*, name=*)
     cpdef Field open_subtree(self, FieldSpec spec, value=*, name=*)
     cpdef close_subtree(self, Field node)
+    @cython.locals(node=Field)
     cpdef set_last(self, value, display=*)
+    cpdef finding(self, spec, detail, offset=*, length=*)
+    cpdef flag_last(self, spec, detail)
     @cython.locals(data=bytes, pos=Py_ssize_t, n=Py_ssize_t)
     cpdef raw(self, FieldSpec spec, n)
     @cython.locals(data=bytes, pos=Py_ssize_t, nul=Py_ssize_t)

@@ -23,13 +23,16 @@ cdef class Message:
     cdef public object protocol, name, offset, length, info, payload
     cdef public list fields, findings, frames
     cdef public dict values
+    cpdef report(self, spec, detail, offset=*, length=*)
 
 cdef class AnalysisRecord:
     cdef public object protocol, name, frames, _result, findings, summary
 
+cpdef finding_text(rule, detail)
 cpdef tuple prepared_finding(spec, detail)
-@cython.locals(finding=Finding)
 cpdef add_prepared(Message msg, tuple prepared, offset, length)
+@cython.locals(finding=Finding)
+cdef Finding _declared_finding(code, severity, message, offset, length)
 
 cpdef Message new_message(protocol, payload, offset)
 cdef _start(Message msg, protocol, name, payload, offset)

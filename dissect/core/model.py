@@ -115,19 +115,32 @@ class Finding:
         return f"Finding({self.code!r}, {self.severity!r}, @{self.offset}:{self.length})"
 
 
+def finding_text(rule, detail):
+    """A finding's text: what was seen (``detail``), then the rule it breaks in parentheses."""
+    if not detail:
+        return rule
+    return f"{detail} ({rule})" if rule else detail
+
+
 def prepared_finding(spec, detail):
     """A finding whose text never changes, made ready once: (code, severity, message) of FindingTable entry ``spec``
     as ``Message.report`` writes them, for ``add_prepared``."""
-    return spec.code, spec.severity, spec.message(detail)
+    return spec.code, spec.severity, finding_text(spec.rule, detail)
 
 
 def add_prepared(msg, prepared, offset, length):
-    """``msg.report`` of a ``prepared_finding``: the Finding made here (in C when compiled), without report's two
-    Python calls and the text made again."""
+    """``msg.report`` of a ``prepared_finding``, without the text made again."""
+    code, severity, message = prepared
+    msg.findings.append(_declared_finding(code, severity, message, offset, length))
+
+
+def _declared_finding(code, severity, message, offset, length):
+    """A Finding of a FindingTable entry, whose severity the table checked: made without a constructor call's
+    argument parsing (in C when compiled)."""
     finding = Finding.__new__(Finding)
-    finding.code, finding.severity, finding.message = prepared
+    finding.code, finding.severity, finding.message = code, severity, message
     finding.offset, finding.length = offset, length
-    msg.findings.append(finding)
+    return finding
 
 
 @cython.freelist(64)
@@ -157,7 +170,8 @@ class Message:
 
     def report(self, spec, detail, offset=None, length=None):
         """A finding declared in a FindingTable: its code and severity, ``detail`` then the rule."""
-        self.findings.append(Finding(spec.code, spec.severity, spec.message(detail), offset, length))
+        self.findings.append(_declared_finding(spec.code, spec.severity, finding_text(spec.rule, detail), offset,
+                                               length))
 
     def walk(self):
         for field in self.fields:

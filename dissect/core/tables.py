@@ -9,7 +9,7 @@ A field key is spelled once, in its table; decoders reach an entry by the key's 
 under the protocol (``F.control.colors.shirt`` is ``netquake.control.colors.shirt``).
 """
 
-from .model import SEVERITY_RANK, Finding
+from .model import SEVERITY_RANK, Finding, finding_text
 
 # Value types, as Wireshark's FT_ names in small. Numbers compare with numbers, text with text.
 NUMBER_TYPES = frozenset({"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "int",
@@ -66,9 +66,7 @@ class FindingSpec:
 
     def message(self, detail):
         """The finding's text: what was seen, then the rule in parentheses."""
-        if not detail:
-            return self.rule
-        return f"{detail} ({self.rule})" if self.rule else detail
+        return finding_text(self.rule, detail)
 
     def at(self, detail, offset=None, length=None, severity=None):
         """A Finding of this kind (for findings that belong to no message: frames, streams, analysis).
