@@ -29,7 +29,7 @@ cdef _empty(BoundedDict table)
 cdef _add(BoundedDict table, key, value)
 @cython.locals(slot=Py_ssize_t)
 cdef Py_ssize_t _vacant(BoundedDict table) except -1
-cdef void _give_back(BoundedDict table, Py_ssize_t slot)
+cdef void _give_back(BoundedDict table, Py_ssize_t slot) noexcept
 cdef _occupy(BoundedDict table, Py_ssize_t slot, key, value)
 @cython.locals(slot=Py_ssize_t, capacity=Py_ssize_t)
 cdef Py_ssize_t _new_slot(BoundedDict table) except -1
@@ -39,7 +39,7 @@ cdef tuple _take(BoundedDict table, Py_ssize_t slot)
 cdef _release(BoundedDict table, Py_ssize_t slot)
 @cython.locals(out=list, slot=Py_ssize_t)
 cdef list _in_order(BoundedDict table)
-cdef void _refresh(BoundedDict table, Py_ssize_t slot)
+cdef void _refresh(BoundedDict table, Py_ssize_t slot) noexcept
 @cython.locals(before=int, after=int)
-cdef void _unlink(BoundedDict table, Py_ssize_t slot)
-cdef void _insert(BoundedDict table, Py_ssize_t slot, int before, int after)
+cdef void _unlink(BoundedDict table, Py_ssize_t slot) noexcept
+cdef void _insert(BoundedDict table, Py_ssize_t slot, int before, int after) noexcept
