@@ -25,6 +25,11 @@ each were evicted.
 
 from collections import Counter
 
+try:
+    import cython
+except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
+    from ..core import nocython as cython
+
 from ..capture.tables import ABUSE_FINDINGS as W
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, kept, peek, put, refreshed
@@ -506,6 +511,12 @@ def check_thresholds(rate, window):
 
 
 # -- what is kept ---------------------------------------------------------------------------------------
+# The entries hold numbers, texts, tuples, lists and sets of those, and entries of the kinds below them: none refers
+# back to one that holds it, so none is in a cycle, and the compiled build leaves them out of the cyclic collector
+# (``cython.no_gc``): nothing to track as each is made and freed (which a table full of churn does for each request),
+# nothing for a collection to walk.
+@cython.no_gc
+@cython.cclass
 class _Query:
     """One request and the replies it drew so far; ``kind``: the _Kind of its request type. Made by _new_query."""
 
@@ -544,6 +555,8 @@ def _new_query(kind, frame, size, wire):
     return query
 
 
+@cython.no_gc
+@cython.cclass
 class _Kind:
     """The queries of one request type of one protocol, and their amplification."""
 
@@ -594,6 +607,8 @@ class _Kind:
         return row
 
 
+@cython.no_gc
+@cython.cclass
 class _Unsolicited:
     """Replies of one protocol that answer no request seen, and replies over its size limit."""
 
@@ -614,6 +629,8 @@ class _Unsolicited:
         self.oversize += other.oversize
 
 
+@cython.no_gc
+@cython.cclass
 class _Rate:
     """Messages per whole second, for the peak over a window. At most MAX_BINS seconds are kept: before the
     oldest is dropped, the window that starts there is counted into ``folded``. ``add`` returns the seconds it added
@@ -677,6 +694,8 @@ def _window_total(bins, first, window):
     return total
 
 
+@cython.no_gc
+@cython.cclass
 class _Host:
     """One address: what it asked and what came back to it."""
 
@@ -800,6 +819,8 @@ class _Host:
                 "reply_wire_bytes": self.caused_wire}
 
 
+@cython.no_gc
+@cython.cclass
 class _Server:
     """One server endpoint: the requests it received and the replies it sent."""
 
@@ -839,6 +860,8 @@ class _Server:
                 "oversize_replies": self.oversize}
 
 
+@cython.no_gc
+@cython.cclass
 class _Pair:
     """One source address and one server: its requests and its replies within the last window (the flood
     watch), and whether each reached one a second over a window. A window's seconds are kept flat,
@@ -901,6 +924,8 @@ def _slide(recent, second, window):
     return gone
 
 
+@cython.no_gc
+@cython.cclass
 class _Flood:
     __slots__ = ("protocol", "first_frame", "frame", "peak", "requests")
 

@@ -14,3 +14,8 @@ def cclass(cls):
 def freelist(size):
     """``cython.freelist``: keep up to ``size`` freed objects of the class for reuse."""
     return lambda cls: cls
+
+
+def no_gc(cls):
+    """``cython.no_gc``: the extension type's objects are not followed by the cyclic garbage collector."""
+    return cls
