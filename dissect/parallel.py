@@ -281,13 +281,16 @@ def run_parallel(args, out):
         raise UsageError(f"-j {args.jobs}: cannot start the worker processes: {exc.strerror or exc}") from None
     printer = _printer(args, out)
     merger = _Merger(args, printer, receivers, rings)
+    finished = False
     try:
-        return merger.deliver(("end", _work(0, _own_args(args), partition, merger.deliver)))
+        code = merger.deliver(("end", _work(0, _own_args(args), partition, merger.deliver)))
+        finished = True
+        return code
     except KeyboardInterrupt:  # the workers' conclusions never come: end the output as it stands
         printer.close()
         return 130
     finally:
-        _stop(workers)
+        _stop(workers, finished)
         _close_all(receivers, rings)
 
 
@@ -313,14 +316,15 @@ def _close_all(receivers, rings):
         ring.close()
 
 
-def _stop(workers):
-    """The workers still running are ended (SIGTERM, as at an error or an interrupt of the parent); each is waited
-    for, so none is left behind."""
+def _stop(workers, finished=False):
+    """Each worker is waited for, so none is left behind. After the run's end (``finished``) every one has sent its
+    own and is exiting: it is left to exit. Otherwise (an error, an interrupt of the parent) one still running is
+    ended with SIGTERM."""
     for pid in workers:
         try:
-            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+            if not finished and os.waitpid(pid, os.WNOHANG)[0] == 0:
                 os.kill(pid, signal.SIGTERM)
-                os.waitpid(pid, 0)
+            os.waitpid(pid, 0)
         except ChildProcessError:  # waited for already
             pass
 

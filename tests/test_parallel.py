@@ -336,6 +336,46 @@ def test_a_message_cut_short_by_a_dying_worker_is_that_worker_stopping():
     receiver.close()
 
 
+def _child_that_says_done_after(seconds):
+    """A forked process that sleeps, then writes b"done" to the pipe returned with its pid and exits 0: killed
+    before that, it writes nothing."""
+    import time
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.close(read_end)
+            time.sleep(seconds)
+            os.write(write_end, b"done")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _said(read_end):
+    with os.fdopen(read_end, "rb") as said:
+        return said.read()
+
+
+def test_workers_that_sent_their_end_are_left_to_exit():
+    """At the run's end each worker has sent its end and is exiting: the parent waits for it, and does not cut
+    short what it still does on its way out (SIGTERM did, where the worker had not yet exited)."""
+    pid, read_end = _child_that_says_done_after(0.3)
+    parallel._stop([pid], finished=True)
+    assert _said(read_end) == b"done"
+    with pytest.raises(ChildProcessError):  # waited for: none is left behind
+        os.waitpid(pid, 0)
+
+
+def test_workers_still_running_at_an_error_are_ended():
+    pid, read_end = _child_that_says_done_after(30)
+    parallel._stop([pid])  # returns at once: SIGTERM ended it
+    assert _said(read_end) == b""
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
 def test_messages_larger_than_the_pipe_cross_whole_and_in_order():
     import threading
     from dissect.parallel import _pipe
