@@ -2,8 +2,9 @@
 
 A few classes made for every frame (a frame's Fields, its Message, Cursor, Packet) carry ``@cython.freelist(n)``:
 the compiled build keeps up to n freed objects of the class and makes the next ones from them, without an
-allocation. Plain Python has no use for either decorator: where Cython is installed, its own ``cython`` module
-makes them no-ops; where it is not, these do."""
+allocation. The abuse analysis's table entries carry ``@cython.no_gc``: the compiled build leaves them out of the
+cyclic garbage collector. Plain Python has no use for these decorators: where Cython is installed, its own
+``cython`` module makes them no-ops; where it is not, these do."""
 
 
 def cclass(cls):
