@@ -39,7 +39,7 @@ cdef class Pipeline:
     cpdef _tcp(self, record, Packet packet)
     cpdef _stream_message(self, FrameRecord record, TcpStream stream, direction, Message msg)
 
-@cython.locals(values=dict)
+@cython.locals(values=dict, ends=tuple)
 cdef _tag(TcpStream stream, direction, Message msg)
 cdef _other(key, side)
 

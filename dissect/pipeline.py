@@ -421,13 +421,16 @@ def _wire_length(record, msg):
 
 def _tag(stream, direction, msg):
     """Stream messages carry their stream and direction: the packet at hand may be the other side's."""
+    ends = stream.ends
+    if ends is None:  # a stream's ends, named in each of its messages, are written once
+        client = stream.client
+        server = _other(stream.key, client)
+        ends = stream.ends = (endpoint(client[0], client[1]), endpoint(server[0], server[1]))
     values = msg.values
-    client = stream.client
-    server = _other(stream.key, client)
     values["stream"] = stream.index
     values["from_client"] = direction == 0
-    values["client"] = endpoint(client[0], client[1])
-    values["server"] = endpoint(server[0], server[1])
+    values["client"] = ends[0]
+    values["server"] = ends[1]
 
 
 def _other(key, side):

@@ -38,7 +38,7 @@ cdef class TcpReassembler:
 
 cdef class TcpStream:
     cdef public object index, key, client, dissector, parsers, ignored, probed
-    cdef public tuple directions
+    cdef public tuple directions, ends
     cpdef int direction_of(self, src, sport) except -1
 
 cpdef tuple _key(Packet packet)

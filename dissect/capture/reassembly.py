@@ -83,7 +83,7 @@ class _Direction:
 
 
 class TcpStream:
-    __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed")
+    __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed", "ends")
 
     def __init__(self, index, key, client):
         self.index = index
@@ -94,6 +94,7 @@ class TcpStream:
         self.parsers = None
         self.ignored = False
         self.probed = 0
+        self.ends = None  # (client, server) as texts, made by the pipeline for the first message it tags
 
     def direction_of(self, src, sport):
         return 0 if (src, sport) == self.client else 1
