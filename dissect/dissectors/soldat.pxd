@@ -5,7 +5,7 @@
 # (not attributes of the compiled module): only this module reads them.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, cut
+from dissect.core.cursor cimport Cursor, as_bytes, cut
 from dissect.core.fmt cimport decimal_text
 from dissect.core.model cimport Message
 from dissect.registry cimport dissect_message
@@ -43,16 +43,16 @@ cpdef layout_fields(Cursor cur, Message msg, Py_ssize_t offset, Py_ssize_t end, 
 cpdef ruled_field(Cursor cur, Message msg, Column column, Py_ssize_t start, Py_ssize_t length, str text)
 cdef tuple UTF8_SEPARATED, LATIN1_SEPARATED, NOT_SEPARATED
 cpdef tuple separator_of(bytes line)
-@cython.locals(line=bytes, type_byte=Py_ssize_t, line_end=Py_ssize_t, count=Py_ssize_t)
+@cython.locals(line=bytes, type_byte=Py_ssize_t, line_end=Py_ssize_t, count=Py_ssize_t, layout=list)
 cpdef _decode(Cursor cur, Message msg)
 @cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
 cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
 cdef _line_end(Cursor cur, Py_ssize_t size, Py_ssize_t length)
 @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t,
                split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
-cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte, Py_ssize_t count)
-@cython.locals(layout=list, template=dict)
-cdef _start_values(Message msg, type_byte, Py_ssize_t count)
+cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte, Py_ssize_t count, list layout)
+@cython.locals(template=dict)
+cdef _start_values(Message msg, list layout, type_byte, Py_ssize_t count)
 cpdef _check_count(Cursor cur, Message msg, type_byte, count, layout)
 @cython.locals(data=dict)
 cpdef _cross_checks(Cursor cur, Message msg, Py_ssize_t start, bytes separator)

@@ -21,7 +21,7 @@ counted with PIECE_COST bytes of bookkeeping (so that a line sent a byte a segme
 import re
 import sys
 
-from ..core.cursor import cut
+from ..core.cursor import as_bytes, cut
 from ..core.fmt import ValueTexts, decimal_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector, dissect_message
@@ -537,7 +537,7 @@ class Soldat(Dissector):
 
     def claims(self, payload, packet, on_port):
         return len(payload) >= 2 and payload[0] in TYPES and \
-            separator_of(payload if type(payload) is bytes else bytes(payload))[0] is not None
+            separator_of(as_bytes(payload))[0] is not None
 
     def stream_parser(self):
         return LineParser(self)
@@ -558,7 +558,8 @@ def _decode(cur, msg):
     separator, encoding = separator_of(line)
     line_end = _bound(cur, line, separator)
     count = 0 if separator is None else field_count(line, cur.pos, cur.end, separator)
-    _start_values(msg, type_byte, count)
+    layout = LAYOUTS.get(type_byte)
+    _start_values(msg, layout, type_byte, count)
     msg.values["type"] = chr(type_byte)
     msg.values["encoding"] = encoding
     if type_byte not in TYPES:
@@ -569,7 +570,7 @@ def _decode(cur, msg):
         if cur.remaining():
             cur.rest(F.body)
     else:
-        _fields(cur, msg, separator, encoding, type_byte, count)
+        _fields(cur, msg, separator, encoding, type_byte, count, layout)
         msg.info = info_line(msg, count)
     if line_end:
         _line_end(cur, len(line), line_end)
@@ -606,16 +607,15 @@ def _line_end(cur, size, length):
         cur.finding(W.crlf, "this line ends in \\r\\n, not \\n alone", size - 2, 1)
 
 
-def _fields(cur, msg, separator, encoding, type_byte, count):
-    """Decode the ``count`` fields after the type byte. Only the first MAX_FIELDS are read, the rest counted, so
-    that a line of separators costs no more than its bytes."""
+def _fields(cur, msg, separator, encoding, type_byte, count, layout):
+    """Decode the ``count`` fields after the type byte, by its line type's ``layout`` (None: an unknown type). Only
+    the first MAX_FIELDS are read, the rest counted, so that a line of separators costs no more than its bytes."""
     data, start, end = cur.data, cur.pos, cur.end
     step = len(separator)
     first = start + step
     cur.pos = end
     split = min(count, MAX_FIELDS)
     utf8 = encoding == "utf-8"
-    layout = LAYOUTS.get(type_byte)
     if layout is None:
         offset = first
         for _ in range(split):
@@ -642,10 +642,9 @@ def _empty_line(cur, msg, size):
     msg.info = "Empty line"
 
 
-def _start_values(msg, type_byte, count):
+def _start_values(msg, layout, type_byte, count):
     """``msg.values``, empty, as a copy of its line type's WHOLE_LINE_VALUES where the line has ``count`` fields,
-    every column of its type: _decode and the columns set each key of it."""
-    layout = LAYOUTS.get(type_byte)
+    every column of its ``layout``: _decode and the columns set each key of it."""
     if layout and count >= len(layout):
         template = WHOLE_LINE_VALUES[type_byte]
         msg.values = template.copy()
