@@ -60,6 +60,7 @@ cdef _start(Cursor cur, Message msg, data, tree, Py_ssize_t pos)
 
 cdef str _decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, str encoding)
 cdef Py_ssize_t _width(st) except -1
+cpdef bytes as_bytes(data)
 @cython.locals(size=Py_ssize_t, raw=cython.p_char)
 cpdef bytes cut(bytes data, Py_ssize_t start, Py_ssize_t stop)
 @cython.locals(value=cython.longlong)

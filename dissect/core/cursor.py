@@ -398,7 +398,7 @@ def new_cursor(msg, data, tree, pos):
 
 def _start(cur, msg, data, tree, pos):
     cur.msg = msg
-    cur.data = data if type(data) is bytes else bytes(data)  # slices of it are the fields' bytes
+    cur.data = as_bytes(data)  # slices of it are the fields' bytes
     cur.pos = pos
     cur.end = len(data)
     cur.missing = 0
@@ -432,6 +432,12 @@ def _width(st):
     if st is I32LE or st is U32LE or st is I32BE or st is U32BE:
         return 4
     return st.size
+
+
+def as_bytes(data):
+    """``data`` as bytes, the object itself where it is bytes: what the compiled readers read in C (a payload may
+    come as a bytearray or memoryview from an API caller)."""
+    return data if type(data) is bytes else bytes(data)
 
 
 def cut(data, start, stop):

@@ -3,7 +3,7 @@
 # the Cursor and the Message as C structs and call the Cursor's C methods.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, unpack
+from dissect.core.cursor cimport Cursor, as_bytes, unpack
 from dissect.core.model cimport Message, add_prepared, prepared_finding
 from dissect.core.bounded cimport put
 from dissect.capture.layers cimport Packet

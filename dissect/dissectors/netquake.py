@@ -18,7 +18,7 @@ sequence number; their game messages are not decoded.
 
 from ..core import I32BE, I32LE, U16BE, U32BE
 from ..core.bounded import BoundedDict, put
-from ..core.cursor import unpack
+from ..core.cursor import as_bytes, unpack
 from ..core.fmt import ValueTexts, hex16, hex_text
 from ..core.model import add_prepared, prepared_finding
 from ..core.tables import FieldTable, FindingTable
@@ -203,7 +203,7 @@ class NetQuake(Dissector):
 
     # -- recognition -----------------------------------------------------------
     def claims(self, payload, packet, on_port):
-        return _claims(self, payload if type(payload) is bytes else bytes(payload), packet, on_port)
+        return _claims(self, as_bytes(payload), packet, on_port)
 
     def _known(self, packet):
         return packet is not None and _conversation(packet.src, packet.sport, packet.dst, packet.dport) \

@@ -3,7 +3,7 @@
 # each other and to the Cursor; without a tree, its integers are read from the bytes in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, new_cursor
+from dissect.core.cursor cimport Cursor, as_bytes, new_cursor
 from dissect.core.fmt cimport hex_text
 from dissect.core.model cimport Field, Message, add_prepared, new_field, new_message, prepared_finding
 from dissect.core.tables cimport FieldSpec

@@ -33,7 +33,7 @@ import struct
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict, peek, put
-from ..core.cursor import new_cursor
+from ..core.cursor import as_bytes, new_cursor
 from ..core.fmt import ValueTexts, hex_text, named
 from ..core.model import add_prepared, new_field, new_message, prepared_finding
 from ..core.tables import FieldTable, FindingTable
@@ -330,7 +330,7 @@ class Odamex(Dissector):
         self.keyed = BoundedDict(4096)
 
     def claims(self, payload, packet, on_port):
-        return _claims(payload if type(payload) is bytes else bytes(payload), on_port)
+        return _claims(as_bytes(payload), on_port)
 
     def observe(self, packet, msg):
         _observe(self.keyed, packet, msg)

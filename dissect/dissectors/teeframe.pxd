@@ -3,7 +3,7 @@
 # the Cursor and the Message as C structs and call each other and the Cursor's methods in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, cut
+from dissect.core.cursor cimport Cursor, as_bytes, cut
 from dissect.core.fmt cimport dec_hex, decimal_text, hex_text
 from dissect.core.model cimport Field, Message
 

@@ -25,7 +25,7 @@ import sys
 from operator import index as _as_index
 
 from ..core import U16BE, Truncated
-from ..core.cursor import cut
+from ..core.cursor import as_bytes, cut
 from ..core.fmt import ValueTexts, dec_hex, decimal_text, hex_text
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -282,7 +282,7 @@ class TeeFrame(Dissector):
 
     # -- recognition -------------------------------------------------------------------
     def claims(self, payload, packet, on_port):
-        return _claims(payload if type(payload) is bytes else bytes(payload), on_port)
+        return _claims(as_bytes(payload), on_port)
 
     # -- decoding ------------------------------------------------------------------------------
     def decode(self, cur, msg, packet):
