@@ -1,5 +1,6 @@
 """Capture reading: both file formats in all their variants, every link type, damaged files."""
 
+import socket
 import struct
 
 import capkit
@@ -40,6 +41,22 @@ def test_every_link_type_reaches_the_payload(tmp_path, link, make_ip):
     expected_src = "10.0.0.7" if make_ip is udp4 else "2001:db8::7"
     assert packet.src == expected_src
 
+
+
+def test_ipv6_addresses_as_inet_ntop_writes_them_through_the_slot_cache():
+    # the texts are kept by slot: two addresses that share a slot take turns (these two, 65,536 apart, share one in
+    # a table of up to 65,536 slots), the zero address is not taken for an empty slot's, and a repeated address comes
+    # back as the same text
+    same_slot = ["2001:db8::1", "2001:db8::1:1"]
+    addresses = ["::", "::1", *same_slot, "fe80::1:2:3:4", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "::ffff:10.0.0.1"]
+    for src in [*addresses, *same_slot, *reversed(addresses)]:
+        dst = addresses[(addresses.index(src) + 1) % len(addresses)]
+        frame = capkit.ethernet(capkit.udp_packet(src, 40000, dst, 26000, PAYLOAD))
+        packet = decode_frame(frame, 1)
+        expected = [socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, a)) for a in (src, dst)]
+        assert [packet.src, packet.dst] == expected
+    again = decode_frame(capkit.ethernet(capkit.udp_packet("fe80::1:2:3:4", 1, "::1", 2, PAYLOAD)), 1)
+    assert again.src is decode_frame(capkit.ethernet(capkit.udp_packet("fe80::1:2:3:4", 1, "::1", 2, PAYLOAD)), 1).src
 
 def test_vlan_tagged_ethernet():
     frame = capkit.ethernet(udp4(), vlan=42)

@@ -2,7 +2,7 @@
 # file is the source and runs as it is without them.
 
 cimport cython
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from dissect.core.bounded cimport kept
 from dissect.core.cursor cimport cut
 from dissect.core.fmt cimport decimal_text
@@ -15,6 +15,9 @@ cdef int IPV6_EXTENSIONS[4]
 cdef Py_ssize_t ADDRESS_SLOTS
 cdef int64_t[::1] _numbers
 cdef list _texts
+cdef Py_ssize_t V6_SLOTS
+cdef uint64_t[::1] _v6_high, _v6_low
+cdef list _v6_texts
 cdef Py_ssize_t ETHERNET_TEXTS
 cdef dict _ethernet_texts
 @cython.locals(text=str)
@@ -62,6 +65,10 @@ cdef _ipv4(Packet packet, bytes data, Py_ssize_t offset)
 cdef _ipv4_text(bytes data, Py_ssize_t offset)
 @cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
 cdef _ipv6(Packet packet, bytes data, Py_ssize_t offset)
+@cython.locals(high=uint64_t, low=uint64_t, slot=Py_ssize_t)
+cdef _ipv6_text(bytes data, Py_ssize_t offset)
+@cython.locals(number=uint64_t, index=Py_ssize_t)
+cdef uint64_t _u64(bytes data, Py_ssize_t offset)
 cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, int proto)
 @cython.locals(sport=object, dport=object, ulen=Py_ssize_t, stop=Py_ssize_t)  # the ports boxed once, for two uses
 cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
