@@ -6,33 +6,37 @@ cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing
 from dissect.core.bounded cimport BoundedDict, peek, popped, put
+from dissect.core.fmt cimport decimal_text
 from dissect.core.model cimport Message
-from dissect.dissectors.soldat cimport clip
+from dissect.dissectors.soldat cimport clip, server_values
 
 cdef class SoldatAnalyzer(Analyzer):
     cdef public BoundedDict exchanges
-    cdef public object requests, answered, held_entries, held_bytes
+    cdef public object requests, answered
+    cdef public Py_ssize_t held_entries, held_bytes
     cdef public ServersSeen servers
     cdef public Timing timing
-    @cython.locals(values=dict, exchange=_Exchange)
+    @cython.locals(values=dict, exchange=_Exchange, request=bint)
     cpdef feed(self, record, Message msg, tree)
     cpdef _Exchange _open(self, stream, Message msg, list out)
-    @cython.locals(values=tuple)
+    @cython.locals(values=tuple, cost=Py_ssize_t)
     cpdef _server(self, stream, _Exchange exchange, Message msg, list out)
-    cpdef _make_room(self, stream, cost, list out)
-    cpdef _hold(self, _Exchange exchange, entries, cost)
+    cpdef _make_room(self, stream, Py_ssize_t cost, list out)
+    cpdef _hold(self, _Exchange exchange, Py_ssize_t entries, Py_ssize_t cost)
     cpdef _seen(self, _Exchange exchange, tuple values, list frames)
 
 cdef class _Exchange:
-    cdef public object client, lobby, filters, announced, servers, received, cost, frames, start_ts, elapsed
+    cdef public object client, lobby, filters, announced, frames, start_ts, elapsed
+    cdef public list servers
+    cdef public Py_ssize_t received, cost
     cdef public object ended, lost, uncaptured, cut_server
 
+cdef dict GAME_STYLES  # imported from the dissector: a C global, read as a dict
 cdef Py_ssize_t IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION
 cdef Py_ssize_t EMPTY_TUPLE_BYTES, TUPLE_SLOT_BYTES
 @cython.locals(cost=Py_ssize_t, size=Py_ssize_t)
 cpdef Py_ssize_t _cost(tuple values) except -1
 cpdef _add_frames(list frames, list more)
-cdef tuple _server_values(dict fields)
 cpdef _text(value)
 @cython.locals(out=dict, index=Py_ssize_t)
 cpdef dict _keyed(list keys, tuple values)

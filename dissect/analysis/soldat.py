@@ -7,13 +7,13 @@ a list that alone reaches it, or MAX_SERVERS_PER_LIST, counts its further server
 keeping them (the result's ``omitted``).
 """
 
-from operator import itemgetter
 from sys import getsizeof
 
 from ..capture.tables import FRAME_FINDINGS
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
-from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip
+from ..core.fmt import decimal_text
+from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip, server_values
 from .base import Analyzer
 from .common import ServersSeen, Timing, merge_counts
 
@@ -29,7 +29,6 @@ SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "version",
 IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION = [
     SERVER_KEYS.index(key) for key in ("ip", "port", "passworded", "name", "map", "players", "maxplayers",
                                        "gamestyle", "version")]
-SERVER_COLUMNS = itemgetter(*SERVER_KEYS)  # a server's values as a tuple in SERVER_KEYS order, in one call
 CUT_MESSAGE = FRAME_FINDINGS.cut_message  # a list short of lines the capture did not keep: no fault of the peer
 EMPTY_TUPLE_BYTES = getsizeof(())
 TUPLE_SLOT_BYTES = getsizeof((None,)) - EMPTY_TUPLE_BYTES
@@ -88,8 +87,9 @@ class SoldatAnalyzer(Analyzer):
             return []
         out = []
         name = msg.name
+        request = name == "request_list"
         exchange = peek(self.exchanges, stream)
-        if name == "request_list" or exchange is None:
+        if request or exchange is None:
             if exchange is not None:
                 out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))
             exchange = self._open(stream, msg, out)
@@ -99,18 +99,18 @@ class SoldatAnalyzer(Analyzer):
             exchange.uncaptured = True
         if record.number is not None:
             _add_frames(exchange.frames, msg.frames)
-        if name == "request_list":
+        if name == "server":  # first: most lines are server entries
+            if values.get("cut_by_end"):
+                exchange.cut_server = True  # the stream ended inside the line: its values may be cut short
+            else:
+                self._server(stream, exchange, msg, out)
+        elif request:
             self.requests += 1
             exchange.filters = tuple([_text(values.get(key)) for key in FILTER_KEYS])
             self._hold(exchange, 0, _cost(exchange.filters))
             exchange.start_ts = record.ts
         elif name == "list_begin":
             exchange.announced = values.get("servercount")
-        elif name == "server":
-            if values.get("cut_by_end"):
-                exchange.cut_server = True  # the stream ended inside the line: its values may be cut short
-            else:
-                self._server(stream, exchange, msg, out)
         elif name == "list_end":
             exchange.ended = True
             if exchange.start_ts is not None and record.ts is not None:
@@ -130,7 +130,7 @@ class SoldatAnalyzer(Analyzer):
 
     def _server(self, stream, exchange, msg, out):
         exchange.received += 1
-        values = _server_values(msg.values)
+        values = server_values(msg.values)
         if len(exchange.servers) < MAX_SERVERS_PER_LIST:
             cost = _cost(values)
             self._make_room(stream, cost, out)
@@ -165,7 +165,7 @@ class SoldatAnalyzer(Analyzer):
 
     def _seen(self, exchange, values, frames):
         """The servers-seen row of a listed server, ``values`` its columns in SERVER_KEYS order."""
-        address = f"{clip(str(values[IP]), MAX_TEXT)}:{values[PORT]}"
+        address = f"{clip(str(values[IP]), MAX_TEXT)}:{decimal_text(values[PORT])}"
         passworded = values[PASSWORDED]
         self.servers.update(address, frames[-1] if frames else 0, (  # in SEEN_COLUMNS order
             _text(values[NAME]), _text(values[MAP]), values[PLAYERS], values[MAXPLAYERS],
@@ -229,17 +229,8 @@ def _add_frames(frames, more):
     for frame in more:
         if len(frames) >= MAX_FRAMES:
             return
-        if frame not in frames:
+        if not (frames and frames[-1] == frame) and frame not in frames:  # most often the last one listed
             frames.append(frame)
-
-
-def _server_values(fields):
-    """The values of SERVER_KEYS in ``fields``, as a tuple in that order, None for a key not there (a line
-    short of fields)."""
-    try:
-        return SERVER_COLUMNS(fields)
-    except KeyError:
-        return tuple([fields.get(key) for key in SERVER_KEYS])
 
 
 def _text(value):

@@ -1,8 +1,8 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them. The field loop and its helpers are C functions with
 # typed locals: they find each field's separator in the line's bytes and read a plain value there, so a
-# line's fields cost no Python call and no bytes object each. PLAIN_DIGITS, TYPES and LAYOUTS are C globals
-# (not attributes of the compiled module): only this module reads them.
+# line's fields cost no Python call and no bytes object each. PLAIN_DIGITS, TYPES, LINE_TYPES and SERVER_KEYS_AT
+# are C globals (not attributes of the compiled module): only this module reads them.
 
 cimport cython
 from dissect.core.cursor cimport Cursor, as_bytes, cut
@@ -15,8 +15,13 @@ cdef class Column:
     cdef public bint numeric
     cdef public Py_ssize_t low, high
 
+cdef class LineType:
+    cdef public str name, title
+    cdef public list layout
+    cdef public dict utf8_values, latin1_values
+
 cdef Py_ssize_t PLAIN_DIGITS
-cdef dict TYPES, LAYOUTS, WHOLE_LINE_VALUES
+cdef dict TYPES, LINE_TYPES
 
 cpdef bint _ascii_digits(text)
 @cython.locals(dots=Py_ssize_t, digits=Py_ssize_t, octet=Py_ssize_t, char=cython.Py_UCS4)
@@ -41,19 +46,22 @@ cdef str decoded(bytes data, Py_ssize_t start, Py_ssize_t stop, bint utf8)
 cpdef layout_fields(Cursor cur, Message msg, Py_ssize_t offset, Py_ssize_t end, bytes separator, Py_ssize_t count,
                     list layout, bint utf8)
 cpdef ruled_field(Cursor cur, Message msg, Column column, Py_ssize_t start, Py_ssize_t length, str text)
+cdef Py_ssize_t SERVER_KEYS_AT
+cpdef tuple server_values(dict values)
 cdef tuple UTF8_SEPARATED, LATIN1_SEPARATED, NOT_SEPARATED
 cpdef tuple separator_of(bytes line)
-@cython.locals(line=bytes, type_byte=Py_ssize_t, line_end=Py_ssize_t, count=Py_ssize_t, layout=list)
+@cython.locals(line=bytes, type_byte=Py_ssize_t, kind=LineType, utf8=bint, line_end=Py_ssize_t, count=Py_ssize_t,
+               layout=list)
 cpdef _decode(Cursor cur, Message msg)
 @cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
 cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
 cdef _line_end(Cursor cur, Py_ssize_t size, Py_ssize_t length)
 @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, step=Py_ssize_t, first=Py_ssize_t,
-               split=Py_ssize_t, utf8=bint, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
-cpdef _fields(Cursor cur, Message msg, bytes separator, encoding, type_byte, Py_ssize_t count, list layout)
-@cython.locals(template=dict)
-cdef _start_values(Message msg, list layout, type_byte, Py_ssize_t count)
-cpdef _check_count(Cursor cur, Message msg, type_byte, count, layout)
+               split=Py_ssize_t, offset=Py_ssize_t, stop=Py_ssize_t, last=Py_ssize_t)
+cpdef _fields(Cursor cur, Message msg, bytes separator, bint utf8, Py_ssize_t type_byte, Py_ssize_t count,
+              list layout)
+cdef _start_values(Message msg, LineType kind, Py_ssize_t type_byte, encoding, bint utf8, Py_ssize_t count)
+cpdef _check_count(Cursor cur, Message msg, Py_ssize_t type_byte, count, layout)
 @cython.locals(data=dict)
 cpdef _cross_checks(Cursor cur, Message msg, Py_ssize_t start, bytes separator)
 @cython.locals(data=dict)
@@ -75,6 +83,34 @@ cdef extern from *:
     }
     """
     Py_ssize_t _memchr_index "dissect_memchr_index" (bytes data, int byte, Py_ssize_t start, Py_ssize_t stop)
+
+cdef extern from *:
+    """
+    /* The values of ``dict`` at its positions ``at`` to ``at + len(keys) - 1``, in its order, as a tuple, where
+       the keys there are the objects of ``keys``, in order; else None (for the caller to look them up). */
+    static PyObject *dissect_values_in_order(PyObject *dict, PyObject *keys, Py_ssize_t at) {
+        Py_ssize_t count = PyList_GET_SIZE(keys), pos = 0, index = -at;
+        PyObject *key, *value, *row;
+        if (!PyDict_CheckExact(dict) || PyDict_GET_SIZE(dict) < at + count)
+            Py_RETURN_NONE;
+        row = PyTuple_New(count);
+        if (row == NULL)
+            return NULL;
+        while (index < count && PyDict_Next(dict, &pos, &key, &value)) {
+            if (index >= 0) {
+                if (key != PyList_GET_ITEM(keys, index)) {
+                    Py_DECREF(row);
+                    Py_RETURN_NONE;
+                }
+                Py_INCREF(value);
+                PyTuple_SET_ITEM(row, index, value);
+            }
+            index++;
+        }
+        return row;
+    }
+    """
+    object _values_in_order "dissect_values_in_order" (dict values, list keys, Py_ssize_t at)
 
 cdef class LineParser:
     cdef public object dissector, pieces, size, spans, counted, skipping, after_gap, lost, uncaptured_bytes, encoding

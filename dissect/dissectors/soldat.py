@@ -20,6 +20,7 @@ counted with PIECE_COST bytes of bookkeeping (so that a line sent a byte a segme
 
 import re
 import sys
+from operator import itemgetter
 
 from ..core.cursor import as_bytes, cut
 from ..core.fmt import ValueTexts, decimal_text
@@ -380,15 +381,52 @@ SERVER_LAYOUT = _layout([
 PLAYERS_COLUMN = [column.spec for column in SERVER_LAYOUT].index(F.server.players)  # where _cross_checks finds it
 # Entries read for every line, looked up once: F.<name> goes through the table's __getattr__ at every use.
 TYPE_FIELD, EOL_FIELD = F.type, F.eol
-LAYOUTS = {0x65: REQUEST_LAYOUT, 0x66: _layout([(F.list.servercount, servercount, True)]), 0x67: SERVER_LAYOUT,
-           0x68: []}
-# A whole line's values, keyed in the order _decode and the columns write them: copied and filled (a dict that
-# grows to a server line's 22 keys one insertion at a time is rebuilt three times on the way).
-WHOLE_LINE_VALUES = {type_byte: dict.fromkeys(["type", "encoding", "field_count"] + [col.short for col in layout])
-                     for type_byte, layout in LAYOUTS.items() if layout}
+
+
+class LineType:
+    """A type of TYPES: its message name and title, the columns of its fields (its ``layout``), and a whole line's
+    values as _decode starts them, for each encoding of the separator (see _whole_line_values)."""
+
+    __slots__ = ("name", "title", "layout", "utf8_values", "latin1_values")
+
+    def __init__(self, type_byte, layout):
+        self.name, self.title = TYPES[type_byte]
+        self.layout = layout
+        self.utf8_values = _whole_line_values(type_byte, "utf-8", layout)
+        self.latin1_values = _whole_line_values(type_byte, "latin-1", layout)
+
+
+def _whole_line_values(type_byte, encoding, layout):
+    """The line's type and encoding, every other key None, in the order _decode and the columns write them: copied
+    and filled (a dict that grows to a server line's 22 keys one insertion at a time is rebuilt three times on the
+    way)."""
+    values = {"type": chr(type_byte), "encoding": encoding, "field_count": None}
+    values.update(dict.fromkeys([column.short for column in layout]))
+    return values
+
+
+LINE_TYPES = {0x65: LineType(0x65, REQUEST_LAYOUT),
+              0x66: LineType(0x66, _layout([(F.list.servercount, servercount, True)])),
+              0x67: LineType(0x67, SERVER_LAYOUT), 0x68: LineType(0x68, [])}
 FILTER_KEYS = [column.short for column in REQUEST_LAYOUT]
 SERVER_KEYS = [column.short for column in SERVER_LAYOUT]
+SERVER_KEYS_AT = list(LINE_TYPES[0x67].utf8_values).index(SERVER_KEYS[0])  # where a whole line's values hold them
+SERVER_COLUMNS = itemgetter(*SERVER_KEYS)  # a server's values as a tuple in SERVER_KEYS order, in one call
 END_SEPARATORS = 5
+
+
+def server_values(values):
+    """The values of SERVER_KEYS in a server line's ``values``, as a tuple in that order, None for a key not there
+    (a line short of fields). Compiled, where the dict holds these keys in order from SERVER_KEYS_AT, as a whole
+    line's does, they are read in one pass over it in C (soldat.pxd): a look-up each costs three times more."""
+    if _COMPILED:
+        columns = _values_in_order(values, SERVER_KEYS, SERVER_KEYS_AT)
+        if columns is not None:
+            return columns
+    try:
+        return SERVER_COLUMNS(values)
+    except KeyError:
+        return tuple([values.get(key) for key in SERVER_KEYS])
 
 
 UTF8_SEPARATED, LATIN1_SEPARATED, NOT_SEPARATED = (SEP_UTF8, "utf-8"), (SEP_LATIN1, "latin-1"), (None, None)
@@ -553,16 +591,15 @@ def _decode(cur, msg):
         _empty_line(cur, msg, len(line))
         return
     type_byte = cur.u8(TYPE_FIELD)
-    name, title = TYPES[type_byte] if type_byte in TYPES else (f"unknown_0x{type_byte:02x}", "unknown")
-    msg.name = name
+    kind = LINE_TYPES.get(type_byte)
+    msg.name = kind.name if kind is not None else f"unknown_0x{type_byte:02x}"
     separator, encoding = separator_of(line)
+    utf8 = encoding == "utf-8"
     line_end = _bound(cur, line, separator)
     count = 0 if separator is None else field_count(line, cur.pos, cur.end, separator)
-    layout = LAYOUTS.get(type_byte)
-    _start_values(msg, layout, type_byte, count)
-    msg.values["type"] = chr(type_byte)
-    msg.values["encoding"] = encoding
-    if type_byte not in TYPES:
+    layout = kind.layout if kind is not None else None
+    _start_values(msg, kind, type_byte, encoding, utf8, count)
+    if kind is None:
         cur.flag_last(W.unknown_type, f"type byte 0x{type_byte:02x} is not one of 101-104")
     if separator is None:
         cur.finding(W.bad_separator, "no © separator after the type byte", min(1, len(line)),
@@ -570,14 +607,14 @@ def _decode(cur, msg):
         if cur.remaining():
             cur.rest(F.body)
     else:
-        _fields(cur, msg, separator, encoding, type_byte, count, layout)
+        _fields(cur, msg, separator, utf8, type_byte, count, layout)
         msg.info = info_line(msg, count)
     if line_end:
         _line_end(cur, len(line), line_end)
     elif len(line) < MAX_LINE:
         cur.finding(W.unterminated_line, "this line has no \\n", len(line), 0)
     if not msg.info:
-        msg.info = title
+        msg.info = kind.title if kind is not None else "unknown"
 
 
 def _bound(cur, line, separator):
@@ -607,7 +644,7 @@ def _line_end(cur, size, length):
         cur.finding(W.crlf, "this line ends in \\r\\n, not \\n alone", size - 2, 1)
 
 
-def _fields(cur, msg, separator, encoding, type_byte, count, layout):
+def _fields(cur, msg, separator, utf8, type_byte, count, layout):
     """Decode the ``count`` fields after the type byte, by its line type's ``layout`` (None: an unknown type). Only
     the first MAX_FIELDS are read, the rest counted, so that a line of separators costs no more than its bytes."""
     data, start, end = cur.data, cur.pos, cur.end
@@ -615,7 +652,6 @@ def _fields(cur, msg, separator, encoding, type_byte, count, layout):
     first = start + step
     cur.pos = end
     split = min(count, MAX_FIELDS)
-    utf8 = encoding == "utf-8"
     if layout is None:
         offset = first
         for _ in range(split):
@@ -642,12 +678,14 @@ def _empty_line(cur, msg, size):
     msg.info = "Empty line"
 
 
-def _start_values(msg, layout, type_byte, count):
-    """``msg.values``, empty, as a copy of its line type's WHOLE_LINE_VALUES where the line has ``count`` fields,
-    every column of its ``layout``: _decode and the columns set each key of it."""
-    if layout and count >= len(layout):
-        template = WHOLE_LINE_VALUES[type_byte]
-        msg.values = template.copy()
+def _start_values(msg, kind, type_byte, encoding, utf8, count):
+    """``msg.values``, empty, with the line's type and encoding: a copy of its line type's whole-line values where
+    the line has ``count`` fields, every column of its layout (_decode and the columns set each other key of it)."""
+    if kind is not None and kind.layout and count >= len(kind.layout):
+        msg.values = (kind.utf8_values if utf8 else kind.latin1_values).copy()
+    else:
+        msg.values["type"] = chr(type_byte)
+        msg.values["encoding"] = encoding
 
 
 def _check_count(cur, msg, type_byte, count, layout):
@@ -676,14 +714,14 @@ def info_line(msg, count):
     """The line's info column: what it says, in short."""
     data = msg.values
     name = msg.name
+    if name == "server":  # first: most lines are server entries
+        return (f'Server {clip(str(data.get("ip")))}:{decimal_text(data.get("port"))} "{clip(str(data.get("name")))}" '
+                f'map={clip(str(data.get("map")))} players {decimal_text(data.get("players"))}/'
+                f'{decimal_text(data.get("maxplayers"))}')
     if name == "request_list":
         return f"Request List version={data.get('version')} gametype={data.get('gametype')}"
     if name == "list_begin":
         return f"List begin: {data.get('servercount')} servers"
-    if name == "server":
-        return (f'Server {clip(str(data.get("ip")))}:{decimal_text(data.get("port"))} "{clip(str(data.get("name")))}" '
-                f'map={clip(str(data.get("map")))} players {decimal_text(data.get("players"))}/'
-                f'{decimal_text(data.get("maxplayers"))}')
     if name == "list_end":
         return "List End"
     return f"{count} fields"
