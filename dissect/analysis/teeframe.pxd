@@ -19,12 +19,13 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cdef public ServersSeen servers
     cdef public Timing timing
     cdef public Py_ssize_t held
-    cdef public object holders
+    cdef public dict holders
     @cython.locals(values=dict, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
     cpdef _request(self, record, Packet packet, Message msg)
     @cython.locals(response=_Response)
     cpdef _response(self, record, Packet packet, Message msg, tree)
+    cpdef _hold(self, _Response response, bint new)
     cpdef _match_request(self, _Response response, record, Message msg, tree)
     @cython.locals(values=dict)
     cpdef _add_packet(self, _Response response, record, Message msg, number, out)
@@ -39,6 +40,7 @@ cdef class TeeFrameAnalyzer(Analyzer):
 
 cdef class _Response:
     cdef public object server, client, token, first_ts, request
+    cdef public tuple key
     cdef public dict info, records
     cdef public list frames, findings
     cdef public bint clients_omitted, vanilla
@@ -46,6 +48,7 @@ cdef class _Response:
     cpdef Py_ssize_t collected(self)
     cpdef bint complete(self) except -1
     cpdef bint truncated_list(self) except -1
+    cpdef elapsed(self)
 
 cdef list PACKET_NUMBERS
 cdef tuple INFO_KEYS

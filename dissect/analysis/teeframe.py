@@ -11,9 +11,6 @@ records kept across all pending responses (past that budget the response that ha
 held records longest is concluded early with teeframe.state_evicted).
 """
 
-from collections import OrderedDict
-from functools import partial
-
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
 from ..core.fmt import decimal_text, endpoint
@@ -38,13 +35,14 @@ SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players",
 
 
 class _Response:
-    __slots__ = ("server", "client", "token", "info", "records", "frames", "first_ts", "request",
+    __slots__ = ("server", "client", "token", "key", "info", "records", "frames", "first_ts", "request",
                  "findings", "clients_omitted", "held", "dropped_records", "vanilla")
 
-    def __init__(self, server, client, token):
+    def __init__(self, server, client, token, key):
         self.server = server
         self.client = client
         self.token = token
+        self.key = key              # (server, client, token): its key in the pending ones
         self.info = None            # packet 0's msg.values (iext / inf3); a copy of its info fields where
                                     # records of it were dropped
         self.records = {}           # packet number (0 to 63) -> its client records (a ClientRecords, or a list)
@@ -67,6 +65,24 @@ class _Response:
             return True  # one packet: nothing more will come
         expected = self.info.get("num_clients")
         return expected is not None and (self.collected() >= expected or self.clients_omitted)
+
+    def elapsed(self):
+        """Seconds from the matching request to the first packet; None without one."""
+        return max(0.0, self.first_ts - self.request[1]) if self.request is not None else None
+
+    def result(self):
+        """A concluded response's result, built when a view reads it: nothing changes a response once concluded."""
+        info = self.info
+        out = {"server": self.server, "client": self.client, "token": self.token,
+               "info": _info(info) if info else None, "num_clients": None if info is None else info.get("num_clients"),
+               "records": self.collected(), "clients": _clients(self), "packets": sorted(self.records),
+               "complete": self.complete()}
+        if self.request is not None:
+            out["request_frame"] = self.request[0]
+            out["response_time"] = self.elapsed()
+        if self.clients_omitted:
+            out["clients_omitted"] = True
+        return out
 
     def truncated_list(self):
         """An inf3 list that holds the most records an inf3 can, or fewer records than its counts."""
@@ -97,7 +113,7 @@ class TeeFrameAnalyzer(Analyzer):
         self.request_count = 0
         self.answered = 0
         self.held = 0                   # client records kept across all pending responses
-        self.holders = OrderedDict()    # keys of the pending responses that keep records, oldest first
+        self.holders = {}               # keys of the pending responses that keep records, oldest first
 
     def feed(self, record, msg, tree):
         values = msg.values
@@ -145,11 +161,11 @@ class TeeFrameAnalyzer(Analyzer):
             return []
         out = []
         response = peek(self.pending, key)
-        if response is None:
-            response = _Response(server, client, token)
-            evicted = put(self.pending, key, response)
-            if evicted is not None:
-                out.append(self._conclude(evicted[1], superseded_by=None, evicted="pending"))
+        new = response is None
+        if new:
+            response = _Response(server, client, token, key)
+            if len(self.pending) >= self.pending.limit:  # full: the oldest makes way now, as put would have it
+                out.append(self._conclude(self.pending.popitem(last=False)[1], superseded_by=None, evicted="pending"))
             self._match_request(response, record, msg, tree)
         elif response.request is not None:
             annotate_response(record, msg, tree, response.request[0], response.request[1], F)
@@ -158,11 +174,23 @@ class TeeFrameAnalyzer(Analyzer):
             return out
         self._add_packet(response, record, msg, number, out)
         if response.complete():
-            del self.pending[key]
+            if not new:
+                del self.pending[key]
             if token != -1:
                 put(self.done, key, _packet_numbers(response.records))
             out.append(self._conclude(response))
+        else:
+            self._hold(response, new)
         return out
+
+    def _hold(self, response, new):
+        """A response left incomplete by its packet: a new one joins the pending ones (_response made its place),
+        and one that keeps records the holders, in the order they began to keep them. One complete with its first
+        packet, most are, joins neither."""
+        if new:
+            put(self.pending, response.key, response)
+        if response.held:
+            self.holders[response.key] = True
 
     def _match_request(self, response, record, msg, tree):
         response.first_ts = record.ts
@@ -197,7 +225,7 @@ class TeeFrameAnalyzer(Analyzer):
         """The records of a packet that fit within the response's limit and the total budget; the rest are
         counted only. Makes room in the budget by concluding the responses that have held records longest."""
         room = min(len(records), MAX_RECORDS - response.held)
-        key = (response.server, response.client, response.token)
+        key = response.key
         while room > 0 and self.held + room > MAX_HELD_RECORDS:
             oldest = _oldest_holder(self.holders, key)
             if oldest is None:
@@ -210,7 +238,6 @@ class TeeFrameAnalyzer(Analyzer):
         if room:
             response.held += room
             self.held += room
-            self.holders[key] = True
         return records
 
     # -- conclusions -----------------------------------------------------------------------------
@@ -235,21 +262,18 @@ class TeeFrameAnalyzer(Analyzer):
         elif evicted == "records":
             findings.append(W.state_evicted.at(f"pending responses held {MAX_HELD_RECORDS} client records in all: the "
                                                f"one holding records longest was concluded early"))
-        elapsed = max(0.0, response.first_ts - response.request[1]) if response.request is not None else None
         if info and not self.stats_off:
-            self._server_seen(response, info, elapsed)
+            self._server_seen(response, info, response.elapsed())
         summary = (f"server info {response.server} token={decimal_text(response.token)}: {decimal_text(collected)}/"
                    f"{decimal_text(expected)} clients in packets {_packet_list(response.records)}"
                    f"{' complete' if complete else ' INCOMPLETE'}")
-        return AnalysisRecord("teeframe", "server_info", response.frames,
-                              partial(_result, response, info, expected, collected, complete, elapsed), findings,
-                              summary)
+        return AnalysisRecord("teeframe", "server_info", response.frames, response.result, findings, summary)
 
     def _release(self, response):
         """The response leaves the pending ones: its records no longer count against the budget."""
         if response.held:
             self.held -= response.held
-            self.holders.pop((response.server, response.client, response.token), None)
+            self.holders.pop(response.key, None)
 
     def _check_complete(self, response, findings):
         info = response.info
@@ -303,19 +327,6 @@ class TeeFrameAnalyzer(Analyzer):
     def stats(self):
         return {"requests": self.request_count, "answered": self.answered,
                 "response_times": {"gie3": self.timing.as_dict()}, "servers": self.servers.entries()}
-
-
-def _result(response, info, expected, collected, complete, elapsed):
-    """An assembled response's result, built when a view reads it."""
-    out = {"server": response.server, "client": response.client, "token": response.token,
-           "info": _info(info) if info else None, "num_clients": expected, "records": collected,
-           "clients": _clients(response), "packets": sorted(response.records), "complete": complete}
-    if response.request is not None:
-        out["request_frame"] = response.request[0]
-        out["response_time"] = elapsed
-    if response.clients_omitted:
-        out["clients_omitted"] = True
-    return out
 
 
 def _info(values):

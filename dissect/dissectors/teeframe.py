@@ -33,6 +33,8 @@ from ..registry import Dissector
 FF4 = b"\xff\xff\xff\xff"
 FF6 = b"\xff" * 6
 XE = b"xe"
+RESERVED_ZEROS = b"\0\0"  # an extended request's reserved bytes, as they are sent
+EMPTY_STRING = b"\0"       # a String without bytes: its terminator alone
 QSTAT_PROBE = b"\xff" * 10 + b"gie"
 
 REQUEST_LENGTH = 15
@@ -332,11 +334,13 @@ def _gie3(cur, msg):
     extended = cut(cur.data, 0, 2) == XE
     values["extended"] = extended
     if extended:
-        cur.raw(MARKER, 2)
+        if not _skipped(cur, XE, 2):
+            cur.raw(MARKER, 2)
         extra = cur.number(U16BE, EXTRA_TOKEN)
-        reserved = cur.raw(RESERVED_BYTES, 2)
-        if reserved != b"\0\0":
-            cur.flag_last(W.reserved_nonzero, f"reserved bytes 4-5 are {reserved.hex(' ')}")
+        if not _skipped(cur, RESERVED_ZEROS, 2):
+            reserved = cur.raw(RESERVED_BYTES, 2)
+            if reserved != RESERVED_ZEROS:
+                cur.flag_last(W.reserved_nonzero, f"reserved bytes 4-5 are {reserved.hex(' ')}")
     else:
         extra = 0
         _header_ff6(cur, "request")
@@ -366,16 +370,31 @@ def _check_request_length(cur, msg):
 
 
 def _header_ff6(cur, what):
+    if _skipped(cur, FF6, 6):
+        return
     header = cur.raw(HEADER, 6)
     if header != FF6:
         cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF")
 
 
 def _padding_and_identifier(cur, size):
+    if _skipped(cur, FF4, 4 + size):  # the identifier too: _decode has read it
+        return
     padding = cur.raw(PADDING, 4)
     if padding != FF4:
         cur.flag_last(W.bad_header, f"header bytes 6-9 are {padding.hex(' ')}, not FF FF FF FF")
     cur.raw(IDENTIFIER, size)
+
+
+def _skipped(cur, expected, size):
+    """Whether the ``size`` bytes at the cursor, starting with ``expected`` as the spec has them, were skipped: without
+    a tree they have no field to build and nothing to flag. The cursor's last item stays as it was: no finding is
+    placed on it before the next read sets it."""
+    pos = cur.pos
+    if cur.tree or pos + size > cur.end or not cur.data.startswith(expected, pos):
+        return False
+    cur.pos = pos + size
+    return True
 
 
 def _response_header(cur):
@@ -478,8 +497,7 @@ def _packed_int(cur, spec):
 def _iext(cur, msg):
     token = _token(cur, msg)
     _server_fields(cur, msg, b"iext")
-    reserved = _string(cur, RESERVED)
-    _check_reserved(cur, reserved)
+    _reserved(cur)
     records = _client_records(cur, msg, CLIENT_FIELDS)
     _check_counts(cur, msg, records, token)
     info = msg.values
@@ -495,8 +513,7 @@ def _iex_plus(cur, msg):
     msg.values["packet_number"] = number
     if number is not None and not 1 <= number <= 63:
         cur.flag_last(W.bad_packet_number, f"packet number {number}")
-    reserved = _string(cur, RESERVED)
-    _check_reserved(cur, reserved)
+    _reserved(cur)
     records = _client_records(cur, msg, CLIENT_FIELDS)
     msg.info = f"More Server Information token={token} packet={number} clients +{records}"
 
@@ -596,6 +613,12 @@ def _check_server_field(cur, ident, spec, value, offset, length):
     elif spec is FLAGS:
         if value is not None and value not in (0, 1):
             cur.finding(W.bad_flags, f"server flags {value}", offset, length)
+
+
+def _reserved(cur):
+    """A reply's reserved String, which must be empty: without a tree, an empty one (its terminator) is skipped."""
+    if not _skipped(cur, EMPTY_STRING, 1):
+        _check_reserved(cur, _string(cur, RESERVED))
 
 
 def _check_reserved(cur, value):
