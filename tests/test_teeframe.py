@@ -267,6 +267,26 @@ def test_game_packets_are_left_alone():
     assert not teeframe.claims(b"xe\0\0\0\0\xff\xff\xff\xffnope\x01", packet, on_port=False)
 
 
+
+def test_claims_by_the_identifiers_role():
+    # header FF FF FF FF FF FF or a request's "xe" marker, then FF FF FF FF and the identifier; off the ports a
+    # response needs the FF header, a request either; on them, the identifier alone decides
+    packet = Packet()
+    packet.src, packet.sport, packet.dst, packet.dport, packet.transport = "10.0.0.1", 5000, "10.0.0.2", 40000, "udp"
+    teeframe = Registry().get("teeframe")
+    marked, plain, ff = b"xe\x12\x34\0\0", b"\x01" * 6, b"\xff" * 6
+    for ident in (b"gie3", b"gief", b"gie2", b"fstd"):
+        assert teeframe.claims(marked + b"\xff" * 4 + ident + b"\x07", packet, on_port=False), ident
+        assert teeframe.claims(ff + b"\xff" * 4 + ident + b"\x07", packet, on_port=False), ident
+        assert not teeframe.claims(plain + b"\xff" * 4 + ident + b"\x07", packet, on_port=False), ident
+        assert teeframe.claims(plain + b"\xff" * 4 + ident + b"\x07", packet, on_port=True), ident
+    for ident in (b"iext", b"iex+", b"inf3", b"inf2", b"info", b"dtsf"):
+        assert teeframe.claims(ff + b"\xff" * 4 + ident + b"\x07", packet, on_port=False), ident
+        assert not teeframe.claims(marked + b"\xff" * 4 + ident + b"\x07", packet, on_port=False), ident
+        assert teeframe.claims(marked + b"\xff" * 4 + ident + b"\x07", packet, on_port=True), ident
+    assert not teeframe.claims(ff + b"\xff\xfe\xff\xff" + b"gie3\x07", packet, on_port=True)  # padding broken
+    assert not teeframe.claims(ff + b"\xff" * 4 + b"gie4\x07", packet, on_port=True)  # no such identifier
+
 def test_summary_path_matches_tree_path():
     payload = tf.response_packets(5, tf.sample_clients(64))[0]
     light, full = dissect("teeframe", payload, tree=False), dissect("teeframe", payload, tree=True)

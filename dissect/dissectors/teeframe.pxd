@@ -19,7 +19,8 @@ cpdef _flags_text(value)
 @cython.locals(ident=bytes, names=dict)
 cpdef _identifier_display(value)
 
-@cython.locals(ident=bytes)
+cdef bytes FF4, FF6, XE
+cdef dict ROLES
 cpdef bint _claims(bytes payload, bint on_port) except -1
 cdef dict NAMES
 @cython.locals(data=bytes, ident=bytes)

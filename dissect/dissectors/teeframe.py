@@ -60,6 +60,8 @@ IDENTIFIERS = {
 NAMES = {ident: sys.intern(ident.decode("latin-1")) for ident in IDENTIFIERS}
 REQUESTS = {b"gie3", b"gief", b"gie2", b"fstd"}
 RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"info", b"dtsf"}
+REQUEST, RESPONSE = "request", "response"
+ROLES = {**dict.fromkeys(REQUESTS, REQUEST), **dict.fromkeys(RESPONSES, RESPONSE)}  # identifier -> its role
 LEGACY = {b"gief", b"gie2", b"fstd", b"info", b"inf2", b"dtsf", b"gie"}
 
 NAME_LIMIT, CLAN_LIMIT = 16, 12
@@ -292,15 +294,14 @@ class TeeFrame(Dissector):
 
 
 def _claims(payload, on_port):
-    """``claims`` of a payload's bytes."""
-    if len(payload) < 14 or cut(payload, 6, 10) != FF4:
+    """``claims`` of a payload's bytes: its fixed bytes compared in place (compiled, in C), its identifier looked
+    up once."""
+    if len(payload) < 14 or not payload.startswith(FF4, 6):
         return payload == QSTAT_PROBE
-    ident = cut(payload, 10, 14)
-    if ident in REQUESTS:
-        return cut(payload, 0, 2) == XE or cut(payload, 0, 6) == FF6 or on_port
-    if ident in RESPONSES:
-        return cut(payload, 0, 6) == FF6 or on_port
-    return False
+    role = ROLES.get(cut(payload, 10, 14))
+    if role is None:
+        return False
+    return payload.startswith(FF6) or on_port or (role is REQUEST and payload.startswith(XE))
 
 
 def _decode(cur, msg):
