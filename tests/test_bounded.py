@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 import dissect
-from dissect.core.bounded import BoundedDict, peek, popped, put, refreshed
+from dissect.core.bounded import BoundedDict, held_at, newest, peek, popped, put, refreshed, refreshed_at
 
 
 def test_put_evicts_the_least_recently_used_and_returns_it():
@@ -28,6 +28,27 @@ def test_put_evicts_the_least_recently_used_and_returns_it():
     assert table.items() == [("d", "d0"), ("c", "c1"), ("e", "e0")]
     assert refreshed(table, "zz") is None and peek(table, "zz") is None and len(table) == 3
 
+
+
+def test_a_slot_handle_reaches_its_entry_while_it_stays():
+    table = BoundedDict(3)
+    a, b, c = object(), object(), object()
+    assert newest(table) == 0                           # an empty table has no newest entry
+    put(table, "a", a)
+    slot_a = newest(table)
+    put(table, "b", b)
+    put(table, "c", c)
+    assert held_at(table, slot_a, a) and not held_at(table, slot_a, b) and not held_at(table, 0, a)
+    assert not held_at(table, 999, a)                   # a slot the table never had
+    assert refreshed_at(table, slot_a, a)               # a is the newest now: b goes first
+    assert newest(table) == slot_a
+    assert put(table, "d", object())[0] == "b"
+    assert held_at(table, slot_a, a)
+    put(table, "a", object())                           # a new value under the same key, in the same slot
+    assert not held_at(table, slot_a, a) and not refreshed_at(table, slot_a, a)
+    popped(table, "a")
+    assert not held_at(table, slot_a, a)
+    assert table.keys() == ["c", "d"]                   # refreshed_at that fails changes nothing
 
 def test_the_mapping_behaves_as_an_ordered_dict():
     table = BoundedDict(10)
@@ -136,4 +157,4 @@ def test_the_pure_python_table_passes_the_same_tests():
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
                            "not pure_python"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
-    assert re.search(r"^5 passed", done.stdout, re.M)
+    assert re.search(r"^6 passed", done.stdout, re.M)

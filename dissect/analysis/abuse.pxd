@@ -10,7 +10,7 @@ cimport cython
 from libc.stdint cimport int64_t
 from dissect.core.model cimport Message
 from dissect.capture.layers cimport Packet
-from dissect.core.bounded cimport BoundedDict, kept, peek, put, refreshed
+from dissect.core.bounded cimport BoundedDict, held_at, kept, newest, peek, put, refreshed, refreshed_at
 
 cdef dict _DIGITS, _ENDPOINTS
 
@@ -33,19 +33,26 @@ cdef class TrafficAnalyzer:
     cdef public Py_ssize_t host_peers, server_peers, peer_limit, rate_bins, bin_limit
     cdef public list events
     cdef public object clock
+    cdef public double clock_whole
     cdef public bint stats_off
+    @cython.locals(values=dict)
     cpdef feed(self, frame, ts, Packet packet, Message msg, size, wire)
     @cython.locals(kinds=dict, kind=tuple)
     cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)
-    @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, held=Py_ssize_t)
+    @cython.locals(whole=double)
+    cpdef _tick(self, double ts)
+    @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, pair=_Pair, held=Py_ssize_t)
     cpdef _request(self, frame, second, protocol, request, client, server, token, int64_t size, int64_t wire)
     @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited,
                    held=Py_ssize_t)
     cpdef _reply(self, frame, second, protocol, request, client, server, int64_t size, int64_t wire)
+    cpdef _asked(self, _Host host, _Pair pair, source, server, frame, second)
     @cython.locals(pair=_Pair)
-    cpdef _asked(self, _Host host, source, server, protocol, frame, second)
+    cpdef _Pair _pair(self, source, _Server entry, protocol, frame)
     @cython.locals(pair=_Pair)
-    cpdef _Pair _pair(self, source, server, protocol, frame)
+    cpdef _Pair _paired(self, source, server, protocol, frame)
+    @cython.locals(query=_Query)
+    cpdef _Query _answered(self, _Pair pair, protocol, request, client, server)
     cpdef _flooding(self, key, _Pair pair, frame, count)
     cpdef _close(self, key, _Query query)
     @cython.locals(kind=_Kind)
@@ -62,12 +69,14 @@ cdef class TrafficAnalyzer:
 
 cdef class _Query:
     cdef public _Kind kind
+    cdef public tuple key
+    cdef public Py_ssize_t slot
     cdef public object frame, size, wire, frames
     cdef public int64_t replies, reply_bytes, reply_wire
     cpdef add(self, frame, int64_t size, int64_t wire)
 
 @cython.locals(query=_Query)
-cdef _Query _new_query(_Kind kind, frame, int64_t size, int64_t wire)
+cdef _Query _new_query(_Kind kind, tuple key, frame, int64_t size, int64_t wire)
 
 cdef class _Kind:
     cdef public int64_t requests, request_bytes, request_wire, answered, replies
@@ -82,9 +91,11 @@ cdef class _Unsolicited:
 
 cdef class _Rate:
     cdef public dict bins
-    cdef public object folded
-    @cython.locals(bins=dict)
-    cpdef int add(self, second, window, count=*) except -1
+    cdef public object folded, latest
+    cdef public int64_t latest_count
+    @cython.locals(bins=dict, added=int)
+    cpdef int add(self, second, window, int64_t count=*) except -1
+    cpdef _settle(self)
     cpdef _fold(self, second, window)
 
 cdef class _Host:
@@ -103,12 +114,15 @@ cdef class _Host:
 
 cdef class _Server:
     cdef public object protocol, endpoint, requesters, last_frame
+    cdef public _Pair pair
     cdef public int64_t requests, replies, bytes_out, wire_out, unsolicited, oversize
     cpdef request(self, address, frame)
     cpdef reply(self, frame, int64_t size, int64_t wire)
 
 cdef class _Pair:
-    cdef public object protocol, first_frame, last_frame, flood
+    cdef public object protocol, source, first_frame, last_frame, flood
+    cdef public Py_ssize_t slot
+    cdef public _Query query
     cdef public list asked_recent, replied_recent
     cdef public int64_t total, asked_count, replied_count
     cdef public bint asked_fast, replied_fast
@@ -119,14 +133,12 @@ cdef class _Flood:
     cdef public object protocol, first_frame, frame, peak, requests
 
 @cython.locals(pair=_Pair)
-cdef _Pair _new_pair(protocol, frame)
+cdef _Pair _new_pair(protocol, source, frame)
 cpdef _slide(list recent, second, window)
 cdef bint _beats(micro, negative_frame, tuple worst) except -1
-@cython.locals(values=dict)
-cpdef tuple _ends(Packet packet, Message msg)
+cpdef tuple _stream_ends(dict values)
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
 cpdef _three_digits(micro)
 cpdef _split(text)
 cdef _count_eviction(dict evicted, table)
-cpdef _second(double ts)

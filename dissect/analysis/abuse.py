@@ -21,6 +21,10 @@ the merged state (``conclude``). The tables are bounded, least recently used ent
 they keep the entries last used by the latest frames, as one analysis would. Two merged give one
 analysis's result while no table reached its limit, and when only entries that lived in one of them
 each were evicted.
+
+Besides the tables, each server keeps the address pair of its last message and each pair its last query, found
+again without hashing a key (see ``_pair``): after the tables let them go, at most MAX_SERVERS pairs and
+MAX_PAIRS + MAX_SERVERS queries more, a query no larger than its MAX_FRAMES reply frames.
 """
 
 from collections import Counter
@@ -32,7 +36,7 @@ except ImportError:  # no Cython: its class decorators below as no-ops (see core
 
 from ..capture.tables import ABUSE_FINDINGS as W
 from ..core import AnalysisRecord
-from ..core.bounded import BoundedDict, kept, peek, put, refreshed
+from ..core.bounded import BoundedDict, held_at, kept, newest, peek, put, refreshed, refreshed_at
 from ..core.fmt import endpoint
 
 KEY = W.protocol           # the key of the abuse analysis among the analyzers and in the --stats dict
@@ -66,7 +70,8 @@ class TrafficAnalyzer:
 
     __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers", "peer_limit", "rate_bins", "bin_limit", "events", "clock", "stats_off")
+                 "host_peers", "server_peers", "peer_limit", "rate_bins", "bin_limit", "events", "clock", "clock_whole",
+                 "stats_off")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -97,7 +102,8 @@ class TrafficAnalyzer:
         self.rate_bins = 0                       # seconds held by the addresses' rates: see _fold_rates
         self.bin_limit = MAX_RATE_BINS
         self.events = None                       # a list: feed keeps the messages there (-j workers) for count
-        self.clock = -1                          # the last message's second (see count)
+        self.clock = -1                          # the last message's second (see _tick) ...
+        self.clock_whole = float("nan")          # ... as ts // 1 gives it
         self.stats_off = False                   # True: no view reads stats(), queries' amplification is not kept
 
     @classmethod
@@ -116,12 +122,18 @@ class TrafficAnalyzer:
         """Count one message of frame number ``frame`` at ``ts`` (``packet`` the frame's Packet: the pipeline
         reads them from its record in C): ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
         the wire, headers included. With ``events`` a list, the message is kept there for ``count`` instead."""
-        sender, receiver = _ends(packet, msg)
+        values = msg.values
+        if "from_client" in values:  # a TCP message says which side sent it: the packet at hand may be the other's
+            sender, receiver = _stream_ends(values)
+        elif packet.src is not None:
+            sender, receiver = (packet.src, packet.sport), (packet.dst, packet.dport)
+        else:
+            return
         if sender is None or ts is None:
             return
         protocol = msg.protocol
         token_key = self.token_keys.get(protocol)
-        token = msg.values.get(token_key) if token_key is not None else None
+        token = values.get(token_key) if token_key is not None else None
         if self.events is not None:
             self.events.append((frame, ts, protocol, msg.name, sender, receiver, token, size, wire))
         else:
@@ -135,11 +147,7 @@ class TrafficAnalyzer:
         if kind is None:
             self._host(sender[0]).other(frame)
             return
-        second = _second(ts)
-        if second == self.clock:
-            second = self.clock  # the object the rate bins hold: they find it by identity, not by value
-        else:
-            self.clock = second
+        second = self._tick(ts)
         if kind[0] == "request":
             self._request(frame, second, protocol, kind[1], sender, receiver, token, size, wire)
         else:
@@ -148,6 +156,15 @@ class TrafficAnalyzer:
             self._trim_peers()
         if self.rate_bins > self.bin_limit:
             self._fold_rates()
+
+    def _tick(self, ts):
+        """The whole second of the capture clock that ``ts`` falls in: the clock's own object while the clock stays in
+        that second (the rates find it by identity)."""
+        whole = ts // 1
+        if whole != self.clock_whole:
+            self.clock_whole = whole
+            self.clock = int(whole)
+        return self.clock
 
     def _request(self, frame, second, protocol, request, client, server, token, size, wire):
         entry = self._server(server, protocol)
@@ -161,7 +178,9 @@ class TrafficAnalyzer:
             kind.requests += 1
             kind.request_bytes += size
             kind.request_wire += wire
-        evicted = put(self.open, key, _new_query(kind, frame, size, wire))
+        query = _new_query(kind, key, frame, size, wire)
+        evicted = put(self.open, key, query)
+        query.slot = newest(self.open)
         if evicted is not None:
             _count_eviction(self.evicted, "queries")
             self._close(evicted[0], evicted[1])
@@ -172,7 +191,9 @@ class TrafficAnalyzer:
         held = _peer_count(entry.requesters)
         entry.request(client[0], frame)
         self.server_peers += _peer_count(entry.requesters) - held
-        self._asked(host, client[0], server, protocol, frame, second)
+        pair = self._pair(client[0], entry, protocol, frame)
+        pair.query = query  # the query its server's next replies most likely answer
+        self._asked(host, pair, client[0], server, frame, second)
         if token is not None:
             host.token(protocol, token, server, frame)
 
@@ -184,10 +205,10 @@ class TrafficAnalyzer:
         held = _peer_count(host.repliers)
         self.rate_bins += host.receive(frame, second, server, size, self.window)
         self.host_peers += _peer_count(host.repliers) - held
-        pair = self._pair(client[0], server, protocol, frame)
+        pair = self._pair(client[0], answering, protocol, frame)
         if pair.replied(second, self.window):
             host.servers_replying_fast += 1
-        query = peek(self.open, (protocol, request, client, server))
+        query = self._answered(pair, protocol, request, client, server)
         if query is None:
             if not self.stats_off:
                 self._unsolicited(protocol).add(size, wire)
@@ -217,25 +238,42 @@ class TrafficAnalyzer:
         if query is None or oversize:
             self.rate_bins += host.suspect(second, self.window)
 
-    def _asked(self, host, source, server, protocol, frame, second):
-        """A request from ``source`` to ``server``: the flood watch of the pair."""
-        pair = self._pair(source, server, protocol, frame)
+    def _asked(self, host, pair, source, server, frame, second):
+        """A request from ``source`` to ``server``: the flood watch of their pair."""
         count, fast = pair.asked(second, self.window)
         if fast:
             host.servers_asked_fast += 1
         if count >= self.threshold:
             self._flooding((source, server), pair, frame, count)
 
-    def _pair(self, source, server, protocol, frame):
+    def _pair(self, source, entry, protocol, frame):
+        """The pair of ``source`` and the server of ``entry`` (a _Server), now the most recent. The server keeps its
+        last pair's slot in the table: its messages come in runs to and from one address, found again unhashed."""
+        pair = entry.pair
+        if pair is None or pair.source != source or not refreshed_at(self.pairs, pair.slot, pair):
+            pair = entry.pair = self._paired(source, entry.endpoint, protocol, frame)
+        pair.last_frame = frame
+        return pair
+
+    def _paired(self, source, server, protocol, frame):
+        """``_pair`` through the table's key."""
         key = (source, server)
         pair = refreshed(self.pairs, key)
         if pair is None:
-            pair = _new_pair(protocol, frame)
+            pair = _new_pair(protocol, source, frame)
             if put(self.pairs, key, pair) is not None:
                 _count_eviction(self.evicted, "pairs")
-        else:
-            pair.last_frame = frame
+        pair.slot = newest(self.pairs)
         return pair
+
+    def _answered(self, pair, protocol, request, client, server):
+        """The open query a reply of ``server`` to ``client`` answers, or None. Most often the last one of their pair,
+        found through its slot; its server is the pair's, so the protocol, request type and client tell."""
+        query = pair.query
+        if query is not None and held_at(self.open, query.slot, query) and query.key[2] == client and \
+                query.key[1] == request and query.key[0] == protocol:
+            return query
+        return peek(self.open, (protocol, request, client, server))
 
     def _flooding(self, key, pair, frame, count):
         flood = pair.flood
@@ -518,9 +556,10 @@ def check_thresholds(rate, window):
 @cython.no_gc
 @cython.cclass
 class _Query:
-    """One request and the replies it drew so far; ``kind``: the _Kind of its request type. Made by _new_query."""
+    """One request and the replies it drew so far; ``kind``: the _Kind of its request type; ``key`` and ``slot``: its
+    key and slot in the open queries. Made by _new_query."""
 
-    __slots__ = ("kind", "frame", "size", "wire", "replies", "reply_bytes", "reply_wire", "frames")
+    __slots__ = ("kind", "key", "slot", "frame", "size", "wire", "replies", "reply_bytes", "reply_wire", "frames")
 
     @property
     def last_frame(self):
@@ -541,10 +580,12 @@ class _Query:
             frames.append(frame)
 
 
-def _new_query(kind, frame, size, wire):
+def _new_query(kind, key, frame, size, wire):
     """A _Query (made here, without the argument parsing of a constructor call: one a request)."""
     query = _Query.__new__(_Query)
     query.kind = kind
+    query.key = key
+    query.slot = 0
     query.frame = frame
     query.size = size
     query.wire = wire
@@ -634,35 +675,53 @@ class _Unsolicited:
 class _Rate:
     """Messages per whole second, for the peak over a window. At most MAX_BINS seconds are kept: before the
     oldest is dropped, the window that starts there is counted into ``folded``. ``add`` returns the seconds it added
-    to those held (1 or 0), ``fold_before`` those it dropped: the analyzer counts them all (``bin_limit``)."""
+    to those held (1 or 0), ``fold_before`` those it dropped: the analyzer counts them all (``bin_limit``).
+    Most messages fall in the second of the one before, which the analyzer's clock gives as the same object: that
+    second's messages are counted aside (``latest``, ``latest_count``) and written into its bin by ``_settle``, which
+    every reader of the counts calls first."""
 
-    __slots__ = ("bins", "folded")
+    __slots__ = ("bins", "folded", "latest", "latest_count")
 
     def __init__(self):
         self.bins = {}
         self.folded = 0
+        self.latest = None    # the second counted last, held in bins (None: none, or dropped) ...
+        self.latest_count = 0  # ... and its messages, which its bin may not show yet
 
     def add(self, second, window, count=1):
+        if second is self.latest:
+            self.latest_count += count
+            return 0
+        self._settle()
         bins = self.bins
         held = bins.get(second)
-        if held is not None:
-            bins[second] = held + count
-            return 0
-        added = 1
-        if len(bins) >= MAX_BINS:
-            self._fold(next(iter(bins)), window)
-            added = 0
-        bins[second] = count
+        added = 0
+        if held is None:
+            added = 1
+            if len(bins) >= MAX_BINS:
+                self._fold(next(iter(bins)), window)
+                added = 0
+            bins[second] = held = 0
+        self.latest = second
+        self.latest_count = held + count
         return added
 
+    def _settle(self):
+        """The latest second's messages written into its bin."""
+        if self.latest is not None:
+            self.bins[self.latest] = self.latest_count
+
     def _fold(self, second, window):
-        """Drop ``second``, the oldest held, the window that starts there counted into ``folded``."""
+        """Drop ``second``, the oldest held, the window that starts there counted into ``folded`` (settled first)."""
         self.folded = max(self.folded, _window_total(self.bins, second, window))
         del self.bins[second]
+        if second == self.latest:
+            self.latest = None
 
     def fold_before(self, cutoff, window):
         """Drop the seconds before ``cutoff``, the windows that start at them counted into ``folded``; return how many
         were dropped."""
+        self._settle()
         old = sorted([second for second in self.bins if second < cutoff])
         for second in old:  # oldest first: a window reads only the seconds from its start on, still all held
             self._fold(second, window)
@@ -670,6 +729,7 @@ class _Rate:
 
     def peak(self, window):
         """The most messages within ``window`` consecutive seconds."""
+        self._settle()
         seconds = sorted(self.bins)
         best = total = start = 0
         for second in seconds:
@@ -682,6 +742,7 @@ class _Rate:
 
     def merge(self, other, window):
         self.folded = max(self.folded, other.folded)
+        other._settle()
         for second, count in sorted(other.bins.items()):
             self.add(second, window, count)
 
@@ -825,7 +886,7 @@ class _Server:
     """One server endpoint: the requests it received and the replies it sent."""
 
     __slots__ = ("protocol", "endpoint", "requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize",
-                 "requesters", "last_frame")
+                 "requesters", "last_frame", "pair")
     SUMS = ("requests", "replies", "bytes_out", "wire_out", "unsolicited", "oversize")
 
     def __init__(self, protocol, endpoint):
@@ -834,6 +895,7 @@ class _Server:
         self.requests = self.replies = self.bytes_out = self.wire_out = self.unsolicited = self.oversize = 0
         self.requesters = None  # peers: see _add_peer
         self.last_frame = 0
+        self.pair = None        # the _Pair of its last message (see TrafficAnalyzer._pair)
 
     def request(self, address, frame):
         self.requests += 1
@@ -867,8 +929,8 @@ class _Pair:
     watch), and whether each reached one a second over a window. A window's seconds are kept flat,
     [second, messages, second, messages ...], oldest first. Made by _new_pair."""
 
-    __slots__ = ("protocol", "first_frame", "last_frame", "total", "asked_recent", "asked_count", "replied_recent",
-                 "replied_count", "asked_fast", "replied_fast", "flood")
+    __slots__ = ("protocol", "source", "slot", "query", "first_frame", "last_frame", "total", "asked_recent",
+                 "asked_count", "replied_recent", "replied_count", "asked_fast", "replied_fast", "flood")
 
     def asked(self, second, window):
         """Count a request: (requests within the window, whether the pair just reached one a second)."""
@@ -894,10 +956,13 @@ class _Pair:
         return fast
 
 
-def _new_pair(protocol, frame):
+def _new_pair(protocol, source, frame):
     """A _Pair (made here, without the argument parsing of a constructor call: one a new pair)."""
     pair = _Pair.__new__(_Pair)
     pair.protocol = protocol
+    pair.source = source        # its source address
+    pair.slot = 0               # its slot in the pairs table
+    pair.query = None           # the _Query of its last request
     pair.first_frame = pair.last_frame = frame
     pair.total = 0              # requests in all
     pair.asked_recent = None
@@ -959,18 +1024,12 @@ def _beats(micro, negative_frame, worst):
     return worst is None or micro > worst[0] or micro == worst[0] and negative_frame > worst[1]
 
 
-def _ends(packet, msg):
-    """(sender, receiver) as (address, port), or (None, None). A TCP message says which side sent it: the
-    packet at hand may be the other side's."""
-    values = msg.values
-    if "from_client" in values:
-        client, server = _split(values.get("client")), _split(values.get("server"))
-        if client is None or server is None:
-            return None, None
-        return (client, server) if values["from_client"] else (server, client)
-    if packet.src is None:
+def _stream_ends(values):
+    """A TCP message's (sender, receiver) as (address, port), from its ``values``; or (None, None)."""
+    client, server = _split(values.get("client")), _split(values.get("server"))
+    if client is None or server is None:
         return None, None
-    return (packet.src, packet.sport), (packet.dst, packet.dport)
+    return (client, server) if values["from_client"] else (server, client)
 
 
 def _split(text):
@@ -989,11 +1048,6 @@ def _count_eviction(evicted, table):
     """One more entry of ``table`` evicted: a plain dict's get and set, where a Counter's ``+= 1`` costs two and a half
     times as much, for each query or pair that a capture of many conversations evicts."""
     evicted[table] = evicted.get(table, 0) + 1
-
-
-def _second(ts):
-    """The whole second of the capture clock that ``ts`` falls in."""
-    return int(ts // 1)
 
 
 def _add_peer(peers, peer):

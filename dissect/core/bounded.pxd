@@ -1,7 +1,7 @@
 # Compile-time declarations for the Cython build (see setup.py and model.pxd); the .py beside this
 # file is the source and runs as it is without them. The table is an extension type whose slot arrays
-# are typed memoryviews, read and written in C; put, refreshed and peek are cpdef functions that compiled
-# callers cimport and call in C.
+# are typed memoryviews, read and written in C; put, refreshed, peek and the slot handles (newest, held_at,
+# refreshed_at) are cpdef functions that compiled callers cimport and call in C.
 
 cimport cython
 
@@ -21,6 +21,9 @@ cpdef put(BoundedDict table, key, value)
 @cython.locals(slot=Py_ssize_t)
 cpdef refreshed(BoundedDict table, key)
 cpdef peek(BoundedDict table, key)
+cpdef Py_ssize_t newest(BoundedDict table) noexcept
+cpdef bint held_at(BoundedDict table, Py_ssize_t slot, value) except -1
+cpdef bint refreshed_at(BoundedDict table, Py_ssize_t slot, value) except -1
 @cython.locals(slot=Py_ssize_t)
 cpdef popped(BoundedDict table, key)
 cpdef kept(dict table, key, value, Py_ssize_t limit)

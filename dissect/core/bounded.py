@@ -10,6 +10,7 @@ tables add nothing for the garbage collector to walk and hold no reference cycle
 The mapping offers what the tables' users took from the ``OrderedDict``: ``get``, ``pop``, ``popitem(last=)``,
 ``move_to_end(key, last=)``, iteration oldest first, ``keys``, ``values`` and ``items`` (lists, oldest first),
 ``update``, ``clear``, pickling; and ``newest_first``, which reads the entries newest first one at a time.
+A caller that uses an entry again and again may keep its slot (``newest``) and reach it without hashing the key.
 """
 
 from array import array
@@ -165,6 +166,26 @@ def peek(table, key):
     """The value of ``key`` in ``table``, its place unchanged; None without it."""
     found = table._slots.get(key)
     return None if found is None else table._values[found]
+
+
+def newest(table):
+    """The slot of the newest entry of ``table`` (0: none), after ``put`` or ``refreshed`` the one they used: a handle
+    on that entry for ``held_at`` and ``refreshed_at``, which hash no key. An entry keeps its slot while it stays."""
+    return table._older[0]
+
+
+def held_at(table, slot, value):
+    """Whether the entry in ``slot`` is still ``value``, under the key it had when ``slot`` was taken (``newest``): a
+    value is put under one key only."""
+    return 0 < slot < len(table._values) and table._values[slot] is value
+
+
+def refreshed_at(table, slot, value):
+    """``held_at``, the entry then made the most recent: ``refreshed`` of its key, through a handle."""
+    if not held_at(table, slot, value):
+        return False
+    _refresh(table, slot)
+    return True
 
 
 def popped(table, key):
