@@ -4,12 +4,14 @@
 
 cimport cython
 from dissect.core.bounded cimport BoundedDict, put, refreshed
-from dissect.core.model cimport Message
+from dissect.core.model cimport Message, new_field
+from dissect.core.tables cimport FieldSpec
 
 cdef class Timing:
     cdef public object count, total_ns, low, high
     cpdef add(self, seconds)
 
+@cython.locals(spec=FieldSpec)
 cpdef annotate_response(record, Message msg, tree, request_frame, request_ts, fields)
 
 cdef class _Row

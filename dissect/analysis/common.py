@@ -1,7 +1,7 @@
 """Helpers shared by the per-protocol trackers."""
 
-from ..core import Field
 from ..core.bounded import BoundedDict, put, refreshed
+from ..core.model import new_field
 
 _round_float = float.__round__  # round() of a float, without looking up __round__ on each call
 
@@ -47,10 +47,10 @@ def annotate_response(record, msg, tree, request_frame, request_ts, fields):
     msg.values["response_time"] = elapsed
     if tree:
         spec = fields.request_in
-        msg.fields.append(Field(spec.key, spec.name, 0, 0, request_frame, generated=True))
+        msg.fields.append(new_field(spec.key, spec.name, 0, 0, request_frame, None, display=None, generated=True))
         spec = fields.response_time
-        msg.fields.append(Field(spec.key, spec.name, 0, 0, elapsed, display=f"{elapsed * 1000:.3f} ms",
-                                generated=True))
+        msg.fields.append(new_field(spec.key, spec.name, 0, 0, elapsed, None, display=f"{elapsed * 1000:.3f} ms",
+                                    generated=True))
     return elapsed
 
 

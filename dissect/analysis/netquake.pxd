@@ -10,15 +10,18 @@ from dissect.core.model cimport Message
 from dissect.capture.layers cimport Packet
 
 cdef class _Walk:
-    cdef public object kind, client, server, frames, items, requested, ended
+    cdef public object kind, client, server, ended
+    cdef public list frames, items, requested
     cpdef add_frame(self, number)
 
 cdef class _Conversation:
-    cdef public object pending, players_pending, rule_walk, player_walk, last_rule, current_players
+    cdef public dict pending, players_pending
+    cdef public object rule_walk, player_walk, last_rule, current_players
 
 cdef class NetQuakeAnalyzer(Analyzer):
     cdef public BoundedDict conversations
-    cdef public object timings, requests, answered
+    cdef public dict timings
+    cdef public object requests, answered
     cdef public ServersSeen servers
     @cython.locals(values=dict, packet=Packet)
     cpdef feed(self, record, Message msg, tree)
@@ -39,6 +42,8 @@ cdef class NetQuakeAnalyzer(Analyzer):
     @cython.locals(conv=_Conversation)
     cpdef _Conversation _conversation(self, key, list out)
     cpdef _conclude(self, _Walk walk, expected=*, evicted=*)
+
+cdef dict REPLY_TO, TIMED_AS
 
 cpdef bint _past_last_player(number, current_players) except -1
 cpdef str _count(count, noun)

@@ -16,6 +16,7 @@ SEEN_COLUMNS = ("host_name", "level_name", "players", "max_players", "version", 
 
 REPLY_TO = {CCREP_SERVER_INFO: CCREQ_SERVER_INFO, CCREP_PLAYER_INFO: CCREQ_PLAYER_INFO,
             CCREP_RULE_INFO: CCREQ_RULE_INFO, CCREP_ACCEPT: CCREQ_CONNECT, CCREP_REJECT: CCREQ_CONNECT}
+TIMED_AS = {reply: COMMANDS[request] for reply, request in REPLY_TO.items()}  # the timing a reply's time goes to
 
 
 
@@ -123,7 +124,7 @@ class NetQuakeAnalyzer(Analyzer):
         if request is not None:
             elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.answered += 1
-            name = COMMANDS[REPLY_TO[command]]
+            name = TIMED_AS[command]
             timing = self.timings.get(name)
             if timing is None:
                 timing = self.timings[name] = Timing()

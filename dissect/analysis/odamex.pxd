@@ -15,7 +15,7 @@ cdef class OdamexAnalyzer(Analyzer):
     cdef public BoundedDict pending, listed
     cdef public object timings, requests, answered
     cdef public ServersSeen servers
-    @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet)
+    @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet, request=tuple)
     cpdef feed(self, record, Message msg, tree)
     @cython.locals(servers=MasterEntries)
     cpdef _master_list(self, master, Message msg, dict result, list frames)

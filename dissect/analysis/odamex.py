@@ -24,7 +24,9 @@ class OdamexAnalyzer(Analyzer):
 
     def __init__(self):
         super().__init__()
-        self.pending = BoundedDict(MAX_PENDING)     # (launcher, peer) -> (frame, ts)
+        # (launcher address, port, peer address, port) -> (frame, ts): one flat key, hashed and compared faster than
+        # two tuples
+        self.pending = BoundedDict(MAX_PENDING)
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
         # server named by a master reply, as its key (MasterEntries.keys) -> {masters, last_frame}
         self.listed = BoundedDict(MAX_LISTED)
@@ -39,22 +41,23 @@ class OdamexAnalyzer(Analyzer):
             return []
         if msg.name == "launcher_request":
             self.requests += 1
-            put(self.pending, ((src, sport), (dst, dport)), (record.number, record.ts))
+            put(self.pending, (src, sport, dst, dport), (record.number, record.ts))
             return []
         if msg.name not in ("master_list", "server_info"):
             return []
-        request = popped(self.pending, ((dst, dport), (src, sport)))
+        request = popped(self.pending, (dst, dport, src, sport))
         peer, launcher = endpoint(src, sport), endpoint(dst, dport)
         result = {"launcher": launcher, ("master" if msg.name == "master_list" else "server"): peer}
-        frames = [record.number]
-        if request is not None:
+        if request is None:
+            frames = [record.number]
+        else:
             elapsed = annotate_response(record, msg, tree, request[0], request[1], F)
             self.answered += 1
             timing = self.timings[msg.name]
             timing.add(elapsed)
             result["request_frame"] = request[0]
             result["response_time"] = elapsed
-            frames.insert(0, request[0])
+            frames = [request[0], record.number]
         if msg.name == "master_list":
             return [self._master_list(peer, msg, result, frames)]
         return [self._server_info(peer, msg, result, frames)]

@@ -5,7 +5,7 @@
 cimport cython
 from dissect.core.cursor cimport Cursor, as_bytes, unpack
 from dissect.core.model cimport Message, add_prepared, prepared_finding
-from dissect.core.bounded cimport put
+from dissect.core.bounded cimport BoundedDict, put
 from dissect.capture.layers cimport Packet
 from dissect.core.fmt cimport hex16, hex_text
 
@@ -36,7 +36,12 @@ cpdef _rule_info(Cursor cur, Message msg)
 cpdef _long_order(Cursor cur, long long low, long long high, Py_ssize_t settle_at=*)
 @cython.locals(frags=cython.longlong, connected=cython.longlong)
 cpdef int _plausible_player(bytes data, Py_ssize_t pos, Py_ssize_t settle_at, order) except -1
+
+cdef class _Seen:
+    cdef public BoundedDict table
+    cdef public object last
+
 @cython.locals(values=dict)
-cpdef _observe(dissector, Packet packet, Message msg)
-cpdef _remember(dissector, tuple conversation)
+cpdef _observe(_Seen seen, Packet packet, Message msg)
+cpdef _remember(_Seen seen, tuple conversation)
 cpdef tuple _conversation(src, sport, dst, dport)

@@ -198,8 +198,7 @@ class NetQuake(Dissector):
 
     def __init__(self):
         # Conversations where NetQuake was seen, so data packets on other ports are recognized.
-        self.conversations = BoundedDict(MAX_CONVERSATIONS)
-        self.last_remembered = None
+        self.conversations = _Seen()
 
     # -- recognition -----------------------------------------------------------
     def claims(self, payload, packet, on_port):
@@ -211,7 +210,7 @@ class NetQuake(Dissector):
 
     def observe(self, packet, msg):
         if packet is not None:
-            _observe(self, packet, msg)
+            _observe(self.conversations, packet, msg)
 
     # -- decoding ----------------------------------------------------------------
     def decode(self, cur, msg, packet):
@@ -408,22 +407,35 @@ def _plausible_player(data, pos, settle_at, order):
     return (-FRAGS_LIMIT < frags < FRAGS_LIMIT) + (0 <= connected < CONNECT_TIME_LIMIT)
 
 
-def _observe(dissector, packet, msg):
+class _Seen:
+    """The conversations where NetQuake was seen, at most MAX_CONVERSATIONS: the one seen least recently goes first."""
+
+    __slots__ = ("table", "last")
+
+    def __init__(self):
+        self.table = BoundedDict(MAX_CONVERSATIONS)
+        self.last = None  # the conversation put last
+
+    def __contains__(self, conversation):
+        return conversation in self.table
+
+
+def _observe(seen, packet, msg):
     """NetQuake.observe's work, its packet's addresses read in C when compiled."""
     values = msg.values
     command = values.get("command")
     if command is None:
         return
-    _remember(dissector, _conversation(packet.src, packet.sport, packet.dst, packet.dport))
+    _remember(seen, _conversation(packet.src, packet.sport, packet.dst, packet.dport))
     if command == CCREP_ACCEPT and isinstance(values.get("port"), int):
         # The game runs between the client and the port the server accepted it on.
-        _remember(dissector, _conversation(packet.src, values["port"], packet.dst, packet.dport))
+        _remember(seen, _conversation(packet.src, values["port"], packet.dst, packet.dport))
 
 
-def _remember(dissector, conversation):
-    if conversation != dissector.last_remembered:  # the last one put is at the end already: put would change nothing
-        put(dissector.conversations, conversation, True)
-        dissector.last_remembered = conversation
+def _remember(seen, conversation):
+    if conversation != seen.last:  # the last one put is at the end already: put would change nothing
+        put(seen.table, conversation, True)
+        seen.last = conversation
 
 
 def _conversation(src, sport, dst, dport):

@@ -3,7 +3,7 @@
 # each other and to the Cursor; without a tree, its integers are read from the bytes in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, as_bytes, new_cursor
+from dissect.core.cursor cimport Cursor, as_bytes, cut, new_cursor, unpack
 from dissect.core.fmt cimport hex_text
 from dissect.core.model cimport Field, Message, add_prepared, new_field, new_message, prepared_finding
 from dissect.core.tables cimport FieldSpec
@@ -103,8 +103,15 @@ cpdef Message _fork(bytes data, Message shared)
 @cython.locals(index=Py_ssize_t)
 cpdef bint _zeros_and_ones(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 
-@cython.locals(reader=_ServerInfo, values=dict, real=bint, data=bytes, end=Py_ssize_t, pos=Py_ssize_t)
+@cython.locals(values=dict, real=bint, data=bytes, end=Py_ssize_t, pos=Py_ssize_t)
 cpdef _summary_read(Cursor cur, Message msg, _Candidate choice)
+@cython.locals(stop=Py_ssize_t, pwads=list)
+cdef Py_ssize_t _clean_head(bytes data, Py_ssize_t pos, Py_ssize_t end, dict values, bint echo) except -1
+@cython.locals(deathmatch=bint, teamplay=bint, ctf=bint)
+cdef Py_ssize_t _clean_real_modes(bytes data, Py_ssize_t pos, dict values) except -1
+cdef Py_ssize_t _clean_spec_modes(bytes data, Py_ssize_t pos, dict values) except -1
+cdef str _latin1(bytes data, Py_ssize_t start, Py_ssize_t stop)
+cpdef str real_mode(bint deathmatch, bint teamplay, bint ctf)
 @cython.locals(values=dict, read=Message)
 cpdef dict full_values(Message msg)
 @cython.locals(reader=_ServerInfo)

@@ -33,7 +33,7 @@ import struct
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict, peek, put
-from ..core.cursor import as_bytes, new_cursor
+from ..core.cursor import as_bytes, cut, new_cursor, unpack
 from ..core.fmt import ValueTexts, hex_text, named
 from ..core.model import add_prepared, new_field, new_message, prepared_finding
 from ..core.tables import FieldTable, FindingTable
@@ -1173,17 +1173,15 @@ def _summary_read(cur, msg, choice):
     """A reply that the walk found to fit ``choice`` cleanly, read without a tree: its head and its game mode (what
     the info line and the servers seen show), the rest left for ``full_values`` (``values["unread"]`` says how to
     read it). A clean fit has nothing to flag: what is left unread holds no finding."""
-    reader = _reader(cur, msg, choice)
-    reader.head()
-    values = msg.values
+    data, end, values = cur.data, cur.end, msg.values
+    pos = _clean_head(data, cur.pos, end, values, choice.echo)
     real = choice.layout == REAL
     if real:
-        reader._real_modes()
+        pos = _clean_real_modes(data, pos, values)
     else:
-        reader._spec_modes()
-    data, end = cur.data, cur.end
+        pos = _clean_spec_modes(data, pos, values)
     if not real or choice.extension:  # the spec's CTF bool, and the extension's offset, lie past the players
-        pos = _walk_players(data, cur.pos, end, values["players"], choice, values["teamplay"], real and values["ctf"])
+        pos = _walk_players(data, pos, end, values["players"], choice, values["teamplay"], real and values["ctf"])
         pos = _after_strings(data, pos, end, len(values["pwads"]))  # the PWAD hashes
         if not real:
             values["ctf"] = data[pos] == 1
@@ -1194,6 +1192,54 @@ def _summary_read(cur, msg, choice):
                                                      choice.teams, values["teamplay"] or values["ctf"])
     values["unread"] = (choice.layout, choice.teams, choice.echo, choice.extension)
     cur.pos = cur.end
+
+
+# What _ServerInfo reads first, read from the bytes of a reply the walk found to fit cleanly: nothing is cut and
+# every value is in range, so there is no field, finding or exception to make, and no Cursor call. Each returns the
+# offset after what it read; the values go in as the reader puts them, in its order.
+def _clean_head(data, pos, end, values, echo):
+    """_ServerInfo.head's values."""
+    values["token"] = unpack(I32LE, data, pos)
+    pos += 4
+    if echo:
+        values["key"] = cut(data, pos, pos + 4)
+        pos += 4
+    stop = _after_string(data, pos, end)
+    values["name"] = _latin1(data, pos, stop - 1)
+    values["players"], values["max_players"] = data[stop], data[stop + 1]
+    pos = stop + 2
+    stop = _after_string(data, pos, end)
+    values["map"] = _latin1(data, pos, stop - 1)
+    pos = stop + 1
+    values["pwads"] = pwads = []
+    for _ in range(data[stop]):
+        stop = _after_string(data, pos, end)
+        pwads.append(_latin1(data, pos, stop - 1))
+        pos = stop
+    return pos
+
+
+def _clean_real_modes(data, pos, values):
+    """_ServerInfo._real_modes's values."""
+    deathmatch = values["deathmatch"] = data[pos] == 1
+    values["skill"] = data[pos + 1]
+    teamplay = values["teamplay"] = data[pos + 2] == 1
+    ctf = values["ctf"] = data[pos + 3] == 1
+    values["mode"] = real_mode(deathmatch, teamplay, ctf)
+    return pos + 4
+
+
+def _clean_spec_modes(data, pos, values):
+    """_ServerInfo._spec_modes's values."""
+    values["game_type"] = data[pos]
+    values["skill"] = data[pos + 1]
+    values["teamplay"] = data[pos + 2] == 1
+    return pos + 3
+
+
+def _latin1(data, start, stop):
+    """A string's text, as Cursor.cstring decodes it."""
+    return data[start:stop].decode("latin-1", "replace")
 
 
 def full_values(msg):
