@@ -401,6 +401,20 @@ def test_decimal_text_of_what_is_not_an_int_is_its_text():
 def test_safe_returns_printable_text_itself():
     text = "Shambler 13/8"
     assert safe(text) is text
+    beyond_ascii = "Ünited Ström 東京"  # printable beyond ASCII: the compiled check reads the Unicode database
+    assert safe(beyond_ascii) is beyond_ascii
+
+
+class _Text(str):
+    """A str subclass, as a plugin may put in a value."""
+
+
+def test_safe_takes_a_str_subclass():
+    # the compiled check once refused what is not an exact str (TypeError); the interpreted one took it
+    assert safe(_Text("plain")) == "plain"
+    assert safe(_Text("Ünited")) == "Ünited"
+    assert safe(_Text("tab\there")) == "tab\\there"
+    assert safe(_Text("\u202eregnaR")) == "\\u202eregnaR"
 
 
 def test_summary_tree_and_hex_escape_format_characters():

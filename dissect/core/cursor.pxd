@@ -18,7 +18,8 @@ cdef class Cursor:
     cdef public Py_ssize_t pos, end, last_offset, last_length, missing
     cdef public bint tree
     cdef public Message msg
-    cdef public object _stack, _raw
+    cdef public list _stack
+    cdef public object _raw
     # where last_raw's bytes are while _raw is None
     cdef public Py_ssize_t _raw_start, _raw_stop
     cdef Py_ssize_t _starts[33]  # MAX_CSTRINGS + 1 (cursor.py): the offsets of the last cstrings's fields

@@ -10,7 +10,7 @@ cdef class Field:
 
 @cython.locals(field=Field)
 cpdef Field new_field(key, name, offset, length, value, fmt, display=*, generated=*)
-cdef _fill(Field field, key, name, offset, length, value, fmt, display, generated)
+cdef inline _fill(Field field, key, name, offset, length, value, fmt, display, generated)
 @cython.locals(texts=ValueTexts)
 cpdef display_of(Field field)
 cpdef default_display(value)

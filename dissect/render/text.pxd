@@ -39,8 +39,78 @@ cdef extern from *:
                 return 0;
         return 1;
     }
+
+    /* Whether a str is printable (str.isprintable): 1 or 0; ASCII eight bytes a step (dissect_ascii_printable),
+       other text a character at a time, the characters beyond ASCII by the Unicode database as isprintable reads
+       them. -1, for safe() to go the slow way, for a str subclass that is not ASCII and for anything not a str. */
+    static inline int dissect_printable(PyObject *text) {
+        int ascii = dissect_ascii_printable(text);
+        int kind;
+        const void *data;
+        Py_ssize_t size, i;
+        Py_UCS4 code;
+        if (ascii >= 0 || !PyUnicode_CheckExact(text))
+            return ascii;
+        kind = PyUnicode_KIND(text);
+        data = PyUnicode_DATA(text);
+        size = PyUnicode_GET_LENGTH(text);
+        for (i = 0; i < size; i++) {
+            code = PyUnicode_READ(kind, data, i);
+            if (code < 0x80 ? code < 0x20 || code == 0x7f : !Py_UNICODE_ISPRINTABLE(code))
+                return 0;
+        }
+        return 1;
+    }
+
+    /* A str of printable characters (dissect_printable) as UTF-8, written in place: none is a surrogate (those are
+       not printable), so its bytes are what encode("utf-8", "replace") gives. */
+    static inline int dissect_buffer_printable(dissect_buffer *buffer, PyObject *text) {
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t size = PyUnicode_GET_LENGTH(text), i;
+        unsigned char *out;
+        Py_UCS4 code;
+        if (dissect_buffer_reserve(buffer, 4 * size) < 0)
+            return -1;
+        out = (unsigned char *)buffer->data + buffer->size;
+        for (i = 0; i < size; i++) {
+            code = PyUnicode_READ(kind, data, i);
+            if (code < 0x80) {
+                *out++ = (unsigned char)code;
+            } else if (code < 0x800) {
+                *out++ = (unsigned char)(0xc0 | code >> 6);
+                *out++ = (unsigned char)(0x80 | (code & 0x3f));
+            } else if (code < 0x10000) {
+                *out++ = (unsigned char)(0xe0 | code >> 12);
+                *out++ = (unsigned char)(0x80 | (code >> 6 & 0x3f));
+                *out++ = (unsigned char)(0x80 | (code & 0x3f));
+            } else {
+                *out++ = (unsigned char)(0xf0 | code >> 18);
+                *out++ = (unsigned char)(0x80 | (code >> 12 & 0x3f));
+                *out++ = (unsigned char)(0x80 | (code >> 6 & 0x3f));
+                *out++ = (unsigned char)(0x80 | (code & 0x3f));
+            }
+        }
+        buffer->size = (char *)out - buffer->data;
+        return 0;
+    }
+
+    /* A str of printable characters copied as UTF-8: 1; 0, with nothing written, for any other (safe() escapes
+       it first). ASCII is copied as it is. */
+    static inline int dissect_buffer_plain(dissect_buffer *buffer, PyObject *text) {
+        int printable;
+        if (!PyUnicode_CheckExact(text))
+            return 0;
+        printable = dissect_printable(text);
+        if (printable != 1)
+            return 0;
+        if (PyUnicode_IS_ASCII(text))
+            return dissect_buffer_raw(buffer, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text))
+                < 0 ? -1 : 1;
+        return dissect_buffer_printable(buffer, text) < 0 ? -1 : 1;
+    }
     """
-    int _ascii_printable "dissect_ascii_printable" (str text)
+    int _printable "dissect_printable" (object text)  # any object: -1 where it is not a str
 
 cdef extern from *:
     """
@@ -155,6 +225,7 @@ cdef Py_ssize_t _worst_rank(list findings, Py_ssize_t rank) except -2
 @cython.locals(field=Field, level=Py_ssize_t, indent=str, generated=bint, tag=Py_ssize_t, start=Py_ssize_t)
 cdef _field_bytes(fields, Py_ssize_t depth)
 cdef bytes _field_block(list fields)
+cdef bytes _message_block(Message msg)
 @cython.locals(value=object)
 cdef _tree_display(Field field)
 cdef _tree_text(text)
@@ -175,12 +246,10 @@ cdef extern from *:
         return dissect_buffer_raw(&dissect_line_out, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     }
 
-    /* 1: the text copied; 0: nothing written, the text is not printable ASCII (safe() and encode() then make it). */
+    /* 1: the text copied as UTF-8; 0: nothing written, the text is not printable (safe() and encode() then make
+       it). */
     static inline int dissect_line_plain(PyObject *text) {
-        if (dissect_ascii_printable(text) != 1)
-            return 0;
-        return dissect_buffer_raw(&dissect_line_out, (const char *)PyUnicode_1BYTE_DATA(text),
-                                  PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
+        return dissect_buffer_plain(&dissect_line_out, text);
     }
 
     /* The No. and Time columns, "%6d %4d.%06d ", of numbers that are not negative (_exact_micros). */
@@ -252,11 +321,39 @@ cdef extern from *:
         return dissect_buffer_str(&dissect_tree_out, text);  /* output.pxd */
     }
 
-    /* A str of printable ASCII (dissect_ascii_printable) copied: 1; 0, with nothing written, for another. */
+    /* A str of printable characters (dissect_printable) copied as UTF-8: 1; 0, with nothing written, for another. */
     static inline int dissect_tree_plain(PyObject *text) {
-        if (!PyUnicode_CheckExact(text) || dissect_ascii_printable(text) != 1)
+        return dissect_buffer_plain(&dissect_tree_out, text);
+    }
+
+    /* Whether ``items`` holds any (``bool(items)``): a list's or tuple's size read in place. */
+    static inline int dissect_any(PyObject *items) {
+        if (PyList_CheckExact(items))
+            return PyList_GET_SIZE(items) != 0;
+        if (PyTuple_CheckExact(items))
+            return PyTuple_GET_SIZE(items) != 0;
+        return PyObject_IsTrue(items);
+    }
+
+    /* " [offset:length]" where both are ints from 0 to 9999 (most fields'): 1; 0, with nothing written, for any
+       other (dissect_tree_int then writes each). */
+    static inline int dissect_tree_range(PyObject *offset, PyObject *length) {
+        long long start, size;
+        char *out;
+        if (!PyLong_CheckExact(offset) || !PyLong_CheckExact(length) || !dissect_compact_int(offset, &start)
+                || !dissect_compact_int(length, &size) || start < 0 || start >= 10000 || size < 0 || size >= 10000)
             return 0;
-        return dissect_tree_raw((const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
+        if (dissect_buffer_reserve(&dissect_tree_out, 12) < 0)
+            return -1;
+        out = dissect_tree_out.data + dissect_tree_out.size;
+        *out++ = ' ';
+        *out++ = '[';
+        out += dissect_small_decimal(out, (unsigned)start);  /* core/fmt.pxd */
+        *out++ = ':';
+        out += dissect_small_decimal(out, (unsigned)size);
+        *out++ = ']';
+        dissect_tree_out.size = out - dissect_tree_out.data;
+        return 1;
     }
 
     /* An int's digits (dissect_buffer_int): 1; 0, with nothing written, beyond 64 bits. */
@@ -294,6 +391,8 @@ cdef extern from *:
     int _tree_str "dissect_tree_str" (str text) except -1
     int _tree_plain "dissect_tree_plain" (object text) except -1
     int _tree_int "dissect_tree_int" (object value) except -1
+    int _tree_range "dissect_tree_range" (object offset, object length) except -1
+    int _any "dissect_any" (object items) except -1
     Py_ssize_t _tree_size "dissect_tree_size" ()
     int _tree_prefix "dissect_tree_prefix" (object key, object name, Py_ssize_t tag) except -1
     int _tree_keep "dissect_tree_keep" (object key, object name, Py_ssize_t tag, Py_ssize_t start) except -1

@@ -16,8 +16,8 @@ from ..registry import load_protocols
 
 
 def safe(text):
-    """``core.escape.printable``, a text of printable ASCII passed at once when compiled."""
-    if _COMPILED and _ascii_printable(text) == 1:  # C (text.pxd): 1 for printable ASCII, 0 or -1 for any other
+    """``core.escape.printable``, a text of printable characters passed at once when compiled."""
+    if _COMPILED and _printable(text) == 1:  # C (text.pxd): str.isprintable without a method call
         return text
     return printable(text)
 
@@ -308,13 +308,16 @@ class TreeRenderer:
             self.write_bytes("\n".join(lines).encode("utf-8", "replace"))
 
     def _message(self, msg, lines):
-        where = f"[{decimal_text(msg.offset)}:{decimal_text(msg.length)}]" if msg.offset is not None else \
-            f"[reassembled from frames {','.join(map(str, msg.frames))}, {msg.length} bytes]"
-        lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
-        if self.write_bytes is None or not _COMPILED:
-            _field_lines(msg.fields, 1, lines)
-        elif msg.fields:  # the field lines as one block of UTF-8, which frame's C join copies as it is
-            lines.append(_field_block(msg.fields))
+        if self.write_bytes is not None and _COMPILED and type(msg.offset) is int and type(msg.length) is int:
+            lines.append(_message_block(msg))  # its title line and field lines as one block of UTF-8 (C)
+        else:
+            where = f"[{decimal_text(msg.offset)}:{decimal_text(msg.length)}]" if msg.offset is not None else \
+                f"[reassembled from frames {','.join(map(str, msg.frames))}, {msg.length} bytes]"
+            lines.append(f"{protocol_title(msg.protocol)} {safe(msg.name or '')} {where}")
+            if self.write_bytes is None or not _COMPILED:
+                _field_lines(msg.fields, 1, lines)
+            elif msg.fields:  # the field lines as one block of UTF-8, which frame's C join copies as it is
+                lines.append(_field_block(msg.fields))
         for finding in msg.findings:
             lines.append("    " + self._finding(finding))
 
@@ -368,6 +371,22 @@ def _field_block(fields):
     return _tree_take()
 
 
+def _message_block(msg):
+    """The message's title line, "<protocol title> <name> [offset:length]" (ints), then the lines of
+    _field_lines(msg.fields, 1, ...), joined by newlines, as UTF-8."""
+    _tree_start()
+    _tree_str(f"{protocol_title(msg.protocol)}")
+    _tree_raw(b" ", 1)
+    _tree_str(f"{safe(msg.name or '')}")
+    _tree_raw(b" [", 2)
+    _tree_number(msg.offset)
+    _tree_raw(b":", 1)
+    _tree_number(msg.length)
+    _tree_raw(b"]", 1)
+    _field_bytes(msg.fields, 1)
+    return _tree_take()
+
+
 def _field_bytes(fields, depth):
     level = min(depth, len(INDENT) - 1)
     indent = INDENT[level]
@@ -386,13 +405,13 @@ def _field_bytes(fields, depth):
         _tree_display(field)
         if generated:
             _tree_raw(b"]", 1)
-        if not generated or field.length:
+        if (not generated or field.length) and not _tree_range(field.offset, field.length):  # C: small ints
             _tree_raw(b" [", 2)
             _tree_number(field.offset)
             _tree_raw(b":", 1)
             _tree_number(field.length)
             _tree_raw(b"]", 1)
-        if field.children:
+        if _any(field.children):  # C: a list's or tuple's size read, no call
             _field_bytes(field.children, depth + 1)
 
 
@@ -413,7 +432,7 @@ def _tree_display(field):
 
 def _tree_text(text):
     """What an f-string makes of ``text``, as safe() shows it."""
-    if not _tree_plain(text):  # C: a str of printable ASCII copied as it is; 0 for anything else
+    if not _tree_plain(text):  # C: a str of printable characters copied as UTF-8; 0 for anything else
         _tree_str(safe(text if type(text) is str else f"{text}"))
 
 
