@@ -14,6 +14,7 @@ from conftest import CAPTURES, jsonl, run_cli
 
 from dissect.analysis import abuse
 from dissect.capture.sources import open_capture
+from dissect.core.bounded import BoundedDict
 from dissect.parallel import address_pair
 from dissect.pipeline import Pipeline
 from dissect.registry import Registry, UsageError
@@ -388,3 +389,42 @@ def test_merged_workers_evict_as_one_process(tmp_path, monkeypatch):
     assert owners == {0, 1} and merged.stats() == one.traffic.stats()
     assert merged.stats()["evicted"] == {"hosts": 250, "pairs": 250, "queries": 250}
     assert [(r.name, r.result) for r in merged.conclude()] == [(r.name, r.result) for r in one.traffic.conclude()]
+
+
+def _query_analyzer():
+    """An abuse analyzer of one made-up protocol whose "req" is answered by "rep"."""
+    return abuse.TrafficAnalyzer([("proto", {"req": ("request", "req"), "rep": ("reply", "req")}, None, None, None)])
+
+
+def test_a_reply_finds_its_query_whichever_port_of_the_address_asked_last():
+    # a server keeps its last pair, and the pair its last query: a reply to another port of the same address, or to
+    # a port that never asked, is matched by its own key, not by the last query's
+    analyzer = _query_analyzer()
+    server, one, two, never = ("203.0.113.5", 8303), ("192.0.2.1", 1001), ("192.0.2.1", 1002), ("192.0.2.1", 1003)
+    analyzer.count(1, 10.0, "proto", "req", one, server, None, 10, 52)
+    analyzer.count(2, 10.1, "proto", "req", two, server, None, 10, 52)
+    analyzer.count(3, 10.2, "proto", "rep", server, one, None, 100, 142)   # answers port 1001's query
+    analyzer.count(4, 10.3, "proto", "rep", server, never, None, 100, 142)  # answers nothing
+    analyzer.count(5, 10.4, "proto", "rep", server, two, None, 100, 142)
+    analyzer.finish()
+    row, = analyzer.stats()["protocols"]
+    assert (row["requests"], row["replies"], row["unsolicited_replies"]) == (2, 2, 1)
+    kind, = analyzer.stats()["amplification"]
+    assert (kind["answered"], kind["replies"]) == (2, 2)
+
+
+def test_a_pair_evicted_from_its_table_is_not_reached_through_its_server():
+    # the pairs table holds two; the third pair evicts the first, which its server still names: that server's next
+    # reply to the same address makes the pair anew (the eviction counted once), as a look-up by key would
+    analyzer = _query_analyzer()
+    analyzer.pairs = BoundedDict(2)
+    servers = [("203.0.113.5", 8303), ("203.0.113.6", 8303), ("203.0.113.7", 8303)]
+    client = ("192.0.2.1", 1001)
+    for frame, server in enumerate(servers, 1):
+        analyzer.count(frame, 10.0, "proto", "req", client, server, None, 10, 52)
+    assert analyzer.evicted == {"pairs": 1} and ("192.0.2.1", servers[0]) not in analyzer.pairs
+    analyzer.count(4, 10.5, "proto", "rep", servers[0], client, None, 100, 142)
+    assert ("192.0.2.1", servers[0]) in analyzer.pairs and analyzer.evicted == {"pairs": 2}
+    assert analyzer.pairs.keys() == [("192.0.2.1", servers[2]), ("192.0.2.1", servers[0])]
+    row, = analyzer.stats()["protocols"]
+    assert (row["replies"], row["unsolicited_replies"]) == (1, 0)  # its query was still open
