@@ -62,39 +62,6 @@ cdef extern from *:
         return 1;
     }
 
-    /* A str of printable characters (dissect_printable) as UTF-8, written in place: none is a surrogate (those are
-       not printable), so its bytes are what encode("utf-8", "replace") gives. */
-    static inline int dissect_buffer_printable(dissect_buffer *buffer, PyObject *text) {
-        int kind = PyUnicode_KIND(text);
-        const void *data = PyUnicode_DATA(text);
-        Py_ssize_t size = PyUnicode_GET_LENGTH(text), i;
-        unsigned char *out;
-        Py_UCS4 code;
-        if (dissect_buffer_reserve(buffer, 4 * size) < 0)
-            return -1;
-        out = (unsigned char *)buffer->data + buffer->size;
-        for (i = 0; i < size; i++) {
-            code = PyUnicode_READ(kind, data, i);
-            if (code < 0x80) {
-                *out++ = (unsigned char)code;
-            } else if (code < 0x800) {
-                *out++ = (unsigned char)(0xc0 | code >> 6);
-                *out++ = (unsigned char)(0x80 | (code & 0x3f));
-            } else if (code < 0x10000) {
-                *out++ = (unsigned char)(0xe0 | code >> 12);
-                *out++ = (unsigned char)(0x80 | (code >> 6 & 0x3f));
-                *out++ = (unsigned char)(0x80 | (code & 0x3f));
-            } else {
-                *out++ = (unsigned char)(0xf0 | code >> 18);
-                *out++ = (unsigned char)(0x80 | (code >> 12 & 0x3f));
-                *out++ = (unsigned char)(0x80 | (code >> 6 & 0x3f));
-                *out++ = (unsigned char)(0x80 | (code & 0x3f));
-            }
-        }
-        buffer->size = (char *)out - buffer->data;
-        return 0;
-    }
-
     /* A str of printable characters copied as UTF-8: 1; 0, with nothing written, for any other (safe() escapes
        it first). ASCII is copied as it is. */
     static inline int dissect_buffer_plain(dissect_buffer *buffer, PyObject *text) {
@@ -104,10 +71,7 @@ cdef extern from *:
         printable = dissect_printable(text);
         if (printable != 1)
             return 0;
-        if (PyUnicode_IS_ASCII(text))
-            return dissect_buffer_raw(buffer, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text))
-                < 0 ? -1 : 1;
-        return dissect_buffer_printable(buffer, text) < 0 ? -1 : 1;
+        return dissect_buffer_str(buffer, text) < 0 ? -1 : 1;  /* output.pxd: none is a surrogate, so as encoded */
     }
     """
     int _printable "dissect_printable" (object text)  # any object: -1 where it is not a str
