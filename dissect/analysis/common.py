@@ -67,18 +67,18 @@ def merge_timings(mine, theirs):
 
 
 def merge_latest(mine, theirs, combine):
-    """Fold another worker's table of entries that say when they were last updated (``last_frame``)
+    """Fold another worker's table of entries that say when they were last updated (their ``last_frame``)
     into this one (``-j``). An entry in both becomes ``combine(older, newer)``; the table keeps the
     order of last update and its size limit, as one process would."""
     combined = dict(mine)
     for key, entry in theirs.items():
         old = combined.get(key)
         if old is not None:
-            newer, older = (entry, old) if entry["last_frame"] > old["last_frame"] else (old, entry)
+            newer, older = (entry, old) if entry.last_frame > old.last_frame else (old, entry)
             entry = combine(older, newer)
         combined[key] = entry
     mine.clear()
-    for key, entry in sorted(combined.items(), key=lambda item: item[1]["last_frame"])[-mine.limit:]:
+    for key, entry in sorted(combined.items(), key=lambda item: item[1].last_frame)[-mine.limit:]:
         mine[key] = entry
 
 

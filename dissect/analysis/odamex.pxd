@@ -11,6 +11,8 @@ from dissect.core.model cimport Message
 from dissect.dissectors.odamex cimport MasterEntries
 from dissect.capture.layers cimport Packet
 
+cdef class _Listing
+
 cdef class OdamexAnalyzer(Analyzer):
     cdef public BoundedDict pending, listed
     cdef public object timings, requests, answered
@@ -19,10 +21,14 @@ cdef class OdamexAnalyzer(Analyzer):
     cpdef feed(self, record, Message msg, tree)
     @cython.locals(servers=MasterEntries)
     cpdef _master_list(self, master, Message msg, dict result, list frames)
-    @cython.locals(listing=dict, listed=BoundedDict)
+    @cython.locals(listing=_Listing, listed=BoundedDict)
     cpdef _list(self, master, MasterEntries servers, frame)
     @cython.locals(data=dict)
     cpdef _server_info(self, server, Message msg, dict result, list frames)
+
+cdef class _Listing:
+    cdef public list masters
+    cdef public object last_frame
 
 # What a server-info record's result reads, when a view reads it: its values as a dict in C.
 @cython.locals(info=dict, out=dict)

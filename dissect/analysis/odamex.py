@@ -28,7 +28,7 @@ class OdamexAnalyzer(Analyzer):
         # two tuples
         self.pending = BoundedDict(MAX_PENDING)
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
-        # server named by a master reply, as its key (MasterEntries.keys) -> {masters, last_frame}
+        # server named by a master reply, as its key (MasterEntries.keys) -> _Listing
         self.listed = BoundedDict(MAX_LISTED)
         self.timings = {"master_list": Timing(), "server_info": Timing()}
         self.requests = 0
@@ -78,11 +78,11 @@ class OdamexAnalyzer(Analyzer):
         for key in servers.keys():
             listing = refreshed(listed, key)
             if listing is None:
-                put(listed, key, {"masters": [master], "last_frame": frame})
+                put(listed, key, _Listing([master], frame))
                 continue
-            if master not in listing["masters"]:
-                listing["masters"] = (listing["masters"] + [master])[-MAX_MASTERS:]
-            listing["last_frame"] = frame
+            if master not in listing.masters:
+                listing.masters = (listing.masters + [master])[-MAX_MASTERS:]
+            listing.last_frame = frame
 
     def _server_info(self, server, msg, result, frames):
         data = msg.values
@@ -112,16 +112,26 @@ class OdamexAnalyzer(Analyzer):
         servers = []
         for server in self.servers.entries():
             listing = listed.get(server["server"])
-            servers.append(dict(server, listed_by=listing["masters"] if listing else []))
+            servers.append(dict(server, listed_by=listing.masters if listing else []))
         for address, listing in listed.items():
             if address not in self.servers:
-                servers.append({"server": address, "listed_by": listing["masters"], "responses": 0,
-                                "last_frame": listing["last_frame"]})
+                servers.append({"server": address, "listed_by": listing.masters, "responses": 0,
+                                "last_frame": listing.last_frame})
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
 
 
 NO_ENTRIES = MasterEntries(b"")
+
+
+class _Listing:
+    """A server as master replies listed it: the masters (the latest MAX_MASTERS) and the frame of the latest."""
+
+    __slots__ = ("masters", "last_frame")
+
+    def __init__(self, masters, last_frame):
+        self.masters = masters
+        self.last_frame = last_frame
 
 
 def _master_result(result, servers):
@@ -146,8 +156,8 @@ def _server_result(data, unread, result):
 
 def _merge_listings(older, newer):
     """One server listed in two workers: the masters of both, the newer listing's last."""
-    masters = [m for m in older["masters"] if m not in newer["masters"]] + newer["masters"]
-    return {"masters": masters[-MAX_MASTERS:], "last_frame": newer["last_frame"]}
+    masters = [m for m in older.masters if m not in newer.masters] + newer.masters
+    return _Listing(masters[-MAX_MASTERS:], newer.last_frame)
 
 
 def _named_teams(data):

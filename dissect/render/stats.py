@@ -29,11 +29,12 @@ class StatsCollector:
                              # one of a (protocol, name) tuple made for each message
         self.findings = {}
         self.severity_of = {}
-        self.analyses = {}
+        self.analyses = {}   # protocol -> {record name -> Tally}, as the messages
 
     def frame(self, record):
         self.frames += 1
-        self.bytes += record.wirelen
+        wirelen = record.wirelen  # a C integer compiled: added without a Python int made
+        self.bytes += wirelen
         ts = record.ts
         if self.first_ts is None:
             self.first_ts = ts
@@ -42,7 +43,7 @@ class StatsCollector:
             self._clock(ts, ts)
         _count(self.protocols, record.protocol, 1)
         for msg in record.messages:
-            _count(self._names(msg.protocol), msg.name, 1)
+            _count(_names(self.messages, msg.protocol), msg.name, 1)
         for finding in record.findings:  # record.all_findings(), without a generator
             self._finding(finding)
         for msg in record.messages:
@@ -50,7 +51,7 @@ class StatsCollector:
                 self._finding(finding)
 
     def analysis(self, rec):
-        _count(self.analyses, (rec.protocol, rec.name), 1)
+        _count(_names(self.analyses, rec.protocol), rec.name, 1)
         for finding in rec.findings:
             self._finding(finding)
 
@@ -58,24 +59,17 @@ class StatsCollector:
         """Add another ``-j`` worker's counts (it saw other frames of the same capture)."""
         self.frames += other.frames
         self.bytes += other.bytes
-        for mine, theirs in ((self.protocols, other.protocols), (self.findings, other.findings),
-                             (self.analyses, other.analyses)):
+        for mine, theirs in ((self.protocols, other.protocols), (self.findings, other.findings)):
             for key, tally in theirs.items():
                 _count(mine, key, tally.count)
-        for protocol, names in other.messages.items():
-            mine = self._names(protocol)
-            for name, tally in names.items():
-                _count(mine, name, tally.count)
+        for mine, theirs in ((self.messages, other.messages), (self.analyses, other.analyses)):
+            for protocol, names in theirs.items():
+                counts = _names(mine, protocol)
+                for name, tally in names.items():
+                    _count(counts, name, tally.count)
         self.severity_of.update(other.severity_of)
         if other.min_ts is not None:
             self._clock(other.min_ts, other.max_ts)
-
-    def _names(self, protocol):
-        """The message counts of ``protocol``, by name."""
-        names = self.messages.get(protocol)
-        if names is None:
-            names = self.messages[protocol] = {}
-        return names
 
     def _clock(self, low, high):
         if self.min_ts is None:
@@ -103,10 +97,8 @@ class StatsCollector:
         data = {
             "kind": "stats", "frames": self.frames, "bytes": self.bytes, "duration": duration,
             "protocols": dict(sorted(_counts(self.protocols).items(), key=lambda item: (-item[1], item[0]))),
-            "messages": [{"protocol": p, "message": m, "count": c} for p, m, c in
-                         sorted((p, m, c) for p, names in self.messages.items() for m, c in _counts(names).items())],
-            "analyses": [{"protocol": p, "name": n, "count": c}
-                         for (p, n), c in sorted(_counts(self.analyses).items())],
+            "messages": [{"protocol": p, "message": m, "count": c} for p, m, c in _named_counts(self.messages)],
+            "analyses": [{"protocol": p, "name": n, "count": c} for p, n, c in _named_counts(self.analyses)],
             "findings": [{"code": code, "severity": self.severity_of[code], "count": count}
                          for code, count in sorted(_counts(self.findings).items())],
             "transactions": {key: a.stats() for key, a in sorted(analyzers.items()) if key != _ABUSE},
@@ -272,25 +264,45 @@ def _counts(counts):
     return {key: tally.count for key, tally in counts.items()}
 
 
+def _names(tables, protocol):
+    """The counts of ``protocol`` in ``tables`` (protocol -> {name -> Tally}), by name."""
+    names = tables.get(protocol)
+    if names is None:
+        names = tables[protocol] = {}
+    return names
+
+
+def _named_counts(tables):
+    """(protocol, name, count) of ``tables``, sorted."""
+    return sorted((protocol, name, tally.count) for protocol, names in tables.items() for name, tally in names.items())
+
+
 def _sets_clock(record):
     """As in the pipeline, a corrupt record without bytes (whose time may be made up) does not count."""
     return bool(record.data) or not record.findings or record.findings[0].code != _CORRUPT
 
 
+_LABELS = (("host_name", ""), ("name", ""), ("level_name", "map "), ("map", "map "), ("game_type", ""),
+           ("version", "version "))  # the columns a server line shows first, each with its label
+
+
 def server_line(server):
     parts = [f"{server['server']:<22}"]
-    for key, label in (("host_name", ""), ("name", ""), ("level_name", "map "), ("map", "map "),
-                       ("game_type", ""), ("version", "version ")):
-        if server.get(key) is not None:
-            value = server[key]
+    for key, label in _LABELS:
+        value = server.get(key)
+        if value is not None:
             parts.append(f'{label}"{value}"' if isinstance(value, str) and not label else f"{label}{value}")
-    if server.get("players") is not None:
-        parts.append(f"players {server['players']}/{server.get('max_players')}")
-    if server.get("clients") is not None:
-        parts.append(f"clients {server['clients']}/{server.get('max_clients')}")
-    if server.get("password") is not None:
-        parts.append("password" if server["password"] else "no password")
+    value = server.get("players")
+    if value is not None:
+        parts.append(f"players {value}/{server.get('max_players')}")
+    value = server.get("clients")
+    if value is not None:
+        parts.append(f"clients {value}/{server.get('max_clients')}")
+    value = server.get("password")
+    if value is not None:
+        parts.append("password" if value else "no password")
     parts.append(f"responses {server.get('responses', 0)}")
-    if server.get("response_time") is not None:
-        parts.append(f"rtt {server['response_time'] * 1000:.3f} ms")
+    value = server.get("response_time")
+    if value is not None:
+        parts.append(f"rtt {value * 1000:.3f} ms")
     return "  ".join(parts)
