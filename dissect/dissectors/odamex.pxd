@@ -1,10 +1,10 @@
 # Compile-time declarations for the Cython build (see setup.py and core/model.pxd); the .py beside this
 # file is the source and runs as it is without them. The server-info reply's fields are read by C calls to
-# each other and to the Cursor; without a tree, its integers are read from the bytes in C.
+# each other and to the Cursor; the layout walk reads its bytes in C.
 
 cimport cython
-from dissect.core.cursor cimport Cursor, as_bytes, cut, new_cursor, unpack
-from dissect.core.fmt cimport hex_text
+from dissect.core.cursor cimport Cursor, as_bytes, new_cursor
+from dissect.core.fmt cimport decimal_text, hex_text
 from dissect.core.model cimport Field, Message, add_prepared, new_field, new_message, prepared_finding
 from dissect.core.tables cimport FieldSpec
 from dissect.core.bounded cimport BoundedDict, peek, put
@@ -16,6 +16,7 @@ cpdef _bool_text(value)
 @cython.locals(texts=dict)
 cpdef _tag_text(tag)
 cpdef _marker_text(value)
+cpdef _milliseconds(value)
 
 cdef class _Candidate:
     cdef public object layout, teams, echo, extension, lenient
@@ -32,6 +33,7 @@ cdef class _ServerInfo:
     cpdef body(self)
     @cython.locals(count=Py_ssize_t)
     cpdef head(self)
+    cpdef modes(self)
     cpdef _spec_modes(self)
     cpdef _real_modes(self)
     cpdef _teams_on(self)
@@ -54,7 +56,7 @@ cdef class _ServerInfo:
                    value=bint, spec=FieldSpec)
     cpdef dict _flags(self)
     @cython.locals(node=Field)
-    cpdef _player_stats(self, index)
+    cpdef _player_stats(self, Py_ssize_t index)
     cpdef _marker(self, expected)
 
 # The layout trials: C calls to each other.
@@ -80,12 +82,13 @@ cdef Py_ssize_t _walk_teams(bytes data, Py_ssize_t pos, Py_ssize_t end, object l
                             bint teams_on) except? -3
 @cython.locals(flags=Py_ssize_t)
 cdef Py_ssize_t _walk_extension(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t players) except? -3
+@cython.locals(raw=cython.p_const_uchar)
 cdef Py_ssize_t _after_string(bytes data, Py_ssize_t pos, Py_ssize_t end) except? -3
 @cython.locals(each=Py_ssize_t)
 cdef Py_ssize_t _after_strings(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count) except? -3
 cdef bint _bools(bytes data, Py_ssize_t start, Py_ssize_t stop, Py_ssize_t end) except -1
 cdef bint _is_marker(bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t marker) except -1
-@cython.locals(index=Py_ssize_t, digit=Py_ssize_t)
+@cython.locals(raw=cython.p_const_uchar, index=Py_ssize_t, digit=Py_ssize_t)
 cdef bint _hex_digits(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 @cython.locals(index=Py_ssize_t)
 cpdef bint _has_control_byte(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
@@ -100,17 +103,11 @@ cpdef tuple _trial(bytes data, _Candidate candidate, tuple head, dict bodies)
 cpdef tuple _body_trial(bytes data, _Candidate candidate, tuple head)
 @cython.locals(msg=Message)
 cpdef Message _fork(bytes data, Message shared)
-@cython.locals(index=Py_ssize_t)
+@cython.locals(raw=cython.p_const_uchar, index=Py_ssize_t)
 cpdef bint _zeros_and_ones(bytes data, Py_ssize_t start, Py_ssize_t stop) except -1
 
-@cython.locals(values=dict, real=bint, data=bytes, end=Py_ssize_t, pos=Py_ssize_t)
+@cython.locals(reader=_ServerInfo, values=dict, real=bint, data=bytes, end=Py_ssize_t, pos=Py_ssize_t)
 cpdef _summary_read(Cursor cur, Message msg, _Candidate choice)
-@cython.locals(stop=Py_ssize_t, pwads=list)
-cdef Py_ssize_t _clean_head(bytes data, Py_ssize_t pos, Py_ssize_t end, dict values, bint echo) except -1
-@cython.locals(deathmatch=bint, teamplay=bint, ctf=bint)
-cdef Py_ssize_t _clean_real_modes(bytes data, Py_ssize_t pos, dict values) except -1
-cdef Py_ssize_t _clean_spec_modes(bytes data, Py_ssize_t pos, dict values) except -1
-cdef str _latin1(bytes data, Py_ssize_t start, Py_ssize_t stop)
 cpdef str real_mode(bint deathmatch, bint teamplay, bint ctf)
 @cython.locals(values=dict, read=Message)
 cpdef dict full_values(Message msg)

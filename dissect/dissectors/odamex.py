@@ -33,8 +33,8 @@ import struct
 
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict, peek, put
-from ..core.cursor import as_bytes, cut, new_cursor, unpack
-from ..core.fmt import ValueTexts, hex_text, named
+from ..core.cursor import as_bytes, new_cursor
+from ..core.fmt import ValueTexts, decimal_text, hex_text, named
 from ..core.model import add_prepared, new_field, new_message, prepared_finding
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -92,7 +92,7 @@ def _bool_text(value):
 
 
 def _milliseconds(value):
-    return f"{value} ms"
+    return f"{decimal_text(value)} ms"
 
 
 TAG_TEXTS = {LAUNCHER_TAG: "777123 (launcher request / master list)", SERVER_INFO_TAG: "5560020 (server info reply)"}
@@ -423,8 +423,9 @@ def _server_info(keyed, cur, msg, packet):
         cur.add(LAYOUT, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
                 generated=True)
     _layout_findings(msg, choice, broken)
-    msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players {values.get("players")}/'
-                f'{values.get("max_players")} {values.get("mode", "?")}')
+    msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players '
+                f'{decimal_text(values.get("players"))}/{decimal_text(values.get("max_players"))} '
+                f'{values.get("mode", "?")}')
 
 
 def _layout_findings(msg, choice, broken):
@@ -817,9 +818,11 @@ def _walk_extension(data, pos, end, players):
 
 
 def _after_string(data, pos, end):
-    """The offset after the null byte that ends the string at ``pos``, or BROKE."""
+    """The offset after the null byte that ends the string at ``pos``, or BROKE (``pos`` not negative, ``end`` within
+    the data)."""
+    raw = data  # compiled, a C pointer to the bytes (odamex.pxd): read without bounds checks, each below end
     while pos < end:
-        if data[pos] == 0:
+        if raw[pos] == 0:
             return pos + 1
         pos += 1
     return BROKE
@@ -845,9 +848,10 @@ def _is_marker(data, pos, end, marker):
 
 
 def _hex_digits(data, start, stop):
-    """Whether every byte of ``data[start:stop]`` is a hex digit (HEX_DIGITS)."""
+    """Whether every byte of ``data[start:stop]`` is a hex digit (HEX_DIGITS); ``stop`` within the data."""
+    raw = data  # compiled, a C pointer to the bytes, as in _after_string
     for index in range(start, stop):
-        digit = data[index]
+        digit = raw[index]
         if not (0x30 <= digit <= 0x39 or 0x61 <= digit <= 0x66 or 0x41 <= digit <= 0x46):
             return False
     return True
@@ -947,10 +951,7 @@ class _ServerInfo:
         """Everything after the PWAD names up to the extension: the part the layouts differ in."""
         cur, values = self.cur, self.values
         pwads = values["pwads"]
-        if self.layout == REAL:
-            self._real_modes()
-        else:
-            self._spec_modes()
+        self.modes()
         values["player_list"] = players = []
         allowed = self._allowed_teams()  # what decides it is read before the players
         for _ in range(values["players"]):
@@ -971,13 +972,20 @@ class _ServerInfo:
         if self.echo:
             values["key"] = cur.raw(ECHOED_KEY, 4)
         values["name"] = cur.cstring(NAME, "latin-1")
-        values["players"] = cur.u8(PLAYERS)
-        values["max_players"] = cur.u8(MAX_PLAYERS)
-        if values["players"] > values["max_players"]:
-            cur.flag_last(W.too_many_players, f"{values['players']} players in a server of {values['max_players']}")
+        players = values["players"] = cur.u8(PLAYERS)
+        max_players = values["max_players"] = cur.u8(MAX_PLAYERS)
+        if players > max_players:
+            cur.flag_last(W.too_many_players, f"{players} players in a server of {max_players}")
         values["map"] = cur.cstring(MAP, "latin-1")
         count = cur.u8(PWAD_COUNT)
         values["pwads"] = [cur.cstring(PWAD, "latin-1") for _ in range(count)]
+
+    def modes(self):
+        """The game's settings after the PWAD names: the layout's bools and enums, and the game mode they make."""
+        if self.layout == REAL:
+            self._real_modes()
+        else:
+            self._spec_modes()
 
     def _spec_modes(self):
         values = self.values
@@ -1030,7 +1038,7 @@ class _ServerInfo:
         try:
             player = self._player_fields(allowed)
             node.name = f'Player "{player["name"]}"'
-            node.display = f"frags {player['frags']}, ping {player['ping']} ms" + (
+            node.display = f"frags {decimal_text(player['frags'])}, ping {decimal_text(player['ping'])} ms" + (
                 f", team {self._team_name(player['team'])}" if "team" in player else "")
         finally:
             cur.close_subtree(node)
@@ -1052,7 +1060,7 @@ class _ServerInfo:
             self._out_of_range(f"player team {team} is not one of "
                                f"{', '.join([f'{k} = {self.team_names[k]}' for k in allowed])}")
         if cur.tree:
-            cur.set_last(team, f"{self._team_name(team)} ({team})")
+            cur.set_last(team, f"{self._team_name(team)} ({decimal_text(team)})")
         return team
 
     def _team_name(self, team):
@@ -1149,7 +1157,8 @@ class _ServerInfo:
         node = cur.open_subtree(EXT_PLAYER, None, f"Player {index} stats")
         try:
             stats = _stats_fields(cur)
-            node.display = f"{stats['kills']} kills, {stats['deaths']} deaths, {stats['minutes']} min"
+            node.display = (f"{decimal_text(stats['kills'])} kills, {decimal_text(stats['deaths'])} deaths, "
+                            f"{decimal_text(stats['minutes'])} min")
         finally:
             cur.close_subtree(node)
         return stats
@@ -1162,9 +1171,10 @@ class _ServerInfo:
 
 
 def _zeros_and_ones(data, start, stop):
-    """Whether every byte of ``data[start:stop]`` is 0 or 1."""
+    """Whether every byte of ``data[start:stop]`` is 0 or 1; ``stop`` within the data."""
+    raw = data  # compiled, a C pointer to the bytes, as in _after_string
     for index in range(start, stop):
-        if data[index] > 1:
+        if raw[index] > 1:
             return False
     return True
 
@@ -1173,13 +1183,11 @@ def _summary_read(cur, msg, choice):
     """A reply that the walk found to fit ``choice`` cleanly, read without a tree: its head and its game mode (what
     the info line and the servers seen show), the rest left for ``full_values`` (``values["unread"]`` says how to
     read it). A clean fit has nothing to flag: what is left unread holds no finding."""
-    data, end, values = cur.data, cur.end, msg.values
-    pos = _clean_head(data, cur.pos, end, values, choice.echo)
+    reader = _reader(cur, msg, choice)
+    reader.head()
+    reader.modes()
+    data, end, pos, values = cur.data, cur.end, cur.pos, msg.values
     real = choice.layout == REAL
-    if real:
-        pos = _clean_real_modes(data, pos, values)
-    else:
-        pos = _clean_spec_modes(data, pos, values)
     if not real or choice.extension:  # the spec's CTF bool, and the extension's offset, lie past the players
         pos = _walk_players(data, pos, end, values["players"], choice, values["teamplay"], real and values["ctf"])
         pos = _after_strings(data, pos, end, len(values["pwads"]))  # the PWAD hashes
@@ -1192,54 +1200,6 @@ def _summary_read(cur, msg, choice):
                                                      choice.teams, values["teamplay"] or values["ctf"])
     values["unread"] = (choice.layout, choice.teams, choice.echo, choice.extension)
     cur.pos = cur.end
-
-
-# What _ServerInfo reads first, read from the bytes of a reply the walk found to fit cleanly: nothing is cut and
-# every value is in range, so there is no field, finding or exception to make, and no Cursor call. Each returns the
-# offset after what it read; the values go in as the reader puts them, in its order.
-def _clean_head(data, pos, end, values, echo):
-    """_ServerInfo.head's values."""
-    values["token"] = unpack(I32LE, data, pos)
-    pos += 4
-    if echo:
-        values["key"] = cut(data, pos, pos + 4)
-        pos += 4
-    stop = _after_string(data, pos, end)
-    values["name"] = _latin1(data, pos, stop - 1)
-    values["players"], values["max_players"] = data[stop], data[stop + 1]
-    pos = stop + 2
-    stop = _after_string(data, pos, end)
-    values["map"] = _latin1(data, pos, stop - 1)
-    pos = stop + 1
-    values["pwads"] = pwads = []
-    for _ in range(data[stop]):
-        stop = _after_string(data, pos, end)
-        pwads.append(_latin1(data, pos, stop - 1))
-        pos = stop
-    return pos
-
-
-def _clean_real_modes(data, pos, values):
-    """_ServerInfo._real_modes's values."""
-    deathmatch = values["deathmatch"] = data[pos] == 1
-    values["skill"] = data[pos + 1]
-    teamplay = values["teamplay"] = data[pos + 2] == 1
-    ctf = values["ctf"] = data[pos + 3] == 1
-    values["mode"] = real_mode(deathmatch, teamplay, ctf)
-    return pos + 4
-
-
-def _clean_spec_modes(data, pos, values):
-    """_ServerInfo._spec_modes's values."""
-    values["game_type"] = data[pos]
-    values["skill"] = data[pos + 1]
-    values["teamplay"] = data[pos + 2] == 1
-    return pos + 3
-
-
-def _latin1(data, start, stop):
-    """A string's text, as Cursor.cstring decodes it."""
-    return data[start:stop].decode("latin-1", "replace")
 
 
 def full_values(msg):
@@ -1273,8 +1233,6 @@ def _stats_fields(cur):
             "minutes": cur.number(I16LE, EXT_MINUTES)}
 
 
-# Little-endian integers. Without a tree they are read here, in C in the compiled build: no Field to add, no
-# Python call to the Cursor. With a tree, or where the bytes run out, the Cursor reads (and reports) them.
 def _spec_mode(values):
     mode = GAME_TYPES.get(values["game_type"], f"game type {values['game_type']}")  # out of range: a lenient reading
     if values["ctf"]:
