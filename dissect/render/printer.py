@@ -82,10 +82,8 @@ class Printer:
         if stats is not None:
             analyzers = analyzers or {}
             if self.json is not None:
-                for key, analyzer in sorted(analyzers.items()):
-                    for server in analyzer.stats().get("servers", ()):
-                        self.json.extra({"kind": "server", "protocol": key, **server})
-                self.json.extra(stats.as_dict(analyzers))
+                for record in stats.json_records(analyzers):
+                    self.json.extra(record)
             else:
                 stats.render_text(self.out, analyzers)
         if self.json is not None:

@@ -107,6 +107,15 @@ class StatsCollector:
             data[_ABUSE] = analyzers[_ABUSE].stats()
         return data
 
+    def json_records(self, analyzers):
+        """The JSON view's last records: each protocol's servers seen ("server" records), then the stats record.
+        Each analyzer reports once (its ``stats()`` builds its tables; the abuse analysis has no servers)."""
+        data = self.as_dict(analyzers)
+        records = [{"kind": "server", "protocol": key, **server}
+                   for key, report in data["transactions"].items() for server in report.get("servers", ())]
+        records.append(data)
+        return records
+
     def render_text(self, out, analyzers):
         data = self.as_dict(analyzers)
         w = out.write
