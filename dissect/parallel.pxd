@@ -47,14 +47,18 @@ cpdef bytes pair_key(src, dst)
 cdef bytes _packed(str address)
 
 # The parent counts every message of the run (the abuse analysis), a worker asks every frame's owner: in C.
-@cython.locals(traffic=TrafficAnalyzer, event=tuple, events=list)
+@cython.locals(traffic=TrafficAnalyzer, flats=list, at="long long[::1]", worker=Py_ssize_t, flat=list,
+               index=Py_ssize_t)
 cpdef _count(traffic, list messages)
-@cython.locals(slot=Py_ssize_t, kept=tuple)
-cdef tuple _shared(tuple endpoint)
+@cython.locals(best=Py_ssize_t, worker=Py_ssize_t, flat=list, frame="long long", lowest="long long")
+cdef Py_ssize_t _next_worker(list flats, long long[::1] at) except -2
+@cython.locals(slot=Py_ssize_t, kept=tuple, endpoint=tuple)
+cdef tuple _shared(address, port)
+cdef Py_ssize_t EVENT_FIELDS
+@cython.locals(flat=list, sender=tuple, receiver=tuple)
+cpdef list _flat(list events)
 cdef list _endpoints
 cdef Py_ssize_t SHARED_SLOTS
-@cython.locals(session=Session, partition=Partition, frame=Frame, start=Py_ssize_t)
-cpdef _work(index, args, partition, send, ring=*)
 
 cdef class _Ring:
     cdef public Py_ssize_t size, head, released
@@ -64,3 +68,13 @@ cdef class _Ring:
     cpdef Py_ssize_t place(self, text) except -2
     @cython.locals(start=Py_ssize_t, skip=Py_ssize_t)
     cdef Py_ssize_t _room(self, Py_ssize_t length) except -2
+
+cdef class _Text:
+    cdef public list parts
+    cdef public object write_bytes
+    cpdef bytes take(self)
+
+cdef Py_ssize_t RING_TEXT
+@cython.locals(session=Session, partition=Partition, frame=Frame, start=Py_ssize_t, sink=_Text, ring=_Ring,
+               text=bytes)
+cpdef _work(index, args, partition, send, ring=*)

@@ -644,7 +644,7 @@ def test_the_parent_keeps_one_object_for_each_endpoint_of_the_workers_messages()
                 frame += 1
                 events.append((frame, capkit.DEFAULT_TS + frame, "teeframe", "iext", server, sender, None,
                                300, 342))
-        parallel._count(traffic, [("chunk", [], None, pickle.loads(pickle.dumps(events)))])
+        parallel._count(traffic, [("chunk", [], None, pickle.loads(pickle.dumps(parallel._flat(events))))])
     held = [key[0] for key in traffic.pairs.keys()] + list(traffic.hosts.keys())
     held += [key[2][0] for key in traffic.open.keys()]
     endpoints = [key[2] for key in traffic.open.keys()] + [key[3] for key in traffic.open.keys()]
