@@ -13,7 +13,10 @@ from dissect.capture.layers cimport Packet
 from dissect.core.bounded cimport BoundedDict, held_at, kept, newest, peek, put, refreshed, refreshed_at
 
 cdef dict _DIGITS, _ENDPOINTS
+cdef object _ABSENT
 
+cdef class _Protocol
+cdef class _QueryMessage
 cdef class _Query
 cdef class _Kind
 cdef class _Unsolicited
@@ -23,7 +26,7 @@ cdef class _Server
 cdef class _Pair
 
 cdef class TrafficAnalyzer:
-    cdef public dict kinds, limits, token_keys
+    cdef public dict protocols
     cdef public object token_findings, rate, window
     cdef public object threshold, top
     cdef public dict amplification, unsolicited
@@ -32,20 +35,25 @@ cdef class TrafficAnalyzer:
     cdef public dict evicted
     cdef public Py_ssize_t host_peers, server_peers, peer_limit, rate_bins, bin_limit
     cdef public list events
-    cdef public object clock
+    cdef public object clock, window_start
     cdef public double clock_whole
     cdef public bint stats_off
-    @cython.locals(values=dict)
+    cdef public tuple stream_texts, stream_ends
+    @cython.locals(values=dict, declared=_Protocol)
     cpdef feed(self, frame, ts, Packet packet, Message msg, size, wire)
-    @cython.locals(kinds=dict, kind=tuple)
+    @cython.locals(texts=tuple, ends=tuple)
+    cpdef tuple _stream_ends(self, dict values)
     cpdef count(self, frame, ts, protocol, name, sender, receiver, token, size, wire)
+    @cython.locals(message=_QueryMessage)
+    cpdef _count(self, frame, ts, protocol, _Protocol declared, name, sender, receiver, token, size, wire)
     @cython.locals(whole=double)
     cpdef _tick(self, double ts)
     @cython.locals(kind=_Kind, host=_Host, query=_Query, entry=_Server, pair=_Pair, held=Py_ssize_t)
-    cpdef _request(self, frame, second, protocol, request, client, server, token, int64_t size, int64_t wire)
+    cpdef _request(self, frame, second, protocol, _QueryMessage message, client, server, token, int64_t size,
+                   int64_t wire)
     @cython.locals(answering=_Server, host=_Host, pair=_Pair, query=_Query, kind=_Kind, entry=_Unsolicited,
                    held=Py_ssize_t)
-    cpdef _reply(self, frame, second, protocol, request, client, server, int64_t size, int64_t wire)
+    cpdef _reply(self, frame, second, protocol, limit, request, client, server, int64_t size, int64_t wire)
     cpdef _asked(self, _Host host, _Pair pair, source, server, frame, second)
     @cython.locals(pair=_Pair)
     cpdef _Pair _pair(self, source, _Server entry, protocol, frame)
@@ -54,7 +62,7 @@ cdef class TrafficAnalyzer:
     @cython.locals(query=_Query)
     cpdef _Query _answered(self, _Pair pair, protocol, request, client, server)
     cpdef _flooding(self, key, _Pair pair, frame, count)
-    cpdef _close(self, key, _Query query)
+    cpdef _close(self, _Query query)
     @cython.locals(kind=_Kind)
     cpdef _Kind _kind(self, protocol, request)
     @cython.locals(entry=_Unsolicited)
@@ -66,6 +74,15 @@ cdef class TrafficAnalyzer:
     cpdef _trim_peers(self)
     cpdef _forget_host(self, _Host host)
     cpdef _forget_server(self, _Server server)
+
+cdef class _Protocol:
+    cdef public dict messages
+    cdef public object limit, token_key
+
+cdef class _QueryMessage:
+    cdef public bint request
+    cdef public object type
+    cdef public _Kind kind
 
 cdef class _Query:
     cdef public _Kind kind
@@ -83,7 +100,8 @@ cdef class _Kind:
     cdef public int64_t reply_bytes, reply_wire
     cdef public object factor_micro, worst
     cdef public dict factors
-    cpdef conclude(self, _Query query, client, server)
+    @cython.locals(key=tuple)
+    cpdef conclude(self, _Query query)
 
 cdef class _Unsolicited:
     cdef public int64_t count, size, wire, oversize
@@ -126,17 +144,17 @@ cdef class _Pair:
     cdef public list asked_recent, replied_recent
     cdef public int64_t total, asked_count, replied_count
     cdef public bint asked_fast, replied_fast
-    cpdef asked(self, second, window)
-    cpdef replied(self, second, window)
+    cpdef bint asked(self, second, start, window) except -1
+    cpdef bint replied(self, second, start, window) except -1
 
 cdef class _Flood:
     cdef public object protocol, first_frame, frame, peak, requests
 
 @cython.locals(pair=_Pair)
 cdef _Pair _new_pair(protocol, source, frame)
-cpdef _slide(list recent, second, window)
-cdef bint _beats(micro, negative_frame, tuple worst) except -1
-cpdef tuple _stream_ends(dict values)
+@cython.locals(gone=Py_ssize_t)
+cpdef Py_ssize_t _slide(list recent, second, start) except -1
+cdef bint _beats(micro, frame, tuple worst) except -1
 cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
 cpdef _three_digits(micro)

@@ -24,7 +24,8 @@ each were evicted.
 
 Besides the tables, each server keeps the address pair of its last message and each pair its last query, found
 again without hashing a key (see ``_pair``): after the tables let them go, at most MAX_SERVERS pairs and
-MAX_PAIRS + MAX_SERVERS queries more, a query no larger than its MAX_FRAMES reply frames.
+MAX_PAIRS + MAX_SERVERS queries more, a query no larger than its MAX_FRAMES reply frames. The analyzer keeps the
+ends of the last TCP stream it was fed (see ``_stream_ends``).
 """
 
 from collections import Counter
@@ -58,7 +59,7 @@ MAX_FRAMES = 8             # reply frames listed for the worst query
 MICRO = 1_000_000          # amplification factors are summed in millionths: integer sums merge exactly
 MAX_DIGITS = 4096          # factors kept by _three_digits: a query's sizes repeat, and so do their factors
 MAX_ENDPOINTS = 4096       # TCP endpoint texts kept by _split
-_NO_KINDS = {}
+_ABSENT = object()         # a default that no value is (a plugin may set one to None)
 _DIGITS = {}               # factor in millionths -> to 3 significant digits
 _ENDPOINTS = {}            # TCP endpoint text -> (address, port)
 
@@ -68,21 +69,19 @@ class TrafficAnalyzer:
     capture, ``merge`` folds in another file's analyzer, ``conclude`` gives the analysis records
     of the rules, ``stats`` the ``abuse`` part of ``--stats``."""
 
-    __slots__ = ("kinds", "limits", "token_keys", "token_findings", "rate", "window", "threshold", "top",
+    __slots__ = ("protocols", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
                  "host_peers", "server_peers", "peer_limit", "rate_bins", "bin_limit", "events", "clock", "clock_whole",
-                 "stats_off")
+                 "window_start", "stats_off", "stream_texts", "stream_ends")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
         check_thresholds(rate, window)
-        self.kinds, self.limits, self.token_keys, self.token_findings = {}, {}, {}, {}
+        self.protocols, self.token_findings = {}, {}  # protocol -> _Protocol; protocol -> its token_reuse FindingSpec
         for key, kinds, limit, token_key, token_finding in declarations:
-            self.kinds[key] = dict(kinds)
-            if limit is not None:
-                self.limits[key] = limit
-            if token_key is not None and token_finding is not None:
-                self.token_keys[key] = token_key
+            followed = token_key is not None and token_finding is not None
+            self.protocols[key] = _Protocol(kinds, limit, token_key if followed else None)
+            if followed:
                 self.token_findings[key] = token_finding
         self.rate = float(rate)
         self.window = int(window)
@@ -103,8 +102,11 @@ class TrafficAnalyzer:
         self.bin_limit = MAX_RATE_BINS
         self.events = None                       # a list: feed keeps the messages there (-j workers) for count
         self.clock = -1                          # the last message's second (see _tick) ...
-        self.clock_whole = float("nan")          # ... as ts // 1 gives it
+        self.clock_whole = float("nan")          # ... as ts // 1 gives it ...
+        self.window_start = self.clock - self.window + 1  # ... and the first second of the window ending there
         self.stats_off = False                   # True: no view reads stats(), queries' amplification is not kept
+        self.stream_texts = (None, None)         # the last TCP message's client and server texts ...
+        self.stream_ends = (None, None)          # ... and those ends as (address, port) (see _stream_ends)
 
     @classmethod
     def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
@@ -123,8 +125,13 @@ class TrafficAnalyzer:
         reads them from its record in C): ``size`` its bytes (the UDP payload), ``wire`` the bytes it cost on
         the wire, headers included. With ``events`` a list, the message is kept there for ``count`` instead."""
         values = msg.values
-        if "from_client" in values:  # a TCP message says which side sent it: the packet at hand may be the other's
-            sender, receiver = _stream_ends(values)
+        from_client = values.get("from_client", _ABSENT)
+        if from_client is not _ABSENT:  # a TCP message says which side sent it: the packet at hand may be the other's
+            client, server = self._stream_ends(values)
+            if from_client:
+                sender, receiver = client, server
+            else:
+                sender, receiver = server, client
         elif packet.src is not None:
             sender, receiver = (packet.src, packet.sport), (packet.dst, packet.dport)
         else:
@@ -132,26 +139,42 @@ class TrafficAnalyzer:
         if sender is None or ts is None:
             return
         protocol = msg.protocol
-        token_key = self.token_keys.get(protocol)
-        token = values.get(token_key) if token_key is not None else None
+        declared = self.protocols.get(protocol)
+        token = None
+        if declared is not None and declared.token_key is not None:
+            token = values.get(declared.token_key)
         if self.events is not None:
             self.events.append((frame, ts, protocol, msg.name, sender, receiver, token, size, wire))
         else:
-            self.count(frame, ts, protocol, msg.name, sender, receiver, token, size, wire)
+            self._count(frame, ts, protocol, declared, msg.name, sender, receiver, token, size, wire)
+
+    def _stream_ends(self, values):
+        """A TCP message's (client, server) as (address, port), from its ``values``; or (None, None). A stream's
+        messages name its ends by the same two texts, which the last stream's ends are found by (their identity)."""
+        client, server = values.get("client"), values.get("server")
+        texts = self.stream_texts
+        if client is not texts[0] or server is not texts[1]:
+            ends = _split(client), _split(server)
+            self.stream_texts = client, server
+            self.stream_ends = ends if ends[0] is not None and ends[1] is not None else (None, None)
+        return self.stream_ends
 
     def count(self, frame, ts, protocol, name, sender, receiver, token, size, wire):
         """Count one message already reduced to what the analysis reads: ``feed``'s work after the message
         (``-j``'s workers send these to the parent, which counts them in frame order)."""
-        kinds = self.kinds.get(protocol, _NO_KINDS)
-        kind = kinds.get(name)
-        if kind is None:
+        self._count(frame, ts, protocol, self.protocols.get(protocol), name, sender, receiver, token, size, wire)
+
+    def _count(self, frame, ts, protocol, declared, name, sender, receiver, token, size, wire):
+        """``count``, with what ``protocol`` declares (``declared``, a _Protocol; None: nothing) at hand."""
+        message = declared.messages.get(name) if declared is not None else None
+        if message is None:
             self._host(sender[0]).other(frame)
             return
         second = self._tick(ts)
-        if kind[0] == "request":
-            self._request(frame, second, protocol, kind[1], sender, receiver, token, size, wire)
+        if message.request:
+            self._request(frame, second, protocol, message, sender, receiver, token, size, wire)
         else:
-            self._reply(frame, second, protocol, kind[1], receiver, sender, size, wire)
+            self._reply(frame, second, protocol, declared.limit, message.type, receiver, sender, size, wire)
         if self.host_peers + self.server_peers > self.peer_limit:
             self._trim_peers()
         if self.rate_bins > self.bin_limit:
@@ -159,22 +182,26 @@ class TrafficAnalyzer:
 
     def _tick(self, ts):
         """The whole second of the capture clock that ``ts`` falls in: the clock's own object while the clock stays in
-        that second (the rates find it by identity)."""
+        that second (the rates find it by identity). ``window_start`` follows it: the first second of the window that
+        ends in it."""
         whole = ts // 1
         if whole != self.clock_whole:
             self.clock_whole = whole
             self.clock = int(whole)
+            self.window_start = self.clock - self.window + 1
         return self.clock
 
-    def _request(self, frame, second, protocol, request, client, server, token, size, wire):
+    def _request(self, frame, second, protocol, message, client, server, token, size, wire):
         entry = self._server(server, protocol)
         server = entry.endpoint  # one tuple for the server in every table that holds it
-        key = (protocol, request, client, server)
+        key = (protocol, message.type, client, server)
         if self.stats_off:  # only stats() reads amplification: a query is kept only to tell its replies solicited
             kind = None
         else:
-            kind = self._kind(protocol, request)
-            self._close(key, peek(self.open, key))  # the previous one, which put replaces
+            kind = message.kind
+            if kind is None:
+                kind = message.kind = self._kind(protocol, message.type)
+            self._close(peek(self.open, key))  # the previous one, which put replaces
             kind.requests += 1
             kind.request_bytes += size
             kind.request_wire += wire
@@ -183,7 +210,7 @@ class TrafficAnalyzer:
         query.slot = newest(self.open)
         if evicted is not None:
             _count_eviction(self.evicted, "queries")
-            self._close(evicted[0], evicted[1])
+            self._close(evicted[1])
         host = self._host(client[0])
         held = _peer_count(host.queried)
         self.rate_bins += host.request(frame, second, server, size, self.window)
@@ -197,7 +224,9 @@ class TrafficAnalyzer:
         if token is not None:
             host.token(protocol, token, server, frame)
 
-    def _reply(self, frame, second, protocol, request, client, server, size, wire):
+    def _reply(self, frame, second, protocol, limit, request, client, server, size, wire):
+        """A reply of ``server`` to ``client``, to a request of type ``request``; ``limit``: the largest reply the
+        protocol allows (None: no limit)."""
         answering = self._server(server, protocol)
         server = answering.endpoint
         answering.reply(frame, size, wire)
@@ -206,7 +235,7 @@ class TrafficAnalyzer:
         self.rate_bins += host.receive(frame, second, server, size, self.window)
         self.host_peers += _peer_count(host.repliers) - held
         pair = self._pair(client[0], answering, protocol, frame)
-        if pair.replied(second, self.window):
+        if pair.replied(second, self.window_start, self.window):
             host.servers_replying_fast += 1
         query = self._answered(pair, protocol, request, client, server)
         if query is None:
@@ -227,7 +256,6 @@ class TrafficAnalyzer:
             kind.reply_wire += wire
             host.caused_bytes += size
             host.caused_wire += wire
-        limit = self.limits.get(protocol)
         oversize = limit is not None and size > limit
         if oversize:
             if not self.stats_off:
@@ -240,11 +268,10 @@ class TrafficAnalyzer:
 
     def _asked(self, host, pair, source, server, frame, second):
         """A request from ``source`` to ``server``: the flood watch of their pair."""
-        count, fast = pair.asked(second, self.window)
-        if fast:
+        if pair.asked(second, self.window_start, self.window):
             host.servers_asked_fast += 1
-        if count >= self.threshold:
-            self._flooding((source, server), pair, frame, count)
+        if pair.asked_count >= self.threshold:
+            self._flooding((source, server), pair, frame, pair.asked_count)
 
     def _pair(self, source, entry, protocol, frame):
         """The pair of ``source`` and the server of ``entry`` (a _Server), now the most recent. The server keeps its
@@ -289,10 +316,10 @@ class TrafficAnalyzer:
             flood.peak = max(flood.peak, count)
             flood.requests = max(flood.requests, pair.total)
 
-    def _close(self, key, query):
+    def _close(self, query):
         """A query ends: its amplification joins its request type's (which only ``stats`` shows)."""
         if query is not None and not self.stats_off and query.kind is not None:
-            query.kind.conclude(query, key[2], key[3])
+            query.kind.conclude(query)
 
     def _kind(self, protocol, request):
         kind = self.amplification.get((protocol, request))
@@ -347,7 +374,7 @@ class TrafficAnalyzer:
         even the last windows fill most of the budget (a window of many seconds, many addresses), the least recently
         used addresses are evicted, as for the peers, until a quarter of it is free: folding, which visits every
         address, then comes at most once every ``bin_limit`` / 4 seconds added."""
-        cutoff = self.clock - self.window + 1
+        cutoff = self.window_start
         for host in self.hosts.values():
             self.rate_bins -= host.fold_before(cutoff, self.window)
         while self.rate_bins > self.bin_limit * 3 // 4 and len(self.hosts) > 1:
@@ -361,8 +388,9 @@ class TrafficAnalyzer:
     def finish(self):
         """The capture ended: the open queries are concluded (the table keeps them, only for ``merge`` to count
         what the limit evicts). The rules wait for ``conclude``, which a merged run runs on the merged state."""
-        for key, query in self.open.items():
-            self._close(key, query)
+        if not self.stats_off:
+            for query in self.open.values():
+                self._close(query)
         return []
 
     def merge(self, other):
@@ -548,6 +576,35 @@ def check_thresholds(rate, window):
         raise ValueError(f"the abuse window must be a whole number of seconds, at least 1, not {window!r}")
 
 
+# -- what the protocols declare -------------------------------------------------------------------------
+@cython.no_gc
+@cython.cclass
+class _Protocol:
+    """What one protocol declares (see the module's docstring): its query messages by name, each a _QueryMessage; the
+    largest reply its spec allows (None: no limit); the ``msg.values`` key of a request's token (None: not followed)."""
+
+    __slots__ = ("messages", "limit", "token_key")
+
+    def __init__(self, kinds, limit, token_key):
+        self.messages = {name: _QueryMessage(kind[0] == "request", kind[1]) for name, kind in dict(kinds).items()}
+        self.limit = limit
+        self.token_key = token_key
+
+
+@cython.no_gc
+@cython.cclass
+class _QueryMessage:
+    """A query message of a protocol: a request (``request`` true) or a reply, of request type ``type``. A request's
+    ``kind`` is the _Kind of its type in the analyzer's ``amplification``, once one was counted (None before)."""
+
+    __slots__ = ("request", "type", "kind")
+
+    def __init__(self, request, type):
+        self.request = request
+        self.type = type
+        self.kind = None
+
+
 # -- what is kept ---------------------------------------------------------------------------------------
 # The entries hold numbers, texts, tuples, lists and sets of those, and entries of the kinds below them: none refers
 # back to one that holds it, so none is in a cycle, and the compiled build leaves them out of the cyclic collector
@@ -612,22 +669,24 @@ class _Kind:
         self.factors = {}         # an answered query's factor, to 3 significant digits -> queries (the median)
         self.worst = None         # (factor in millionths, -request frame, request frame, reply frames, client, server)
 
-    def conclude(self, query, client, server):
+    def conclude(self, query):
+        """A query of this type ended: its factor counted, if it drew replies."""
         if not query.replies:
             return
         micro = query.reply_bytes * MICRO // max(1, query.size)
         self.factor_micro += micro
         factor = _three_digits(micro)
         self.factors[factor] = self.factors.get(factor, 0) + 1
-        if _beats(micro, -query.frame, self.worst):
-            self.worst = (micro, -query.frame, query.frame, list(query.frames), client, server)
+        if _beats(micro, query.frame, self.worst):
+            key = query.key  # (protocol, request type, client, server)
+            self.worst = (micro, -query.frame, query.frame, list(query.frames), key[2], key[3])
 
     def merge(self, other):
         for name in self.SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for factor, count in other.factors.items():
             self.factors[factor] = self.factors.get(factor, 0) + count
-        if other.worst is not None and _beats(other.worst[0], other.worst[1], self.worst):
+        if other.worst is not None and _beats(other.worst[0], other.worst[2], self.worst):
             self.worst = other.worst
 
     def as_dict(self, protocol, request):
@@ -932,28 +991,31 @@ class _Pair:
     __slots__ = ("protocol", "source", "slot", "query", "first_frame", "last_frame", "total", "asked_recent",
                  "asked_count", "replied_recent", "replied_count", "asked_fast", "replied_fast", "flood")
 
-    def asked(self, second, window):
-        """Count a request: (requests within the window, whether the pair just reached one a second)."""
+    def asked(self, second, start, window):
+        """Count a request of ``second`` (``start``: the first second of the window ending there) into ``asked_count``,
+        the requests within the window: whether the pair just reached one a second."""
         self.total += 1
         if self.asked_recent is None:
             self.asked_recent = []
-        count = self.asked_count = self.asked_count + 1 - _slide(self.asked_recent, second, window)
-        fast = not self.asked_fast and count >= window
-        self.asked_fast = self.asked_fast or fast
-        return count, fast
+        self.asked_count += 1 - _slide(self.asked_recent, second, start)
+        if self.asked_fast or self.asked_count < window:
+            return False
+        self.asked_fast = True
+        return True
 
     def merge(self, other):
         """The same pair in two workers' tables: never, as a pair of addresses lives in one worker."""
         return self if self.last_frame >= other.last_frame else other
 
-    def replied(self, second, window):
-        """Count a reply: whether the pair just reached one a second."""
+    def replied(self, second, start, window):
+        """Count a reply, as ``asked`` a request: whether the pair just reached one a second."""
         if self.replied_recent is None:
             self.replied_recent = []
-        count = self.replied_count = self.replied_count + 1 - _slide(self.replied_recent, second, window)
-        fast = not self.replied_fast and count >= window
-        self.replied_fast = self.replied_fast or fast
-        return fast
+        self.replied_count += 1 - _slide(self.replied_recent, second, start)
+        if self.replied_fast or self.replied_count < window:
+            return False
+        self.replied_fast = True
+        return True
 
 
 def _new_pair(protocol, source, frame):
@@ -975,15 +1037,16 @@ def _new_pair(protocol, source, frame):
     return pair
 
 
-def _slide(recent, second, window):
-    """Count a message of ``second`` into ``recent``, a window's seconds; return how many messages left it."""
+def _slide(recent, second, start):
+    """Count a message of ``second`` into ``recent``, a window's seconds (``start``: the first second of the window
+    ending at ``second``); return how many messages left it."""
     if recent and second <= recent[-2]:  # the same second, or a clock that went back: the latest one
         recent[-1] += 1
         return 0
     recent.append(second)
     recent.append(1)
     gone = 0
-    while recent[0] <= second - window:
+    while recent[0] < start:
         gone += recent[1]
         del recent[:2]
     return gone
@@ -1018,18 +1081,10 @@ def _three_digits(micro):
     return factor
 
 
-def _beats(micro, negative_frame, worst):
-    """True when a query of amplification ``micro`` (millionths) and request frame -``negative_frame`` is worse
-    than ``worst``: a larger factor, then the earlier request."""
-    return worst is None or micro > worst[0] or micro == worst[0] and negative_frame > worst[1]
-
-
-def _stream_ends(values):
-    """A TCP message's (sender, receiver) as (address, port), from its ``values``; or (None, None)."""
-    client, server = _split(values.get("client")), _split(values.get("server"))
-    if client is None or server is None:
-        return None, None
-    return (client, server) if values["from_client"] else (server, client)
+def _beats(micro, frame, worst):
+    """True when a query of amplification ``micro`` (millionths) and request frame ``frame`` is worse than ``worst``:
+    a larger factor, then the earlier request."""
+    return worst is None or micro > worst[0] or micro == worst[0] and frame < worst[2]
 
 
 def _split(text):
