@@ -672,6 +672,8 @@ class _Text:
     goes out without being decoded and encoded again. ``write_bytes`` takes what is UTF-8 already (orjson's
     records, the summary's lines); text is encoded here, in the worker rather than in the parent."""
 
+    __slots__ = ("parts", "write_bytes")
+
     def __init__(self):
         self.parts = []
         self.write_bytes = self.parts.append
