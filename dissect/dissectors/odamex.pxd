@@ -135,17 +135,62 @@ cdef class MasterEntries:
     @cython.locals(data=bytes, keys=list, index=Py_ssize_t, pos=Py_ssize_t, each=Py_ssize_t,
                    key=cython.longlong)
     cpdef list keys(self)
-    @cython.locals(texts=list, data=bytes, octets=list, index=Py_ssize_t, pos=Py_ssize_t)
+    @cython.locals(texts=list, data=bytes, index=Py_ssize_t)
     cpdef list texts_made(self)
 cpdef str entry_text(long long key)
 @cython.locals(address=str, entry=str, port=Py_ssize_t, node=Field)
 cpdef str _entry_with_fields(Cursor cur, bytes data, Py_ssize_t pos)
+cpdef str _entry_text(bytes data, Py_ssize_t pos)
 # A master list's entry fields, read in C for each of its hundreds of entries (a FieldSpec's attributes are C
 # members; an untyped one's go through its __getattr__ class).
 cdef FieldSpec LISTED_SERVER, LISTED_IP, LISTED_PORT
 @cython.locals(octets=list)
 cpdef str _dotted(bytes data, Py_ssize_t pos)
 cdef list OCTETS
+cdef bint _COMPILED
+
+# An entry's texts written in C: a master list's hundreds of entries each have two in the tree views.
+cdef extern from *:
+    """
+    /* "a.b.c.d" from the 4 bytes at data[pos], then ":port" from the 2 after them (little-endian) when with_port:
+       the texts of _dotted and _entry_text. IndexError where data ends before them, as data[index] raises. */
+    static PyObject *odamex_entry_text(PyObject *data, Py_ssize_t pos, int with_port) {
+        char text[24], *out = text, digits[5], *digit = digits + sizeof(digits);
+        const unsigned char *raw;
+        unsigned port;
+        PyObject *result;
+        int index;
+        if (pos < 0 || PyBytes_GET_SIZE(data) - pos < (with_port ? 6 : 4)) {
+            PyErr_SetString(PyExc_IndexError, "index out of range");
+            return NULL;
+        }
+        raw = (const unsigned char *)PyBytes_AS_STRING(data) + pos;
+        for (index = 0; index < 4; index++) {
+            if (index)
+                *out++ = '.';
+            if (raw[index] >= 100)
+                *out++ = (char)('0' + raw[index] / 100);
+            if (raw[index] >= 10)
+                *out++ = (char)('0' + raw[index] / 10 % 10);
+            *out++ = (char)('0' + raw[index] % 10);
+        }
+        if (with_port) {
+            port = raw[4] | raw[5] << 8;
+            do {
+                *--digit = (char)('0' + port % 10);
+                port /= 10;
+            } while (port);
+            *out++ = ':';
+            memcpy(out, digit, digits + sizeof(digits) - digit);
+            out += digits + sizeof(digits) - digit;
+        }
+        result = PyUnicode_New(out - text, 127);
+        if (result != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(result), text, out - text);
+        return result;
+    }
+    """
+    str _c_entry_text "odamex_entry_text" (bytes data, Py_ssize_t pos, bint with_port)
 
 # The dissector's steps with their cursor, message and packet typed.
 @cython.locals(tag=cython.longlong)
