@@ -121,6 +121,20 @@ def test_master_list():
     assert msg.findings == []
 
 
+def test_master_list_entry_texts_at_every_digit_count():
+    """Octets and ports of one to five digits, with inner zeros: each entry's texts as inet_ntoa and str write them,
+    with a tree (the fields' values) and without (the entries' texts)."""
+    entries = [("0.9.10.99", 0), ("100.109.200.255", 9), ("1.20.101.250", 10), ("8.80.190.205", 100),
+               ("255.0.0.1", 1000), ("10.100.0.3", 10000), ("99.1.1.1", 65535)]
+    data = od.master_list(entries)
+    expected = [f"{address}:{port}" for address, port in entries]
+    servers = dissect("odamex", data).fields_with("odamex.server")
+    assert [s.value for s in servers] == expected
+    assert [(s.children[0].offset, s.children[0].value) for s in servers] == [
+        (6 + 6 * index, address) for index, (address, _) in enumerate(entries)]
+    assert list(dissect("odamex", data, tree=False).values["servers"]) == expected
+
+
 def test_master_list_count_mismatch_and_partial_entry():
     msg = dissect("odamex", od.master_list([("10.0.0.1", 10666)], count=3))
     assert codes(msg) == ["odamex.count_mismatch"]
