@@ -67,12 +67,13 @@ cpdef bytes cut(bytes data, Py_ssize_t start, Py_ssize_t stop)
 @cython.locals(value=cython.longlong)
 cpdef unpack(st, bytes data, Py_ssize_t pos)
 
-@cython.locals(stop=Py_ssize_t)
+@cython.locals(stop=Py_ssize_t, raw=cython.p_char)
 cdef Py_ssize_t _terminator(bytes data, Py_ssize_t pos, Py_ssize_t end)
 
 cdef Py_ssize_t MAX_EXACT_DIGITS
 cdef str TEXT, DECIMAL
 cdef bint _COMPILED
+cdef object _U8, _U16LE, _I16LE, _U16BE, _U32LE, _I32LE, _U32BE, _I32BE
 
-@cython.locals(first=Py_ssize_t, index=Py_ssize_t, digit=int, exact=bint, value=cython.longlong)
+@cython.locals(first=Py_ssize_t, index=Py_ssize_t, digit=int, exact=bint, value=cython.longlong, raw=cython.p_char)
 cdef object _decimal(bytes data, Py_ssize_t start, Py_ssize_t stop)

@@ -22,6 +22,9 @@ U32BE = struct.Struct(">I")
 U32LE = struct.Struct("<I")
 I32LE = struct.Struct("<i")
 I32BE = struct.Struct(">i")
+# The same formats under names the compiled build holds in C (cursor.pxd): _width and unpack compare a format with
+# them as pointers, where a module global is looked up at each use.
+_U8, _U16LE, _I16LE, _U16BE, _U32LE, _I32LE, _U32BE, _I32BE = U8, U16LE, I16LE, U16BE, U32LE, I32LE, U32BE, I32BE
 
 # Decimal text longer than this (sign included) is not read as a number: int() refuses more than 4300
 # digits (and slows with the square of the length), and no field of these protocols holds one that long.
@@ -425,11 +428,11 @@ def _decoded(data, start, stop, encoding):
 
 def _width(st):
     """``st.size``, known without an attribute lookup for the formats unpack() puts together."""
-    if st is U8:
+    if st is _U8:
         return 1
-    if st is U16LE or st is I16LE or st is U16BE:
+    if st is _U16LE or st is _I16LE or st is _U16BE:
         return 2
-    if st is I32LE or st is U32LE or st is I32BE or st is U32BE:
+    if st is _I32LE or st is _U32LE or st is _I32BE or st is _U32BE:
         return 4
     return st.size
 
@@ -456,29 +459,34 @@ def cut(data, start, stop):
 def unpack(st, data, pos):
     """The number the struct ``st`` reads at ``pos`` (its bytes are all there). The formats the dissectors read
     most are put together from their bytes: compiled, that is C arithmetic instead of a call into struct."""
-    if st is U8:
+    if st is _U8:
         return data[pos]
-    if st is U16LE or st is I16LE:
+    if st is _U16LE or st is _I16LE:
         value = data[pos] | data[pos + 1] << 8
-        return value - 0x10000 if st is I16LE and value >= 0x8000 else value
-    if st is U16BE:
+        return value - 0x10000 if st is _I16LE and value >= 0x8000 else value
+    if st is _U16BE:
         return data[pos] << 8 | data[pos + 1]
-    if st is I32LE or st is U32LE:
+    if st is _I32LE or st is _U32LE:
         value = data[pos + 3]  # first, so that the top byte's shift is done in 64 bits
         value = value << 24 | data[pos + 2] << 16 | data[pos + 1] << 8 | data[pos]
-        return value - 0x100000000 if st is I32LE and value >= 0x80000000 else value
-    if st is I32BE or st is U32BE:
+        return value - 0x100000000 if st is _I32LE and value >= 0x80000000 else value
+    if st is _I32BE or st is _U32BE:
         value = data[pos]
         value = value << 24 | data[pos + 1] << 16 | data[pos + 2] << 8 | data[pos + 3]
-        return value - 0x100000000 if st is I32BE and value >= 0x80000000 else value
+        return value - 0x100000000 if st is _I32BE and value >= 0x80000000 else value
     return st.unpack_from(data, pos)[0]
 
 
 def _terminator(data, pos, end):
     """The offset of the first null byte in data[pos:end], or -1."""
     stop = min(end, len(data))
-    while pos < stop:
+    while pos < 0 and pos < stop:  # a position before the data: indexing counts it from the end
         if data[pos] == 0:
+            return pos
+        pos += 1
+    raw = data  # compiled: a char pointer (cursor.pxd), each byte compared in C without a bounds check
+    while pos < stop:
+        if raw[pos] == 0:
             return pos
         pos += 1
     return -1
@@ -488,12 +496,15 @@ def _decimal(data, start, stop):
     """The number data[start:stop] writes in decimal (ASCII digits, a minus sign first where negative), or None
     where it writes none."""
     first = start + 1 if stop - start > 1 and data[start] == 0x2D else start  # 0x2D: "-"
-    if first == stop or stop - start > MAX_DECIMAL_DIGITS:
+    if first == stop:
         return None
     exact = stop - first <= MAX_EXACT_DIGITS
+    if not exact and stop - start > MAX_DECIMAL_DIGITS:  # an exact number is shorter than the limit
+        return None
+    raw = data  # compiled: a char pointer (cursor.pxd), read without a bounds check where start is not negative
     value = 0
     for index in range(first, stop):
-        digit = data[index] - 0x30
+        digit = (raw[index] if index >= 0 else data[index]) - 0x30
         if digit < 0 or digit > 9:
             return None
         if exact:
