@@ -13,6 +13,7 @@ from dissect.capture.layers cimport Packet
 from dissect.core.bounded cimport BoundedDict, held_at, kept, newest, peek, put, refreshed, refreshed_at
 
 cdef dict _DIGITS, _ENDPOINTS
+cdef int64_t _EXACT_REPLY_BYTES
 cdef object _ABSENT
 
 cdef class _Protocol
@@ -39,6 +40,7 @@ cdef class TrafficAnalyzer:
     cdef public double clock_whole
     cdef public bint stats_off
     cdef public tuple stream_texts, stream_ends
+    cdef public list found
     @cython.locals(values=dict, declared=_Protocol)
     cpdef feed(self, frame, ts, Packet packet, Message msg, size, wire)
     @cython.locals(texts=tuple, ends=tuple)
@@ -88,7 +90,8 @@ cdef class _Query:
     cdef public _Kind kind
     cdef public tuple key
     cdef public Py_ssize_t slot
-    cdef public object frame, size, wire, frames
+    cdef public object frame, frames
+    cdef public int64_t size, wire
     cdef public int64_t replies, reply_bytes, reply_wire
     cpdef add(self, frame, int64_t size, int64_t wire)
 
@@ -152,6 +155,8 @@ cdef class _Flood:
 
 @cython.locals(pair=_Pair)
 cdef _Pair _new_pair(protocol, source, frame)
+@cython.locals(scale=int64_t)
+cdef object _factor(int64_t reply_bytes, int64_t request_bytes)
 @cython.locals(gone=Py_ssize_t)
 cpdef Py_ssize_t _slide(list recent, second, start) except -1
 cdef bint _beats(micro, frame, tuple worst) except -1

@@ -57,6 +57,7 @@ MAX_TOKENS = 16            # distinct tokens followed per address; past that it 
 MAX_FLOODS = 1000          # request floods listed
 MAX_FRAMES = 8             # reply frames listed for the worst query
 MICRO = 1_000_000          # amplification factors are summed in millionths: integer sums merge exactly
+_EXACT_REPLY_BYTES = (2**63 - 1) // MICRO  # reply bytes whose factor in millionths is reckoned in 64-bit integers
 MAX_DIGITS = 4096          # factors kept by _three_digits: a query's sizes repeat, and so do their factors
 MAX_ENDPOINTS = 4096       # TCP endpoint texts kept by _split
 _ABSENT = object()         # a default that no value is (a plugin may set one to None)
@@ -72,7 +73,7 @@ class TrafficAnalyzer:
     __slots__ = ("protocols", "token_findings", "rate", "window", "threshold", "top",
                  "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
                  "host_peers", "server_peers", "peer_limit", "rate_bins", "bin_limit", "events", "clock", "clock_whole",
-                 "window_start", "stats_off", "stream_texts", "stream_ends")
+                 "window_start", "stats_off", "stream_texts", "stream_ends", "found")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -107,6 +108,7 @@ class TrafficAnalyzer:
         self.stats_off = False                   # True: no view reads stats(), queries' amplification is not kept
         self.stream_texts = (None, None)         # the last TCP message's client and server texts ...
         self.stream_ends = (None, None)          # ... and those ends as (address, port) (see _stream_ends)
+        self.found = None                        # what the rules found when conclude ran, until the next message
 
     @classmethod
     def for_registry(cls, registry, rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
@@ -166,6 +168,7 @@ class TrafficAnalyzer:
 
     def _count(self, frame, ts, protocol, declared, name, sender, receiver, token, size, wire):
         """``count``, with what ``protocol`` declares (``declared``, a _Protocol; None: nothing) at hand."""
+        self.found = None
         message = declared.messages.get(name) if declared is not None else None
         if message is None:
             self._host(sender[0]).other(frame)
@@ -395,6 +398,7 @@ class TrafficAnalyzer:
 
     def merge(self, other):
         """Fold in the analyzer of another part of the run (another capture file), after both finished."""
+        self.found = None
         for key, kind in other.amplification.items():
             self._kind(*key).merge(kind)
         for protocol, entry in other.unsolicited.items():
@@ -422,7 +426,8 @@ class TrafficAnalyzer:
     def conclude(self):
         """The analysis records of the rules, in the order of their first frames; then one note when state
         was evicted."""
-        records = [self._record(suspicion) for suspicion in self.suspicions()]
+        self.found = self.suspicions()  # stats() lists them too: the rules run once at the end of a run
+        records = [self._record(suspicion) for suspicion in self.found]
         records.sort(key=lambda rec: (rec.frames[0] if rec.frames else 0, rec.name, rec.summary))
         if sum(self.evicted.values()):
             records.append(self._evicted_record())
@@ -507,7 +512,7 @@ class TrafficAnalyzer:
         else:
             protocol, spec = KEY, getattr(W, rule)
         result = {key: value for key, value in suspicion.items() if key not in ("rule", "frames", "detail")}
-        return AnalysisRecord(protocol, rule, suspicion["frames"], result, [spec.at(suspicion["detail"])],
+        return AnalysisRecord(protocol, rule, list(suspicion["frames"]), result, [spec.at(suspicion["detail"])],
                               _summary(suspicion))
 
     def _evicted_record(self):
@@ -531,10 +536,13 @@ class TrafficAnalyzer:
                               for (protocol, request), kind in sorted(self.amplification.items())],
             "top_talkers": self._top_talkers(),
             "top_servers": self._top_servers(),
-            "suspicions": [{key: value for key, value in s.items() if key != "detail"}
-                           for s in sorted(self.suspicions(), key=_suspicion_order)],
+            "suspicions": [_listed(s) for s in sorted(self._found(), key=_suspicion_order)],
             "evicted": dict(sorted(self.evicted.items())),
         }
+
+    def _found(self):
+        """``suspicions()``, those of ``conclude`` while no message came since (``found``): the rules run once."""
+        return self.suspicions() if self.found is None else self.found
 
     def _protocol_rows(self):
         rows = {}
@@ -673,7 +681,7 @@ class _Kind:
         """A query of this type ended: its factor counted, if it drew replies."""
         if not query.replies:
             return
-        micro = query.reply_bytes * MICRO // max(1, query.size)
+        micro = _factor(query.reply_bytes, query.size)
         self.factor_micro += micro
         factor = _three_digits(micro)
         self.factors[factor] = self.factors.get(factor, 0) + 1
@@ -1081,6 +1089,15 @@ def _three_digits(micro):
     return factor
 
 
+def _factor(reply_bytes, request_bytes):
+    """``reply_bytes`` over ``request_bytes`` in millionths, rounded down (a request of no bytes counts as one): in C
+    integers while the product fits 64 bits, exact past them."""
+    scale = MICRO
+    if reply_bytes <= _EXACT_REPLY_BYTES:
+        return reply_bytes * scale // max(1, request_bytes)
+    return int(reply_bytes) * MICRO // max(1, request_bytes)
+
+
 def _beats(micro, frame, worst):
     """True when a query of amplification ``micro`` (millionths) and request frame ``frame`` is worse than ``worst``:
     a larger factor, then the earlier request."""
@@ -1221,6 +1238,13 @@ def _token_order(item):
 
 def _suspicion_order(suspicion):
     return suspicion["frames"][0] or 0, suspicion["rule"], suspicion["detail"]
+
+
+def _listed(suspicion):
+    """A suspicion as ``--stats`` lists it: without its detail, its frames a list of its own."""
+    listed = {key: value for key, value in suspicion.items() if key != "detail"}
+    listed["frames"] = list(listed["frames"])
+    return listed
 
 
 def _summary(suspicion):

@@ -36,7 +36,7 @@ cdef void _give_back(BoundedDict table, Py_ssize_t slot) noexcept
 cdef _occupy(BoundedDict table, Py_ssize_t slot, key, value)
 @cython.locals(slot=Py_ssize_t, capacity=Py_ssize_t)
 cdef Py_ssize_t _new_slot(BoundedDict table) except -1
-@cython.locals(out=int[::1], i=Py_ssize_t)
+@cython.locals(out=int[::1])
 cdef int[::1] _grown(int[::1] links, Py_ssize_t capacity)
 cdef tuple _take(BoundedDict table, Py_ssize_t slot)
 cdef _release(BoundedDict table, Py_ssize_t slot)

@@ -261,8 +261,7 @@ def _new_slot(table):
 
 def _grown(links, capacity):
     out = array(_SLOT, [0]) * capacity
-    for i in range(len(links)):
-        out[i] = links[i]
+    out[:len(links)] = links
     return out
 
 
