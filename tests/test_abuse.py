@@ -428,3 +428,22 @@ def test_a_pair_evicted_from_its_table_is_not_reached_through_its_server():
     assert analyzer.pairs.keys() == [("192.0.2.1", servers[2]), ("192.0.2.1", servers[0])]
     row, = analyzer.stats()["protocols"]
     assert (row["replies"], row["unsolicited_replies"]) == (1, 0)  # its query was still open
+
+
+def test_what_the_rules_found_at_conclude_is_listed_until_the_next_message():
+    # conclude() runs the rules and stats() lists what they found; a message counted after it is in the next listing,
+    # and a listing's frames are lists of its own
+    analyzer = abuse.TrafficAnalyzer([("proto", {"req": ("request", "req")}, None, None, None)], rate=2, window=1)
+    server, other, client, second = ("203.0.113.5", 8303), ("203.0.113.6", 8303), ("192.0.2.1", 1001), ("192.0.2.2", 9)
+    analyzer.count(1, 10.0, "proto", "req", client, server, None, 10, 52)
+    analyzer.count(2, 10.1, "proto", "req", client, server, None, 10, 52)
+    analyzer.finish()
+    record, = analyzer.conclude()
+    listed = analyzer.stats()["suspicions"]
+    assert [(s["rule"], s["frames"]) for s in listed] == [("request_flood", [1, 2])] and record.frames == [1, 2]
+    listed[0]["frames"].append(99)
+    assert analyzer.stats()["suspicions"][0]["frames"] == [1, 2]
+    analyzer.count(3, 11.0, "proto", "req", second, other, None, 10, 52)
+    analyzer.count(4, 11.1, "proto", "req", second, other, None, 10, 52)
+    assert [(s["rule"], s["frames"]) for s in analyzer.stats()["suspicions"]] == [
+        ("request_flood", [1, 2]), ("request_flood", [3, 4])]

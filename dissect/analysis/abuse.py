@@ -512,7 +512,7 @@ class TrafficAnalyzer:
         else:
             protocol, spec = KEY, getattr(W, rule)
         result = {key: value for key, value in suspicion.items() if key not in ("rule", "frames", "detail")}
-        return AnalysisRecord(protocol, rule, list(suspicion["frames"]), result, [spec.at(suspicion["detail"])],
+        return AnalysisRecord(protocol, rule, suspicion["frames"], result, [spec.at(suspicion["detail"])],
                               _summary(suspicion))
 
     def _evicted_record(self):
