@@ -675,7 +675,7 @@ class _Kind:
         for name in self.SUMS:
             setattr(self, name, 0)
         self.factors = {}         # an answered query's factor, to 3 significant digits -> queries (the median)
-        self.worst = None         # (factor in millionths, -request frame, request frame, reply frames, client, server)
+        self.worst = None         # (factor in millionths, request frame, reply frames, client, server)
 
     def conclude(self, query):
         """A query of this type ended: its factor counted, if it drew replies."""
@@ -687,14 +687,14 @@ class _Kind:
         self.factors[factor] = self.factors.get(factor, 0) + 1
         if _beats(micro, query.frame, self.worst):
             key = query.key  # (protocol, request type, client, server)
-            self.worst = (micro, -query.frame, query.frame, list(query.frames), key[2], key[3])
+            self.worst = (micro, query.frame, list(query.frames), key[2], key[3])
 
     def merge(self, other):
         for name in self.SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for factor, count in other.factors.items():
             self.factors[factor] = self.factors.get(factor, 0) + count
-        if other.worst is not None and _beats(other.worst[0], other.worst[2], self.worst):
+        if other.worst is not None and _beats(other.worst[0], other.worst[1], self.worst):
             self.worst = other.worst
 
     def as_dict(self, protocol, request):
@@ -709,7 +709,7 @@ class _Kind:
         if answered:
             row["per_query"] = {"mean": self.factor_micro / answered / MICRO, "median": _median(self.factors),
                                 "max": self.worst[0] / MICRO}
-            micro, _, frame, frames, client, server = self.worst
+            micro, frame, frames, client, server = self.worst
             row["worst"] = {"amplification": micro / MICRO, "request_frame": frame, "reply_frames": frames,
                             "client": endpoint(*client), "server": endpoint(*server)}
         return row
@@ -1101,7 +1101,7 @@ def _factor(reply_bytes, request_bytes):
 def _beats(micro, frame, worst):
     """True when a query of amplification ``micro`` (millionths) and request frame ``frame`` is worse than ``worst``:
     a larger factor, then the earlier request."""
-    return worst is None or micro > worst[0] or micro == worst[0] and frame < worst[2]
+    return worst is None or micro > worst[0] or micro == worst[0] and frame < worst[1]
 
 
 def _split(text):
