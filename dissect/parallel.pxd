@@ -75,6 +75,6 @@ cdef class _Text:
     cpdef bytes take(self)
 
 cdef Py_ssize_t RING_TEXT
-@cython.locals(session=Session, partition=Partition, frame=Frame, start=Py_ssize_t, sink=_Text, ring=_Ring,
+@cython.locals(session=Session, partition=Partition, frame=Frame, start=Py_ssize_t, sink=_Text, ring=_Ring, marked=bint,
                text=bytes)
-cpdef _work(index, args, partition, send, ring=*)
+cpdef _work(index, args, partition, send, ring, stop)

@@ -14,7 +14,8 @@ as in one process. ``--stats`` adds up the workers' counts and merges their serv
 analysis looks across conversations: each worker's messages, reduced to what it reads (endpoints, kind,
 sizes, frame and time), go to the parent with their text, and the parent counts them in frame order, so its
 state and what it writes, last, are one process's. The limits on the protocols' state (conversations,
-streams, pending responses) hold per worker.
+streams, pending responses) hold per worker. A Ctrl-C is the parent's alone: every process stops after one
+chunk (see ``_Stop``), and the end of the capture is concluded there, as one process concludes it.
 """
 
 import copy
@@ -25,6 +26,7 @@ import os
 import pickle
 import signal
 import struct
+import time
 import zlib
 from sys import intern
 from array import array
@@ -36,7 +38,7 @@ from .capture.files import CaptureError
 from .capture.sources import CaptureFiles, open_capture
 from .capture.layers import decode_frame, ethernet_ip_pair
 from .core.escape import tell
-from .core.interrupt import take_signals
+from .core.interrupt import defer_interrupt, take_signals
 from .progress import Progress, on_terminal
 from .registry import UsageError, parse_decode_as
 from .render.output import write_all
@@ -268,6 +270,7 @@ def run_parallel(args, out):
     parse_decode_as(args.decode_as)  # a bad --decode-as is a usage error before any worker starts
     partition = Partition(args.jobs, args.files[0], _merge_share(args))
     receivers, rings, workers = [], [], []
+    stop = _Stop()
     try:
         for index in range(1, args.jobs):
             receiver, sender = _pipe()
@@ -275,7 +278,7 @@ def run_parallel(args, out):
             _widen(receiver)
             rings.append(_Ring(RING_BYTES))
             try:
-                workers.append(_fork(index, args, partition, receivers, rings, sender))
+                workers.append(_fork(index, args, partition, receivers, rings, sender, stop))
             finally:
                 sender.close()
                 rings[-1].keep_reader()
@@ -284,31 +287,35 @@ def run_parallel(args, out):
         _close_all(receivers, rings)
         raise UsageError(f"-j {args.jobs}: cannot start the worker processes: {exc.strerror or exc}") from None
     printer = _printer(args, out)
-    merger = _Merger(args, printer, receivers, rings)
+    stop.take_ctrl_c()
+    merger = _Merger(args, printer, receivers, rings, stop)
     finished = False
     try:
-        code = merger.deliver(("end", _work(0, _own_args(args), partition, merger.deliver)))
+        code = merger.deliver(("end", _work(0, _own_args(args), partition, merger.deliver, None, stop)))
         finished = True
-        return code
-    except KeyboardInterrupt:  # the workers' conclusions never come: end the output as it stands
+        return 130 if stop.interrupted() else code
+    except KeyboardInterrupt:  # a second Ctrl-C: the workers' conclusions never come, end the output as it stands
         printer.close()
         return 130
     finally:
+        stop.restore()
         _stop(workers, finished)
         _close_all(receivers, rings)
 
 
-def _fork(index, args, partition, receivers, rings, sender):
+def _fork(index, args, partition, receivers, rings, sender, stop):
     """Start worker ``index``, which sends through ``sender`` and ``rings[-1]``; return its process id. The child
     closes the parent's ends of the pipes (``receivers``) and the other workers' rings, and never returns: it ends in
-    ``os._exit``, with nothing of the parent's flushed or run at exit twice."""
+    ``os._exit``, with nothing of the parent's flushed or run at exit twice. It ignores Ctrl-C: the parent says where
+    it stops (``stop``)."""
     pid = os.fork()
     if pid:
         return pid
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _close_all(receivers, rings[:-1])
         rings[-1].keep_writer()
-        _worker(index, args, partition, sender, rings[-1])
+        _worker(index, args, partition, sender, rings[-1], stop)
     finally:
         os._exit(0)
 
@@ -496,6 +503,67 @@ def _closed_fd(fd):
     return -1
 
 
+class _Stop:
+    """Ctrl-C under ``-j``. The workers ignore SIGINT; the parent takes it between chunks (``take_ctrl_c``: a Ctrl-C
+    that comes during a frame or a merge is held until it is done, as one process holds it over a frame). All stop
+    after the same chunk, the furthest that any worker had reached, so that the output is one process's up to that
+    chunk's last frame, then what the end of the capture concludes there.
+
+    The parent asks in shared memory (``asking``). A worker marks the chunk it sends next after seeing the question and
+    waits for the answer: the last chunk's end, which the parent names (``name``) once it has read a marked chunk, or
+    the end, from every worker. A worker does not go past a marked chunk without the answer, so none has gone past
+    the chunk named."""
+
+    __slots__ = ("memory", "guard", "parent")
+
+    def __init__(self):
+        self.memory = mmap.mmap(-1, LAST.size + 8)  # anonymous and shared: made before the workers are forked
+        self.guard = None
+        self.parent = os.getpid()
+
+    def take_ctrl_c(self):
+        """In the parent, after the forks: SIGINT's handler holds a Ctrl-C for ``asking`` (none where SIGINT is not
+        Python's default: the Ctrl-C then raises as it comes)."""
+        self.guard = defer_interrupt(True)
+
+    def restore(self):
+        if self.guard is not None:
+            self.guard.restore()
+
+    def interrupted(self):
+        return self.guard is not None and self.guard.pending
+
+    def asking(self):
+        """Whether the run is to stop: in the parent, whether a Ctrl-C came (it asks the workers then)."""
+        if self.guard is not None:
+            take_signals()  # a Ctrl-C that came while compiled code ran is held now
+        if self.interrupted() and not self.memory[0]:
+            self.memory[0] = 1
+        return self.memory[0] != 0
+
+    def name(self, last):
+        """In the parent: every process stops after the chunk that ends at frame ``last``."""
+        LAST.pack_into(self.memory, 8, last)
+
+    def named(self):
+        return LAST.unpack_from(self.memory, 8)[0] != 0
+
+    def ends_after(self, chunk_end, marked):
+        """Whether the process stops after its chunk that ends at frame ``chunk_end``, just sent (``marked``: the
+        question was seen before it was; a worker then waits for the answer)."""
+        last = LAST.unpack_from(self.memory, 8)[0]
+        while marked and not last:
+            if os.getppid() != self.parent:  # the parent is gone: nobody reads what would follow
+                return True
+            time.sleep(0.001)
+            last = LAST.unpack_from(self.memory, 8)[0]
+        return last > 0 and chunk_end >= last
+
+
+LAST = struct.Struct("=q")  # the last chunk's end frame: 0 until named
+TO_THE_END = 1 << 62        # named where a worker has reached the capture's end: every process goes on to it
+
+
 # -- the parent ------------------------------------------------------------------------------------
 def _printer(args, out):
     return Printer(out, format=args.format, verbose=args.verbose, hexdump=args.hex, color=args.color == "always",
@@ -506,8 +574,10 @@ class _Merger:
     """The parent's side of the run: each chunk of its own share (worker 0's), merged with the other workers' chunks
     of the same frame numbers, is written and its messages counted by the abuse analysis; then the ends."""
 
-    def __init__(self, args, printer, receivers, rings):
+    def __init__(self, args, printer, receivers, rings, stop):
         self.args, self.printer, self.receivers, self.rings = args, printer, receivers, rings
+        self.stop = stop
+        self.early = [[] for _ in receivers]  # each worker's messages read ahead while the stop was named
         self.chunk_frames = _chunk_frames(args)
         self.progress = Progress(args.files) if on_terminal() else None
         # The parent's own session concludes the run: the abuse analysis, which it counts itself from every
@@ -519,7 +589,7 @@ class _Merger:
     def deliver(self, own):
         """Worker 0's message (a chunk, or its end), with the others' of the same round; the exit code at the end."""
         take_signals()
-        messages = [own, *(_receive(conn, index) for index, conn in enumerate(self.receivers, 1))]
+        messages = [own, *(self._next(worker) for worker in range(len(self.receivers)))]
         if len({message[0] for message in messages}) > 1:  # they read the same frames: never expected
             raise UsageError("the workers of -j fell out of step; run without -j")
         if own[0] == "end":
@@ -535,9 +605,30 @@ class _Merger:
             ring.release(message[4])
         _count(self.concluded.pipeline.traffic, messages)
         self.rounds += 1
+        if own[5] and not self.stop.named():
+            self._name_last(messages)
         if self.progress is not None:
             self.progress.show(self.rounds * self.chunk_frames, *own[2])
         return None
+
+    def _next(self, worker):
+        early = self.early[worker]
+        return early.pop(0) if early else _receive(self.receivers[worker], worker + 1)
+
+    def _name_last(self, messages):
+        """The parent took a Ctrl-C: read each worker's messages up to its first marked chunk (or its end), and name
+        the furthest chunk any reached as the last (see _Stop). What is read ahead is merged in its round."""
+        last = self.rounds * self.chunk_frames
+        for worker, message in enumerate(messages[1:]):
+            ahead = self.early[worker]
+            while not message[5]:
+                message = _receive(self.receivers[worker], worker + 1)
+                ahead.append(message)
+                if message[0] == "end":  # it read the whole capture: so will every process
+                    self.stop.name(TO_THE_END)
+                    return
+            last = max(last, (self.rounds + len(ahead)) * self.chunk_frames)
+        self.stop.name(last)
 
     def _end(self, ends):
         args, printer, concluded = self.args, self.printer, self.concluded
@@ -717,10 +808,10 @@ def _flat(events):
     return flat
 
 
-def _worker(index, args, partition, conn, ring):
+def _worker(index, args, partition, conn, ring, stop):
     try:
-        conn.send(("end", _work(index, args, partition, conn.send, ring)))
-    except (KeyboardInterrupt, BrokenPipeError):
+        conn.send(("end", _work(index, args, partition, conn.send, ring, stop)))
+    except BrokenPipeError:  # the parent is gone
         pass
     except Exception as exc:  # reported by the parent as one line, never as a traceback
         try:
@@ -755,9 +846,10 @@ def _own_args(args):
     return own
 
 
-def _work(index, args, partition, send, ring=None):
+def _work(index, args, partition, send, ring, stop):
     """Dissect the frames that worker ``index`` owns; ``send`` takes each chunk's message (its texts cross in
-    ``ring``, the parent's own are kept as they are); return the end's."""
+    ``ring``, the parent's own are kept as they are), until the capture's end or the chunk ``stop`` names; return
+    the end's."""
     if args.format == "json":
         args.format = "jsonl"
     args.field_options.header = False  # the parent writes the one header line
@@ -774,9 +866,15 @@ def _work(index, args, partition, send, ring=None):
     for frame in files:
         number = frame.number
         while number > chunk_end:
-            send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0))
+            marked = stop.asking()
+            send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0,
+                  marked))
+            if stop.ends_after(chunk_end, marked):
+                break
             chunk, chunk_end = [], chunk_end + frames_a_chunk
             traffic.events = []
+        if number > chunk_end:  # the run stops after the chunk just sent
+            break
         if clock[0] is None:
             clock[0] = frame.ts
         clock[1] = frame.ts
@@ -789,7 +887,9 @@ def _work(index, args, partition, send, ring=None):
         if text:
             start = ring.place(text) if ring is not None and len(text) >= RING_TEXT else -1
             chunk.append((number, text) if start < 0 else (number, start, len(text)))
-    send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0))
+    else:
+        send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0,
+              stop.asking()))
     finished = []
     for rec in sorted(session.pipeline.finish(), key=finish_order):
         session.ending(rec)

@@ -106,14 +106,20 @@ def _build_env(build):
     return env
 
 
-def _held_up(tmp_path, build, jobs):
-    """``dissect -j jobs -T json`` on 5,000 frames in ``build``, its output a pipe this test does not read: the run
-    is held up inside a write, once the pipe is full. Returns the process and the output's first line."""
+def _many_requests(path, count):
+    """A capture of ``count`` NetQuake requests from three clients, server info and rule walks, none answered."""
+    frames = [ethernet(udp_packet(f"10.0.{n % 3}.2", 40000, "10.0.0.1", 26000,
+                                  nq.ccreq_rule_info("") if n % 2 else nq.ccreq_server_info()))
+              for n in range(count)]
+    capkit.write_pcap(path, [(1700000000 + n / 1000, frame) for n, frame in enumerate(frames)])
+    return path
+
+
+def _held_up(tmp_path, build, jobs, count=5000):
+    """``dissect -j jobs -T json`` on ``count`` frames in ``build``, its output a pipe this test does not read: the
+    run is held up inside a write, once the pipe is full. Returns the process and the output's first line."""
     env = _build_env(build)
-    source = tmp_path / "many.pcap"
-    frames = [ethernet(udp_packet(f"10.0.{n % 3}.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))
-              for n in range(5000)]
-    capkit.write_pcap(source, [(1700000000 + n / 1000, frame) for n, frame in enumerate(frames)])
+    source = _many_requests(tmp_path / "many.pcap", count)
     proc = subprocess.Popen([sys.executable, "-m", "dissect", "-j", jobs, "-T", "json", str(source)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     first = b""
@@ -136,6 +142,27 @@ def test_ctrl_c_while_the_output_waits_writes_each_record_once(tmp_path, build, 
     records = json.loads(first + out)
     numbers = [record["frame"] for record in records if record["kind"] == "frame"]
     assert len(numbers) > 100 and numbers == list(range(1, len(numbers) + 1))
+
+
+@pytest.mark.parametrize("build", ["compiled", "pure Python"])
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_ctrl_c_under_jobs_concludes_as_one_process_after_the_last_chunk(tmp_path, build, jobs):
+    """Under -j, every process stops after the same chunk, the furthest a worker had reached: the output is, record
+    for record, one process's run on the frames up to it (``-c``), the rule walks left open concluded as the end of
+    the capture concludes them. (Before, the output ended where the merge stood, with nothing concluded.)"""
+    proc, first = _held_up(tmp_path, build, jobs, count=20000)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (130, b"")
+    records = json.loads(first + out)
+    last = max(record["frame"] for record in records if record["kind"] == "frame")
+    assert 0 < last < 20000
+    one = subprocess.run([sys.executable, "-m", "dissect", "-c", str(last), "-T", "json", str(tmp_path / "many.pcap")],
+                         cwd=ROOT, capture_output=True, env=_build_env(build), timeout=120)
+    assert (one.returncode, one.stderr) == (0, b"")
+    assert records == json.loads(one.stdout)
+    walks = [record for record in records if record["kind"] == "analysis" and record["name"] == "rule_walk"]
+    assert walks and all(not walk["result"]["complete"] for walk in walks)
 
 
 @pytest.mark.parametrize("build", ["compiled", "pure Python"])
