@@ -24,22 +24,22 @@ cdef class TeeFrameAnalyzer(Analyzer):
     cpdef feed(self, record, Message msg, tree)
     cpdef _request(self, record, Packet packet, Message msg)
     @cython.locals(response=_Response)
-    cpdef _response(self, record, Packet packet, Message msg, tree)
+    cpdef _response(self, record, Packet packet, Message msg, tree, ident, token)
     cpdef _hold(self, _Response response, bint new)
     cpdef _match_request(self, _Response response, record, Message msg, tree)
     @cython.locals(values=dict)
-    cpdef _add_packet(self, _Response response, record, Message msg, number, out)
-    @cython.locals(room=Py_ssize_t)
+    cpdef _add_packet(self, _Response response, record, Message msg, ident, number, out)
+    @cython.locals(count=Py_ssize_t, budget=Py_ssize_t, room=Py_ssize_t)
     cpdef _keep(self, _Response response, records, out)
     @cython.locals(findings=list, info=dict)
     cpdef _conclude(self, _Response response, superseded_by=*, str evicted=*)
     cpdef _release(self, _Response response)
-    @cython.locals(info=dict, players=Py_ssize_t)
+    @cython.locals(players=Py_ssize_t)
     cpdef _check_complete(self, _Response response, findings)
     cpdef _server_seen(self, _Response response, dict info, elapsed)
 
 cdef class _Response:
-    cdef public object server, client, token, first_ts, request
+    cdef public object server, client, token, first_ts, request, num_clients, num_players
     cdef public tuple key
     cdef public dict info, records
     cdef public list frames, findings
@@ -61,4 +61,4 @@ cdef tuple ONLY_PACKET_0
 cpdef tuple _packet_numbers(dict records)
 cpdef list _clients(_Response response)
 cpdef _oldest_holder(holders, key)
-cpdef _packet_number(Message msg)
+cpdef _packet_number(ident, dict values)

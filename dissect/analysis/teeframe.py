@@ -36,7 +36,7 @@ SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players",
 
 class _Response:
     __slots__ = ("server", "client", "token", "key", "info", "records", "frames", "first_ts", "request",
-                 "findings", "clients_omitted", "held", "dropped_records", "vanilla")
+                 "findings", "clients_omitted", "held", "dropped_records", "vanilla", "num_clients", "num_players")
 
     def __init__(self, server, client, token, key):
         self.server = server
@@ -54,6 +54,8 @@ class _Response:
         self.held = 0               # records kept in ``records``
         self.dropped_records = 0    # records counted but not kept
         self.vanilla = False        # packet 0 is a vanilla inf3
+        self.num_clients = None     # packet 0's Num Clients and Num Players, read once
+        self.num_players = None
 
     def collected(self):
         return self.held + self.dropped_records
@@ -63,7 +65,7 @@ class _Response:
             return False
         if self.vanilla:
             return True  # one packet: nothing more will come
-        expected = self.info.get("num_clients")
+        expected = self.num_clients
         return expected is not None and (self.collected() >= expected or self.clients_omitted)
 
     def elapsed(self):
@@ -91,8 +93,7 @@ class _Response:
         collected = self.collected()
         if collected >= INF3_MAX_RECORDS:
             return True
-        for key in ("num_clients", "num_players"):
-            count = self.info.get(key)
+        for count in (self.num_clients, self.num_players):
             if count is not None and count > collected:
                 return True
         return False
@@ -123,8 +124,10 @@ class TeeFrameAnalyzer(Analyzer):
             return []
         if ident == "gie3" and "response_token" in values:
             return self._request(record, packet, msg)
-        if ident in ("iext", "iex+", "inf3") and values.get("token") is not None:
-            return self._response(record, packet, msg, tree)
+        if ident in ("iext", "iex+", "inf3"):
+            token = values.get("token")
+            if token is not None:
+                return self._response(record, packet, msg, tree, ident, token)
         return []
 
     # -- requests ----------------------------------------------------------------------------------
@@ -144,11 +147,10 @@ class TeeFrameAnalyzer(Analyzer):
         return out
 
     # -- responses ---------------------------------------------------------------------------------
-    def _response(self, record, packet, msg, tree):
+    def _response(self, record, packet, msg, tree, ident, token):
         server, client = endpoint(packet.src, packet.sport), endpoint(packet.dst, packet.dport)
-        token = msg.values["token"]
         key = (server, client, token)
-        number = _packet_number(msg)
+        number = _packet_number(ident, msg.values)
         if number is None:
             return []
         # Unrequested packets (token -1) are each a fresh one, not a copy of the last: they are not remembered.
@@ -172,7 +174,7 @@ class TeeFrameAnalyzer(Analyzer):
         if number in response.records:
             _duplicate(msg, number, token)
             return out
-        self._add_packet(response, record, msg, number, out)
+        self._add_packet(response, record, msg, ident, number, out)
         if response.complete():
             if not new:
                 del self.pending[key]
@@ -205,7 +207,7 @@ class TeeFrameAnalyzer(Analyzer):
                 f"response token {response.token} matches no request seen from {response.client}; the request may "
                 f"predate the capture"))
 
-    def _add_packet(self, response, record, msg, number, out):
+    def _add_packet(self, response, record, msg, ident, number, out):
         values = msg.values
         clients = values.get("clients")
         if clients is None:
@@ -218,22 +220,24 @@ class TeeFrameAnalyzer(Analyzer):
             # Its INFO_KEYS, read with get, the result's info made of them when read; where _keep dropped records,
             # a copy of them, which does not hold the packet's records as its values do.
             response.info = values if records is clients else _info(values)
-            response.vanilla = values["identifier"] == "inf3"
+            response.vanilla = ident == "inf3"
             response.clients_omitted = bool(values.get("clients_omitted"))
+            response.num_clients, response.num_players = values.get("num_clients"), values.get("num_players")
 
     def _keep(self, response, records, out):
         """The records of a packet that fit within the response's limit and the total budget; the rest are
         counted only. Makes room in the budget by concluding the responses that have held records longest."""
-        room = min(len(records), MAX_RECORDS - response.held)
+        count, budget = len(records), MAX_HELD_RECORDS  # read once: typed, the sums below are C's
+        room = min(count, MAX_RECORDS - response.held)
         key = response.key
-        while room > 0 and self.held + room > MAX_HELD_RECORDS:
+        while room > 0 and self.held + room > budget:
             oldest = _oldest_holder(self.holders, key)
             if oldest is None:
                 break
             out.append(self._conclude(self.pending.pop(oldest), superseded_by=None, evicted="records"))
-        room = max(0, min(room, MAX_HELD_RECORDS - self.held))
-        response.dropped_records += len(records) - room
-        if room < len(records):
+        room = max(0, min(room, budget - self.held))
+        response.dropped_records += count - room
+        if room < count:
             records = records[:room]
         if room:
             response.held += room
@@ -246,8 +250,8 @@ class TeeFrameAnalyzer(Analyzer):
         findings = list(response.findings)
         complete = response.complete()
         collected = response.collected()
-        info = response.info or {}
-        expected = info.get("num_clients")
+        info = response.info
+        expected = response.num_clients
         if complete and not response.clients_omitted:
             self._check_complete(response, findings)
         if not complete:
@@ -276,23 +280,22 @@ class TeeFrameAnalyzer(Analyzer):
             self.holders.pop(response.key, None)
 
     def _check_complete(self, response, findings):
-        info = response.info
         if response.truncated_list():
             findings.append(W.truncated_list.at(
-                f"the inf3 list may be cut: {response.collected()} records for Num Clients {info.get('num_clients')} "
-                f"and Num Players {info.get('num_players')}; the is-player count is not compared"))
+                f"the inf3 list may be cut: {response.collected()} records for Num Clients {response.num_clients} "
+                f"and Num Players {response.num_players}; the is-player count is not compared"))
             return
-        if response.collected() != info.get("num_clients"):
+        if response.collected() != response.num_clients:
             findings.append(W.count_mismatch.at(f"{response.collected()} client records collected but Num Clients "
-                                                f"is {info.get('num_clients')}"))
+                                                f"is {response.num_clients}"))
         if response.dropped_records:
             return  # the is-player count needs every record
         players = 0
         for records in response.records.values():
             players += _players(records)
-        if info.get("num_players") is not None and players != info["num_players"]:
+        if response.num_players is not None and players != response.num_players:
             findings.append(W.count_mismatch.at(f"{players} records have Is Player 1 but Num Players is "
-                                                f"{info['num_players']}"))
+                                                f"{response.num_players}"))
 
     @staticmethod
     def _incomplete_reason(response, collected, expected, superseded_by, evicted):
@@ -309,8 +312,8 @@ class TeeFrameAnalyzer(Analyzer):
     def _server_seen(self, response, info, elapsed):
         flags = info.get("flags")
         self.servers.update(response.server, response.frames[-1] if response.frames else 0, (  # in SEEN_COLUMNS order
-            info.get("name"), info.get("map"), info.get("game_type"), info.get("version"), info.get("num_players"),
-            info.get("max_players"), info.get("num_clients"), info.get("max_clients"),
+            info.get("name"), info.get("map"), info.get("game_type"), info.get("version"), response.num_players,
+            info.get("max_players"), response.num_clients, info.get("max_clients"),
             None if flags is None else bool(flags & 1), elapsed))
 
     def finish(self):
@@ -383,12 +386,12 @@ def _oldest_holder(holders, key):
     return None
 
 
-def _packet_number(msg):
+def _packet_number(ident, values):
     """0 for iext and inf3, the packet number of an iex+ when it is 1 to 63; None otherwise (an iex+ with
     another number is flagged by the decoder and not stored)."""
-    if msg.values["identifier"] != "iex+":
+    if ident != "iex+":
         return 0
-    number = msg.values.get("packet_number")
+    number = values.get("packet_number")
     return number if number is not None and 1 <= number <= LAST_PACKET_NUMBER else None
 
 

@@ -7,7 +7,7 @@ from dissect.core.cursor cimport Cursor, as_bytes, cut
 from dissect.core.fmt cimport dec_hex, decimal_text, hex_text
 from dissect.core.model cimport Field, Message
 
-cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT, QUICK_DIGITS
+cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT, QUICK_DIGITS, PACKET_LIMIT, REQUEST_LENGTH
 
 # the formatters of the fields -V and JSON show most
 @cython.locals(texts=dict)
@@ -23,8 +23,11 @@ cdef bytes FF4, FF6, XE
 cdef dict ROLES
 cpdef bint _claims(bytes payload, bint on_port) except -1
 cdef dict NAMES
-@cython.locals(data=bytes, ident=bytes)
+cdef str IEXT, GIE3
+@cython.locals(data=bytes, ident=bytes, size=Py_ssize_t)
 cpdef _decode(Cursor cur, Message msg)
+@cython.locals(name=str)
+cdef str _name(bytes ident)
 @cython.locals(values=dict, extended=bint)
 cpdef _gie3(Cursor cur, Message msg)
 cpdef _check_request_length(Cursor cur, Message msg)

@@ -58,6 +58,7 @@ IDENTIFIERS = {
 }
 # A known identifier's message name, interned: the analyses compare it with their literals and hash it.
 NAMES = {ident: sys.intern(ident.decode("latin-1")) for ident in IDENTIFIERS}
+IEXT, GIE3 = NAMES[b"iext"], NAMES[b"gie3"]  # the names _name gives the spec's reply and request without a look-up
 REQUESTS = {b"gie3", b"gief", b"gie2", b"fstd"}
 RESPONSES = {b"iext", b"iex+", b"inf3", b"inf2", b"info", b"dtsf"}
 REQUEST, RESPONSE = "request", "response"
@@ -294,39 +295,55 @@ class TeeFrame(Dissector):
 
 
 def _claims(payload, on_port):
-    """``claims`` of a payload's bytes: its fixed bytes compared in place (compiled, in C), its identifier looked
-    up once."""
+    """``claims`` of a payload's bytes: its fixed bytes compared in place (compiled, in C), its identifier too where
+    it is the spec's request or reply, any other looked up once."""
     if len(payload) < 14 or not payload.startswith(FF4, 6):
         return payload == QSTAT_PROBE
-    role = ROLES.get(cut(payload, 10, 14))
-    if role is None:
-        return False
+    if payload.startswith(b"iext", 10):
+        role = RESPONSE
+    elif payload.startswith(b"gie3", 10):
+        role = REQUEST
+    else:
+        role = ROLES.get(cut(payload, 10, 14))
+        if role is None:
+            return False
     return payload.startswith(FF6) or on_port or (role is REQUEST and payload.startswith(XE))
 
 
 def _decode(cur, msg):
     data = cur.data
     ident = cut(data, 10, 14)
-    name = NAMES.get(ident)
-    msg.name = ident.decode("latin-1") if name is None else name
+    msg.name = _name(ident)
     msg.values["identifier"] = msg.name
     size = len(data) + cur.missing  # the bytes the capture did not keep count too
     if size > PACKET_LIMIT:
         cur.finding(W.packet_too_large, f"packet is {size} bytes", PACKET_LIMIT, size - PACKET_LIMIT)
-    if ident == b"gie3" or (len(data) < 14 and cut(data, 0, 2) == XE):
+    if ident == b"iext":  # the spec's reply, 14 bytes or more: not the short request below
+        _response_header(cur)
+        _iext(cur, msg)
+    elif ident == b"gie3" or (len(data) < 14 and cut(data, 0, 2) == XE):
         _gie3(cur, msg)
     elif ident in LEGACY:
         LEGACY_DECODERS[ident](cur, msg, ident)
     elif ident in RESPONSES:
         _response_header(cur)
-        if ident == b"iext":
-            _iext(cur, msg)
-        elif ident == b"iex+":
+        if ident == b"iex+":
             _iex_plus(cur, msg)
         else:
             _inf3(cur, msg)
     else:
         _unknown(cur, msg, ident)
+
+
+def _name(ident):
+    """A message's name: its identifier as text, the interned one of NAMES where it is known. The spec's request
+    and reply, most messages, are compared in place (compiled, in C) rather than hashed and looked up."""
+    if ident == b"iext":
+        return IEXT
+    if ident == b"gie3":
+        return GIE3
+    name = NAMES.get(ident)
+    return ident.decode("latin-1") if name is None else name
 
 
 # gie3 ----------------------------------------------------------------------------------------
