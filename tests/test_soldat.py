@@ -2,6 +2,8 @@
 
 import soldat_peer as sp
 from helpers import codes, dissect, field, span
+from dissect.dissectors import soldat as soldat_module
+from dissect.dissectors.soldat import Soldat
 
 UTF8, LATIN1 = sp.UTF8, sp.LATIN1
 
@@ -392,3 +394,25 @@ def test_long_names_count_against_the_byte_budget(monkeypatch):
     assert [r for _ in range(5) for r in alone.feed(_Frame(1), server, False)] == []
     (record,) = alone.finish()
     assert (record.result["received"], len(record.result["servers"]), record.result["omitted"]) == (5, 3, 2)
+
+def test_a_line_decoded_again_without_a_tree_is_the_same_message_with_values_of_its_own():
+    soldat = Soldat()
+    payload = sp.server_entry(sp.SERVERS[2], UTF8)
+    first = soldat.dissect(payload, tree=False)
+    first.values["stream"] = 7  # as the pipeline adds its keys to a message's values
+    again, full = soldat.dissect(payload, tree=False), soldat.dissect(payload)
+    assert payload in soldat.remembered and again.values is not first.values
+    assert list(again.values.items()) == list(full.values.items())  # the same keys, in the same order
+    assert (again.name, again.info, codes(again), again.fields) == (full.name, full.info, codes(full), [])
+
+
+def test_lines_with_a_finding_are_not_remembered_and_the_table_begins_anew_past_its_limit(monkeypatch):
+    soldat = Soldat()
+    soldat.dissect(sp.server_entry(sp.SERVERS[2][:-1]), tree=False)  # a field short: soldat.bad_field_count
+    long_name = sp.SERVERS[2][:7] + ("n" * soldat_module.MAX_REMEMBERED_LINE,) + sp.SERVERS[2][8:]
+    assert codes(soldat.dissect(sp.server_entry(long_name), tree=False)) == []  # too long to be kept
+    assert soldat.remembered == {}
+    monkeypatch.setattr(soldat_module, "MAX_REMEMBERED", 3)
+    lines = [sp.list_begin(count) for count in range(4)]
+    assert [soldat.dissect(line, tree=False).values["servercount"] for line in lines + lines] == [0, 1, 2, 3] * 2
+    assert list(soldat.remembered) == [lines[2], lines[3]]  # begun anew at lines[3], and again at lines[2]

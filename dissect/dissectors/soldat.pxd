@@ -53,6 +53,8 @@ cpdef tuple separator_of(bytes line)
 @cython.locals(line=bytes, type_byte=Py_ssize_t, kind=LineType, utf8=bint, line_end=Py_ssize_t, count=Py_ssize_t,
                layout=list)
 cpdef _decode(Cursor cur, Message msg)
+@cython.locals(line=bytes, kept=tuple, values=dict)
+cpdef _decode_remembered(dict remembered, Cursor cur, Message msg)
 @cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
 cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
 cdef _line_end(Cursor cur, Py_ssize_t size, Py_ssize_t length)

@@ -16,6 +16,10 @@ parsing resumes after its ``\\n``); the first MAX_FIELDS fields of a line are
 split, the rest only counted; a number has at most MAX_DIGITS digits; the
 unfinished lines of all the streams of a run hold at most MAX_HELD bytes in all, each segment's piece
 counted with PIECE_COST bytes of bookkeeping (so that a line sent a byte a segment is bounded by what it takes).
+
+A lobby sends the same server lines to every client that asks for the list: without a tree, the decoding of
+up to MAX_REMEMBERED lines of at most MAX_REMEMBERED_LINE bytes that had no finding is kept, by their bytes,
+and given again to the same bytes (see _decode_remembered); past MAX_REMEMBERED the table begins anew.
 """
 
 import re
@@ -37,6 +41,8 @@ MAX_FIELDS = 32                  # fields split per line: the longest layout has
 MAX_DIGITS = 20                  # digits of a number: every numeric field fits in far fewer
 MAX_HELD = 16 * 1024 * 1024      # bytes of unfinished lines held across all streams of a run
 PIECE_COST = 160                 # bytes each segment's piece of an unfinished line costs beyond its data
+MAX_REMEMBERED = 1024            # lines whose decoding is kept for the same bytes again
+MAX_REMEMBERED_LINE = 512        # bytes of a line so kept, its \n included
 MAX_QUOTED = 64                  # characters of a field's text quoted in a finding or an info line
 PLAIN_DIGITS = 18                # digits of a number the field loop reads itself: any such number fits 64 bits
 
@@ -572,6 +578,7 @@ class Soldat(Dissector):
 
     def __init__(self):
         self.held = 0   # bytes of unfinished lines held by this run's stream parsers, all streams together
+        self.remembered = {}  # line -> (name, values, info), see _decode_remembered
 
     def claims(self, payload, packet, on_port):
         return len(payload) >= 2 and payload[0] in TYPES and \
@@ -581,7 +588,28 @@ class Soldat(Dissector):
         return LineParser(self)
 
     def decode(self, cur, msg, packet):
+        _decode_remembered(self.remembered, cur, msg)
+
+
+def _decode_remembered(remembered, cur, msg):
+    """_decode; without a tree, its result kept by the line's bytes where it has no finding, and given again to the
+    same bytes: its name, values and info are all that it gives such a line (its cursor is not read after). A line
+    longer than MAX_REMEMBERED_LINE, or cut by the capture's snap length (``cur.missing``), is decoded each time."""
+    line = cur.data
+    if cur.tree or cur.missing or len(line) > MAX_REMEMBERED_LINE:
         _decode(cur, msg)
+        return
+    kept = remembered.get(line)
+    if kept is not None:
+        msg.name, values, msg.info = kept
+        msg.values = values.copy()
+        cur.pos = len(line)
+        return
+    _decode(cur, msg)
+    if not msg.findings:
+        if len(remembered) >= MAX_REMEMBERED:
+            remembered.clear()  # begun anew with the lines that come now: a server's line changes with its players
+        remembered[line] = (msg.name, msg.values.copy(), msg.info)
 
 
 def _decode(cur, msg):
