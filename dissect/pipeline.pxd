@@ -46,4 +46,50 @@ cdef _other(key, side)
 @cython.locals(packet=Packet)
 cpdef _wire_length(FrameRecord record, Message msg)
 cpdef bint _carried_bytes(Delivery delivery) except -1
+cdef bint _COMPILED
+@cython.locals(tcp=bint)
 cpdef str _transport_info(Packet packet, payload)
+
+cdef extern from *:
+    """
+    /* _transport_info's text, "<sport> → <dport> Len=<length>" with "<flags> Seq=<seq> " before "Len" for TCP
+       (``flags`` not None), written into a C buffer (with capture/layers.pxd's writers) and made a str once; None
+       where a number is no int from 0 to 2**64 - 1 or the flags' text is not ASCII, for the f-string to write. */
+    static inline PyObject *dissect_transport_info(PyObject *sport, PyObject *dport, PyObject *flags, PyObject *seq,
+                                                   Py_ssize_t length) {
+        char text[DISSECT_LAYER_TEXT], *out = text;
+        Py_ssize_t arrow, size, i;
+        PyObject *result;
+        Py_UCS2 *wide;
+        int digits;
+        if ((out = dissect_layer_number(out, sport)) == NULL)
+            return dissect_layer_none();
+        arrow = out + 1 - text;
+        out = dissect_layer_raw(out, " > ");
+        if ((out = dissect_layer_number(out, dport)) == NULL)
+            return dissect_layer_none();
+        if (flags != Py_None) {
+            *out++ = ' ';
+            if ((out = dissect_layer_ascii(out, flags)) == NULL)
+                return dissect_layer_none();
+            out = dissect_layer_raw(out, " Seq=");
+            if ((out = dissect_layer_number(out, seq)) == NULL)
+                return dissect_layer_none();
+        }
+        out = dissect_layer_raw(out, " Len=");
+        digits = dissect_decimal_size((unsigned long long)length);
+        dissect_decimal_back(out + digits, (unsigned long long)length, digits);
+        out += digits;
+        size = out - text;
+        result = PyUnicode_New(size, 0x2192);  /* the arrow makes it a text of two bytes a character */
+        if (result == NULL)
+            return NULL;
+        wide = PyUnicode_2BYTE_DATA(result);
+        for (i = 0; i < size; i++)
+            wide[i] = (unsigned char)text[i];
+        wide[arrow] = 0x2192;
+        return result;
+    }
+    """
+    object _transport_text "dissect_transport_info" (object sport, object dport, object flags, object seq,
+                                                     Py_ssize_t length)

@@ -448,7 +448,16 @@ def _carried_bytes(delivery):
 
 
 def _transport_info(packet, payload):
+    if _COMPILED:  # C (pipeline.pxd): the numbers' digits written in place, one str made
+        tcp = packet.transport == "tcp"
+        info = _transport_text(packet.sport, packet.dport, tcp_flag_text(packet.tcp_flags) if tcp else None,
+                               packet.tcp_seq, len(payload))
+        if info is not None:
+            return info
     if packet.transport == "tcp":
         return f"{packet.sport} → {packet.dport} {tcp_flag_text(packet.tcp_flags)} Seq={packet.tcp_seq} " \
                f"Len={len(payload)}"
     return f"{packet.sport} → {packet.dport} Len={len(payload)}"
+
+
+_COMPILED = not __file__.endswith(".py")

@@ -20,11 +20,147 @@ cdef uint64_t[::1] _v6_high, _v6_low
 cdef list _v6_texts
 cdef Py_ssize_t ETHERNET_TEXTS
 cdef dict _ethernet_texts
+cdef bint _COMPILED
 @cython.locals(text=str)
 cpdef str _ethernet_summary(bytes data)
 cpdef str _ip_summary(version, src, dst)
 cpdef str _udp_summary(sport, dport)
 cpdef str _tcp_summary(sport, dport, seq, flags)
+
+cdef extern from *:
+    """
+    /* The lower layers' summary lines (layer_summary: -V writes three or four a frame) written into a C buffer and
+       made a str once, where an f-string makes a str of each number and joins the parts. Each returns None where a
+       part is not what the decoder puts there (a number that is no int from 0 to 2**64 - 1, an address that is no
+       str of ASCII characters, data shorter than its addresses), for the f-string to write. */
+    #define DISSECT_LAYER_TEXT 256
+
+    static inline PyObject *dissect_layer_str(const char *text, Py_ssize_t size) {
+        PyObject *result = PyUnicode_New(size, 127);
+        if (result != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(result), text, size);
+        return result;
+    }
+
+    static inline PyObject *dissect_layer_none(void) {
+        Py_INCREF(Py_None);
+        return Py_None;
+    }
+
+    static inline char *dissect_layer_raw(char *out, const char *text) {
+        size_t size = strlen(text);
+        memcpy(out, text, size);
+        return out + size;
+    }
+
+    /* An int's digits (what f"{value}" writes); NULL for anything else. */
+    static inline char *dissect_layer_number(char *out, PyObject *value) {
+        unsigned long long magnitude;
+        int negative, digits;
+        if (!dissect_magnitude(value, &magnitude, &negative) || negative)  /* core/fmt.pxd */
+            return NULL;
+        digits = dissect_decimal_size(magnitude);
+        dissect_decimal_back(out + digits, magnitude, digits);
+        return out + digits;
+    }
+
+    /* A str of at most 64 ASCII characters, as it is; NULL for anything else. */
+    static inline char *dissect_layer_ascii(char *out, PyObject *text) {
+        Py_ssize_t size;
+        if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_ASCII(text) || (size = PyUnicode_GET_LENGTH(text)) > 64)
+            return NULL;
+        memcpy(out, PyUnicode_1BYTE_DATA(text), size);
+        return out + size;
+    }
+
+    static inline PyObject *dissect_udp_summary(PyObject *sport, PyObject *dport) {
+        char text[DISSECT_LAYER_TEXT], *out = text;
+        out = dissect_layer_raw(out, "User Datagram Protocol, Src Port: ");
+        if ((out = dissect_layer_number(out, sport)) == NULL)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, ", Dst Port: ");
+        if ((out = dissect_layer_number(out, dport)) == NULL)
+            return dissect_layer_none();
+        return dissect_layer_str(text, out - text);
+    }
+
+    static inline PyObject *dissect_tcp_summary(PyObject *sport, PyObject *dport, PyObject *seq, PyObject *flags) {
+        char text[DISSECT_LAYER_TEXT], *out = text;
+        out = dissect_layer_raw(out, "Transmission Control Protocol, Src Port: ");
+        if ((out = dissect_layer_number(out, sport)) == NULL)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, ", Dst Port: ");
+        if ((out = dissect_layer_number(out, dport)) == NULL)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, ", Seq: ");
+        if ((out = dissect_layer_number(out, seq)) == NULL)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, ", Flags: ");
+        if ((out = dissect_layer_ascii(out, flags)) == NULL)
+            return dissect_layer_none();
+        return dissect_layer_str(text, out - text);
+    }
+
+    /* ``title``, then the two addresses. */
+    static inline PyObject *dissect_ip_summary(PyObject *title, PyObject *src, PyObject *dst) {
+        char text[DISSECT_LAYER_TEXT], *out = text;
+        if ((out = dissect_layer_ascii(out, title)) == NULL)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, ", Src: ");
+        if ((out = dissect_layer_ascii(out, src)) == NULL)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, ", Dst: ");
+        if ((out = dissect_layer_ascii(out, dst)) == NULL)
+            return dissect_layer_none();
+        return dissect_layer_str(text, out - text);
+    }
+
+    /* Six bytes as bytes.hex(":") writes them. */
+    static inline char *dissect_layer_mac(char *out, const unsigned char *mac) {
+        static const char hex[] = "0123456789abcdef";
+        int i;
+        for (i = 0; i < 6; i++) {
+            if (i)
+                *out++ = ':';
+            *out++ = hex[mac[i] >> 4];
+            *out++ = hex[mac[i] & 15];
+        }
+        return out;
+    }
+
+    static inline PyObject *dissect_ethernet_summary(PyObject *data) {
+        char text[DISSECT_LAYER_TEXT], *out = text;
+        const unsigned char *bytes = (const unsigned char *)PyBytes_AS_STRING(data);
+        if (PyBytes_GET_SIZE(data) < 12)
+            return dissect_layer_none();
+        out = dissect_layer_raw(out, "Ethernet II, Src: ");
+        out = dissect_layer_mac(out, bytes + 6);
+        out = dissect_layer_raw(out, ", Dst: ");
+        out = dissect_layer_mac(out, bytes);
+        return dissect_layer_str(text, out - text);
+    }
+    """
+    object _udp_text "dissect_udp_summary" (object sport, object dport)
+    object _tcp_text "dissect_tcp_summary" (object sport, object dport, object seq, object flags)
+    object _ip_text "dissect_ip_summary" (object title, object src, object dst)
+    object _ethernet_text "dissect_ethernet_summary" (bytes data)
+
+cdef extern from *:
+    """
+    /* An IPv4 address's dotted quad (_ipv4_text), its four numbers' digits written in place. */
+    static inline PyObject *dissect_dotted_quad(unsigned a, unsigned b, unsigned c, unsigned d) {
+        char text[16], *out = text;
+        out += dissect_small_decimal(out, a);  /* core/fmt.pxd */
+        *out++ = '.';
+        out += dissect_small_decimal(out, b);
+        *out++ = '.';
+        out += dissect_small_decimal(out, c);
+        *out++ = '.';
+        out += dissect_small_decimal(out, d);
+        return dissect_layer_str(text, out - text);
+    }
+    """
+    str _dotted_quad "dissect_dotted_quad" (unsigned a, unsigned b, unsigned c, unsigned d)
 cdef dict IP_TITLES
 cdef Py_ssize_t PORT_SLOTS
 cdef int[::1] _port_numbers

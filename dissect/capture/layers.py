@@ -274,6 +274,10 @@ _ethernet_texts = {}
 
 def _ethernet_summary(data):
     """The addresses are read from the frame's bytes only when a view shows the summary."""
+    if _COMPILED:  # C (layers.pxd): written in place, where a kept text costs a look-up by a new bytes object
+        text = _ethernet_text(data)
+        if text is not None:
+            return text
     addresses = cut(data, 0, 12)
     text = _ethernet_texts.get(addresses)
     if text is None:
@@ -283,6 +287,10 @@ def _ethernet_summary(data):
 
 
 def _ip_summary(version, src, dst):
+    if _COMPILED:  # C (layers.pxd), as the other layers' lines
+        text = _ip_text(IP_TITLES[version], src, dst)
+        if text is not None:
+            return text
     return f"{IP_TITLES[version]}, Src: {src}, Dst: {dst}"
 
 
@@ -290,12 +298,23 @@ IP_TITLES = {4: "Internet Protocol Version 4", 6: "Internet Protocol Version 6"}
 
 
 def _udp_summary(sport, dport):
+    if _COMPILED:  # C (layers.pxd): the ports' digits written in place, one str made
+        text = _udp_text(sport, dport)
+        if text is not None:
+            return text
     return f"User Datagram Protocol, Src Port: {decimal_text(sport)}, Dst Port: {decimal_text(dport)}"
 
 
 def _tcp_summary(sport, dport, seq, flags):
+    if _COMPILED:  # C (layers.pxd), as _udp_summary
+        text = _tcp_text(sport, dport, seq, tcp_flag_text(flags))
+        if text is not None:
+            return text
     return f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {seq}, Flags: " \
            f"{tcp_flag_text(flags)}"
+
+
+_COMPILED = not __file__.endswith(".py")
 
 
 def _loopback(packet, data, linktype):
@@ -395,7 +414,7 @@ def _ipv4_text(data, offset):
     slot = number % ADDRESS_SLOTS
     if _numbers[slot] != number:
         _numbers[slot] = number
-        _texts[slot] = f"{a}.{b}.{c}.{d}"
+        _texts[slot] = _dotted_quad(a, b, c, d) if _COMPILED else f"{a}.{b}.{c}.{d}"  # C (layers.pxd)
     return _texts[slot]
 
 

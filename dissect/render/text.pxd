@@ -233,6 +233,80 @@ cdef extern from *:
         return dissect_buffer_raw(&dissect_line_out, out, text + sizeof(text) - out);
     }
 
+    /* An endpoint's column (SummaryRenderer._column) written in place: core.fmt.endpoint's text of an address of
+       ASCII characters and a port from 0 to 65535, padded with spaces to 21 characters, after it for the
+       Destination (``left``, with the space after the column) and before it for the Source. 1; 0, with nothing
+       written, for any other address or port (no address, no port), which _column then writes. */
+    static inline int dissect_line_endpoint(PyObject *ip, PyObject *port, int left) {
+        char text[80], *out = text;
+        const char *address;
+        Py_ssize_t length, shown, pad;
+        long long number;
+        int bracket, digits;
+        if (!PyUnicode_CheckExact(ip) || !PyUnicode_IS_ASCII(ip) || !PyLong_CheckExact(port)
+                || !dissect_compact_int(port, &number) || number < 0 || number > 65535)
+            return 0;
+        address = (const char *)PyUnicode_1BYTE_DATA(ip);
+        length = PyUnicode_GET_LENGTH(ip);
+        if (length > 48)
+            return 0;
+        bracket = memchr(address, ':', length) != NULL;  /* IPv6: [address]:port */
+        digits = dissect_decimal_size((unsigned long long)number);
+        shown = length + 2 * bracket + 1 + digits;
+        pad = shown < 21 ? 21 - shown : 0;
+        if (!left) {
+            memset(out, ' ', pad);
+            out += pad;
+        }
+        if (bracket)
+            *out++ = '[';
+        memcpy(out, address, length);
+        out += length;
+        if (bracket)
+            *out++ = ']';
+        *out++ = ':';
+        dissect_decimal_back(out + digits, (unsigned long long)number, digits);
+        out += digits;
+        if (left) {
+            memset(out, ' ', pad + 1);
+            out += pad + 1;
+        }
+        return dissect_buffer_raw(&dissect_line_out, text, out - text) < 0 ? -1 : 1;
+    }
+
+    /* The Length column, "%5d " of a wire length from 0 to 99999: 1; 0, with nothing written, for another. */
+    static inline int dissect_line_length(PyObject *wirelen) {
+        char text[8];
+        long long number;
+        int digits;
+        if (!PyLong_CheckExact(wirelen) || !dissect_compact_int(wirelen, &number) || number < 0 || number > 99999)
+            return 0;
+        digits = dissect_decimal_size((unsigned long long)number);
+        memset(text, ' ', 5 - digits);
+        dissect_decimal_back(text + 5, (unsigned long long)number, digits);
+        text[5] = ' ';
+        return dissect_buffer_raw(&dissect_line_out, text, 6) < 0 ? -1 : 1;
+    }
+
+    /* _frame_span(frames) of a list of one to six ints (of 64 bits), written in place: 1; 0, with nothing written,
+       for anything else ("none", the span of a longer list), which _frame_span makes. */
+    static inline int dissect_line_frames(PyObject *frames) {
+        Py_ssize_t count, start = dissect_line_out.size, i;
+        int written;
+        if (!PyList_CheckExact(frames) || (count = PyList_GET_SIZE(frames)) == 0 || count > 6)
+            return 0;
+        for (i = 0; i < count; i++) {
+            if (i && dissect_buffer_raw(&dissect_line_out, ",", 1) < 0)
+                return -1;
+            written = dissect_buffer_int(&dissect_line_out, PyList_GET_ITEM(frames, i));  /* output.pxd */
+            if (written <= 0) {
+                dissect_line_out.size = start;  /* not an int of 64 bits: nothing written */
+                return written;
+            }
+        }
+        return 1;
+    }
+
     /* What f"{value}" writes, as UTF-8 (errors replaced). */
     static inline int dissect_line_text(PyObject *value) {
         PyObject *text;
@@ -256,6 +330,9 @@ cdef extern from *:
     int _line_plain "dissect_line_plain" (str text) except -1
     int _line_head "dissect_line_head" (long long number, long long seconds, long long micros) except -1
     int _line_text "dissect_line_text" (object value) except -1
+    int _line_endpoint "dissect_line_endpoint" (object ip, object port, bint left) except -1
+    int _line_length "dissect_line_length" (object wirelen) except -1
+    int _line_frames "dissect_line_frames" (object frames) except -1
     bytes _line_take "dissect_line_take" ()
 
 cdef extern from *:

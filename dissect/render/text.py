@@ -61,7 +61,8 @@ class SummaryRenderer:
         self.write_bytes = getattr(out, "write_bytes", None)
         self.batched = utf8_output(out)
         # The padded Source and Destination columns by address, then port: a capture has few endpoints and
-        # each comes back in many lines. At most PADDED_ENDPOINTS in all (then the tables start afresh).
+        # each comes back in many lines. At most PADDED_ENDPOINTS in all (then the tables start afresh). Compiled,
+        # _line writes an address's column in C (text.pxd) and keeps only those it leaves to _column.
         self.sources = {}
         self.destinations = {}
         self.columns = 0
@@ -111,11 +112,14 @@ class SummaryRenderer:
             _line_head(number, whole // 1000000, whole % 1000000)
         else:
             _line_bytes(_number_and_time(number, elapsed))
-        _line_bytes(self._column(self.sources, packet.src, packet.sport, False))
+        if not _line_endpoint(packet.src, packet.sport, False):  # C (text.pxd): the column written in place
+            _line_bytes(self._column(self.sources, packet.src, packet.sport, False))
         _line_bytes(ARROW)
-        _line_bytes(self._column(self.destinations, packet.dst, packet.dport, True))
+        if not _line_endpoint(packet.dst, packet.dport, True):
+            _line_bytes(self._column(self.destinations, packet.dst, packet.dport, True))
         _line_bytes(_padded_title(record.protocol))
-        _line_bytes(_length_column(record.wirelen))
+        if not _line_length(record.wirelen):  # C (text.pxd), as the endpoints
+            _line_bytes(_length_column(record.wirelen))
         if not _line_plain(record.info):
             _line_bytes(safe(record.info).encode())
         if worst:
@@ -166,7 +170,8 @@ def _analysis_line(rec):
     _line_bytes(b"] ")
     _line_text(safe(rec.summary))
     _line_bytes(b" (frames ")
-    _line_text(_frame_span(rec.frames))
+    if not _line_frames(rec.frames):  # C (text.pxd): a few frames' numbers written in place
+        _line_text(_frame_span(rec.frames))
     _line_bytes(b")")
     for finding in rec.findings:
         _line_bytes(b"\n           ")
