@@ -149,15 +149,9 @@ cdef extern from *:
     """
     /* An IPv4 address's dotted quad (_ipv4_text), its four numbers' digits written in place. */
     static inline PyObject *dissect_dotted_quad(unsigned a, unsigned b, unsigned c, unsigned d) {
-        char text[16], *out = text;
-        out += dissect_small_decimal(out, a);  /* core/fmt.pxd */
-        *out++ = '.';
-        out += dissect_small_decimal(out, b);
-        *out++ = '.';
-        out += dissect_small_decimal(out, c);
-        *out++ = '.';
-        out += dissect_small_decimal(out, d);
-        return dissect_layer_str(text, out - text);
+        char text[16];
+        const unsigned char quad[4] = {(unsigned char)a, (unsigned char)b, (unsigned char)c, (unsigned char)d};
+        return dissect_layer_str(text, dissect_dotted_quad_at(text, quad));  /* core/fmt.pxd */
     }
     """
     str _dotted_quad "dissect_dotted_quad" (unsigned a, unsigned b, unsigned c, unsigned d)

@@ -72,6 +72,17 @@ cdef extern from *:
         return 4;
     }
 
+    /* An IPv4 address's dotted quad, a.b.c.d, of its four bytes ``quad``, written from ``out``: how many characters
+       (7 to 15). The packet decoder's addresses and Odamex's master list entries. */
+    static inline int dissect_dotted_quad_at(char *out, const unsigned char *quad) {
+        int size = dissect_small_decimal(out, quad[0]), index;
+        for (index = 1; index < 4; index++) {
+            out[size++] = '.';
+            size += dissect_small_decimal(out + size, quad[index]);
+        }
+        return size;
+    }
+
     /* The decimal digits of ``number``, exactly ``size`` of them (dissect_decimal_size), written backwards from
        ``end`` two at a time. */
     static inline void dissect_decimal_back(char *end, unsigned long long number, int size) {

@@ -155,34 +155,23 @@ cdef extern from *:
     /* "a.b.c.d" from the 4 bytes at data[pos], then ":port" from the 2 after them (little-endian) when with_port:
        the texts of _dotted and _entry_text. IndexError where data ends before them, as data[index] raises. */
     static PyObject *odamex_entry_text(PyObject *data, Py_ssize_t pos, int with_port) {
-        char text[24], *out = text, digits[5], *digit = digits + sizeof(digits);
+        char text[24], *out = text;
         const unsigned char *raw;
         unsigned port;
         PyObject *result;
-        int index;
+        int digits;
         if (pos < 0 || PyBytes_GET_SIZE(data) - pos < (with_port ? 6 : 4)) {
             PyErr_SetString(PyExc_IndexError, "index out of range");
             return NULL;
         }
         raw = (const unsigned char *)PyBytes_AS_STRING(data) + pos;
-        for (index = 0; index < 4; index++) {
-            if (index)
-                *out++ = '.';
-            if (raw[index] >= 100)
-                *out++ = (char)('0' + raw[index] / 100);
-            if (raw[index] >= 10)
-                *out++ = (char)('0' + raw[index] / 10 % 10);
-            *out++ = (char)('0' + raw[index] % 10);
-        }
+        out += dissect_dotted_quad_at(out, raw);  /* core/fmt.pxd, as the packet decoder's addresses */
         if (with_port) {
             port = raw[4] | raw[5] << 8;
-            do {
-                *--digit = (char)('0' + port % 10);
-                port /= 10;
-            } while (port);
+            digits = dissect_decimal_size(port);
             *out++ = ':';
-            memcpy(out, digit, digits + sizeof(digits) - digit);
-            out += digits + sizeof(digits) - digit;
+            dissect_decimal_back(out + digits, port, digits);
+            out += digits;
         }
         result = PyUnicode_New(out - text, 127);
         if (result != NULL)
