@@ -33,7 +33,7 @@ cdef class TrafficAnalyzer:
     cdef public dict amplification, unsolicited
     cdef public BoundedDict hosts, servers, pairs, open
     cdef public object floods
-    cdef public dict evicted
+    cdef public int64_t evicted_hosts, evicted_servers, evicted_pairs, evicted_queries, evicted_floods
     cdef public Py_ssize_t host_peers, server_peers, peer_limit, rate_bins, bin_limit
     cdef public list events
     cdef public object clock, window_start
@@ -164,4 +164,3 @@ cpdef _add_peer(peers, peer)
 cpdef Py_ssize_t _peer_count(peers)
 cpdef _three_digits(micro)
 cpdef _split(text)
-cdef _count_eviction(dict evicted, table)

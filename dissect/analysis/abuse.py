@@ -71,9 +71,10 @@ class TrafficAnalyzer:
     of the rules, ``stats`` the ``abuse`` part of ``--stats``."""
 
     __slots__ = ("protocols", "token_findings", "rate", "window", "threshold", "top",
-                 "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted",
-                 "host_peers", "server_peers", "peer_limit", "rate_bins", "bin_limit", "events", "clock", "clock_whole",
-                 "window_start", "stats_off", "stream_texts", "stream_ends", "found")
+                 "amplification", "unsolicited", "hosts", "servers", "pairs", "open", "floods", "evicted_hosts",
+                 "evicted_servers", "evicted_pairs", "evicted_queries", "evicted_floods", "host_peers", "server_peers",
+                 "peer_limit", "rate_bins", "bin_limit", "events", "clock", "clock_whole", "window_start", "stats_off",
+                 "stream_texts", "stream_ends", "found")
 
     def __init__(self, declarations=(), rate=DEFAULT_RATE, window=DEFAULT_WINDOW, top=DEFAULT_TOP):
         """``declarations``: (protocol key, query_kinds, reply_limit, token key, token_reuse FindingSpec)."""
@@ -95,7 +96,9 @@ class TrafficAnalyzer:
         self.pairs = BoundedDict(MAX_PAIRS)      # (source address, server) -> _Pair
         self.open = BoundedDict(MAX_OPEN)        # (protocol, request type, client, server) -> _Query
         self.floods = {}                         # (source address, server) -> _Flood, the first MAX_FLOODS
-        self.evicted = {}                        # table -> entries evicted ("floods": past MAX_FLOODS), once any
+        self.evicted_hosts = 0                   # entries evicted from each table (see ``evicted``) ...
+        self.evicted_servers = self.evicted_pairs = self.evicted_queries = 0
+        self.evicted_floods = 0                  # ... and the floods past MAX_FLOODS, not listed
         self.host_peers = 0                      # peers held by the addresses, and by the servers: together at
         self.server_peers = 0                    # most peer_limit
         self.peer_limit = MAX_PEER_ENTRIES       # (the limits as C integers in the compiled build: checked per message)
@@ -212,7 +215,7 @@ class TrafficAnalyzer:
         evicted = put(self.open, key, query)
         query.slot = newest(self.open)
         if evicted is not None:
-            _count_eviction(self.evicted, "queries")
+            self.evicted_queries += 1
             self._close(evicted[1])
         host = self._host(client[0])
         held = _peer_count(host.queried)
@@ -292,7 +295,7 @@ class TrafficAnalyzer:
         if pair is None:
             pair = _new_pair(protocol, source, frame)
             if put(self.pairs, key, pair) is not None:
-                _count_eviction(self.evicted, "pairs")
+                self.evicted_pairs += 1
         pair.slot = newest(self.pairs)
         return pair
 
@@ -310,7 +313,7 @@ class TrafficAnalyzer:
         if flood is None:
             flood = self.floods.get(key)
             if flood is None and len(self.floods) >= MAX_FLOODS:
-                _count_eviction(self.evicted, "floods")
+                self.evicted_floods += 1
                 flood = False
             elif flood is None:
                 flood = self.floods[key] = _Flood(pair.protocol, pair.first_frame, frame)
@@ -366,7 +369,7 @@ class TrafficAnalyzer:
                 return
 
     def _forget_host(self, host):
-        _count_eviction(self.evicted, "hosts")
+        self.evicted_hosts += 1
         self.host_peers -= _peer_count(host.queried) + _peer_count(host.repliers)
         self.rate_bins -= host.bins()
 
@@ -384,8 +387,24 @@ class TrafficAnalyzer:
             self._forget_host(self.hosts.popitem(last=False)[1])
 
     def _forget_server(self, server):
-        _count_eviction(self.evicted, "servers")
+        self.evicted_servers += 1
         self.server_peers -= _peer_count(server.requesters)
+
+    @property
+    def evicted(self):
+        """Table -> entries evicted ("floods": past MAX_FLOODS), for the tables that evicted any. The counts are kept
+        as integer fields: a capture of many conversations evicts a query and a pair for most requests."""
+        counts = {"hosts": self.evicted_hosts, "servers": self.evicted_servers, "pairs": self.evicted_pairs,
+                  "queries": self.evicted_queries, "floods": self.evicted_floods}
+        return {table: count for table, count in counts.items() if count}
+
+    @evicted.setter
+    def evicted(self, counts):
+        self.evicted_hosts = counts.get("hosts", 0)
+        self.evicted_servers = counts.get("servers", 0)
+        self.evicted_pairs = counts.get("pairs", 0)
+        self.evicted_queries = counts.get("queries", 0)
+        self.evicted_floods = counts.get("floods", 0)
 
     # -- the end and merging ---------------------------------------------------------------------------
     def finish(self):
@@ -1114,12 +1133,6 @@ def _split(text):
         address, _, port = text.rpartition(":")
         ends = kept(_ENDPOINTS, text, (address.strip("[]"), int(port) if port.isdigit() else None), MAX_ENDPOINTS)
     return ends
-
-
-def _count_eviction(evicted, table):
-    """One more entry of ``table`` evicted: a plain dict's get and set, where a Counter's ``+= 1`` costs two and a half
-    times as much, for each query or pair that a capture of many conversations evicts."""
-    evicted[table] = evicted.get(table, 0) + 1
 
 
 def _add_peer(peers, peer):
