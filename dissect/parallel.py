@@ -546,18 +546,22 @@ class _Stop:
         LAST.pack_into(self.memory, 8, last)
 
     def named(self):
-        return LAST.unpack_from(self.memory, 8)[0] != 0
+        return self._last() != 0
 
     def ends_after(self, chunk_end, marked):
         """Whether the process stops after its chunk that ends at frame ``chunk_end``, just sent (``marked``: the
         question was seen before it was; a worker then waits for the answer)."""
-        last = LAST.unpack_from(self.memory, 8)[0]
+        last = self._last()
         while marked and not last:
             if os.getppid() != self.parent:  # the parent is gone: nobody reads what would follow
                 return True
             time.sleep(0.001)
-            last = LAST.unpack_from(self.memory, 8)[0]
+            last = self._last()
         return last > 0 and chunk_end >= last
+
+    def _last(self):
+        """The last chunk's end frame as named; 0 until it is."""
+        return LAST.unpack_from(self.memory, 8)[0]
 
 
 LAST = struct.Struct("=q")  # the last chunk's end frame: 0 until named

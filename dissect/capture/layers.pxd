@@ -73,24 +73,27 @@ cdef extern from *:
         return out + size;
     }
 
+    /* "<title>, Src Port: <sport>, Dst Port: <dport>", the head of the UDP and TCP lines; NULL where a port is no
+       such int. */
+    static inline char *dissect_layer_ports(char *out, const char *title, PyObject *sport, PyObject *dport) {
+        out = dissect_layer_raw(out, title);
+        out = dissect_layer_raw(out, ", Src Port: ");
+        if ((out = dissect_layer_number(out, sport)) == NULL)
+            return NULL;
+        out = dissect_layer_raw(out, ", Dst Port: ");
+        return dissect_layer_number(out, dport);
+    }
+
     static inline PyObject *dissect_udp_summary(PyObject *sport, PyObject *dport) {
         char text[DISSECT_LAYER_TEXT], *out = text;
-        out = dissect_layer_raw(out, "User Datagram Protocol, Src Port: ");
-        if ((out = dissect_layer_number(out, sport)) == NULL)
-            return dissect_layer_none();
-        out = dissect_layer_raw(out, ", Dst Port: ");
-        if ((out = dissect_layer_number(out, dport)) == NULL)
+        if ((out = dissect_layer_ports(out, "User Datagram Protocol", sport, dport)) == NULL)
             return dissect_layer_none();
         return dissect_layer_str(text, out - text);
     }
 
     static inline PyObject *dissect_tcp_summary(PyObject *sport, PyObject *dport, PyObject *seq, PyObject *flags) {
         char text[DISSECT_LAYER_TEXT], *out = text;
-        out = dissect_layer_raw(out, "Transmission Control Protocol, Src Port: ");
-        if ((out = dissect_layer_number(out, sport)) == NULL)
-            return dissect_layer_none();
-        out = dissect_layer_raw(out, ", Dst Port: ");
-        if ((out = dissect_layer_number(out, dport)) == NULL)
+        if ((out = dissect_layer_ports(out, "Transmission Control Protocol", sport, dport)) == NULL)
             return dissect_layer_none();
         out = dissect_layer_raw(out, ", Seq: ");
         if ((out = dissect_layer_number(out, seq)) == NULL)
