@@ -16,13 +16,16 @@ cdef class _Listing
 cdef class OdamexAnalyzer(Analyzer):
     cdef public BoundedDict pending, listed
     cdef public object timings, requests, answered
+    cdef public tuple latest_list
     cdef public ServersSeen servers
     @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet, request=tuple)
     cpdef feed(self, record, Message msg, tree)
     @cython.locals(servers=MasterEntries)
     cpdef _master_list(self, master, Message msg, dict result, list frames)
-    @cython.locals(listing=_Listing, listed=BoundedDict)
+    @cython.locals(latest=tuple, listings=list, listing=_Listing)
     cpdef _list(self, master, MasterEntries servers, frame)
+    @cython.locals(listed=BoundedDict, listings=list, listing=_Listing)
+    cpdef list _listings(self, list keys, frame)
     @cython.locals(data=dict)
     cpdef _server_info(self, server, Message msg, dict result, list frames)
 

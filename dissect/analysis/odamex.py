@@ -20,7 +20,7 @@ INFO_KEYS = ("name", "map", "players", "max_players", "mode", "game_type", "deat
 
 
 class OdamexAnalyzer(Analyzer):
-    __slots__ = ("pending", "servers", "listed", "timings", "requests", "answered")
+    __slots__ = ("pending", "servers", "listed", "latest_list", "timings", "requests", "answered")
 
     def __init__(self):
         super().__init__()
@@ -30,6 +30,8 @@ class OdamexAnalyzer(Analyzer):
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
         # server named by a master reply, as its key (MasterEntries.keys) -> _Listing
         self.listed = BoundedDict(MAX_LISTED)
+        # the entries' bytes of the master list _list took in last, and its listings in its order (see _list)
+        self.latest_list = None
         self.timings = {"master_list": Timing(), "server_info": Timing()}
         self.requests = 0
         self.answered = 0
@@ -73,16 +75,33 @@ class OdamexAnalyzer(Analyzer):
         return AnalysisRecord("odamex", "master_list", frames, partial(_master_result, result, servers), [], summary)
 
     def _list(self, master, servers, frame):
-        """The servers a master listed, into the table of listings ``stats`` shows."""
-        listed = self.listed
-        for key in servers.keys():
-            listing = refreshed(listed, key)
-            if listing is None:
-                put(listed, key, _Listing([master], frame))
-                continue
+        """The servers a master listed, into the table of listings ``stats`` shows. Masters send the same list again
+        and again: a list with the same entries as the one before already has its listings as the newest in its
+        order, and refreshing them would change nothing. Only their masters and last frame change."""
+        latest = self.latest_list
+        if latest is not None and latest[0] == servers.data:
+            listings = latest[1]
+        else:
+            listings = self._listings(servers.keys(), frame)
+            # Past the table's limit a list evicts its own first entries: the next list's are not all there.
+            self.latest_list = (servers.data, listings) if len(listings) <= self.listed.limit else None
+        for listing in listings:
             if master not in listing.masters:
                 listing.masters = (listing.masters + [master])[-MAX_MASTERS:]
             listing.last_frame = frame
+
+    def _listings(self, keys, frame):
+        """The listings of ``keys`` in ``listed``, in their order, each made the newest; a new one without a
+        master."""
+        listed = self.listed
+        listings = []
+        for key in keys:
+            listing = refreshed(listed, key)
+            if listing is None:
+                listing = _Listing([], frame)
+                put(listed, key, listing)
+            listings.append(listing)
+        return listings
 
     def _server_info(self, server, msg, result, frames):
         data = msg.values
@@ -106,6 +125,7 @@ class OdamexAnalyzer(Analyzer):
         merge_timings(self.timings, other.timings)
         self.servers.merge(other.servers)
         merge_latest(self.listed, other.listed, _merge_listings)
+        self.latest_list = None  # the merge reorders the listings
 
     def stats(self):
         listed = {entry_text(key): listing for key, listing in self.listed.items()}

@@ -2,6 +2,7 @@
 servers seen."""
 
 from ..capture.tables import ABUSE_FINDINGS, FRAME_FINDINGS
+from ..core.fmt import decimal_text
 from .text import protocol_title, safe
 
 _CORRUPT = FRAME_FINDINGS.corrupt.code
@@ -296,21 +297,22 @@ _LABELS = (("host_name", ""), ("name", ""), ("level_name", "map "), ("map", "map
 
 
 def server_line(server):
-    parts = [f"{server['server']:<22}"]
+    # The counts' texts from decimal_text's table (str() of any value): a table's thousand lines each have several.
+    parts = [server["server"].ljust(22)]  # an endpoint's text
     for key, label in _LABELS:
         value = server.get(key)
         if value is not None:
             parts.append(f'{label}"{value}"' if isinstance(value, str) and not label else f"{label}{value}")
     value = server.get("players")
     if value is not None:
-        parts.append(f"players {value}/{server.get('max_players')}")
+        parts.append(f"players {decimal_text(value)}/{decimal_text(server.get('max_players'))}")
     value = server.get("clients")
     if value is not None:
-        parts.append(f"clients {value}/{server.get('max_clients')}")
+        parts.append(f"clients {decimal_text(value)}/{decimal_text(server.get('max_clients'))}")
     value = server.get("password")
     if value is not None:
         parts.append("password" if value else "no password")
-    parts.append(f"responses {server.get('responses', 0)}")
+    parts.append("responses " + decimal_text(server.get("responses", 0)))
     value = server.get("response_time")
     if value is not None:
         parts.append(f"rtt {value * 1000:.3f} ms")
