@@ -43,16 +43,28 @@ cpdef _iex_plus(Cursor cur, Message msg)
 cpdef _inf3(Cursor cur, Message msg)
 
 cpdef _token(Cursor cur, Message msg)
+cdef class ServerField:
+    cdef public str key
+    cdef public object spec
+    cdef public bint number, signed
+    cdef public Py_ssize_t limit
+    cdef public bint own
+
 cdef dict SERVER_LAYOUTS
 @cython.locals(layout=tuple, values=dict, read=list, keys=tuple, index=Py_ssize_t, own=bint, offset=Py_ssize_t,
                length=Py_ssize_t, value=object)
 cpdef _server_fields(Cursor cur, Message msg, bytes ident)
+@cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, values=dict, findings=list, kept=Py_ssize_t,
+               field=ServerField, nul=Py_ssize_t, number=cython.longlong, text=unicode)
+cpdef bint _server_fields_quickly(Cursor cur, Message msg, bytes ident, tuple fields) except -1
+@cython.locals(raw=cython.p_const_uchar)
+cdef Py_ssize_t _null_at(bytes data, Py_ssize_t pos, Py_ssize_t end)
 @cython.locals(start=Py_ssize_t, kept=Py_ssize_t, read=list, index=Py_ssize_t)
 cpdef list _server_values(Cursor cur, Message msg, tuple layout)
 @cython.locals(values=dict)
 cpdef _server_fields_slowly(Cursor cur, Message msg, bytes ident)
 @cython.locals(text=unicode)
-cpdef _check_server_field(Cursor cur, bytes ident, spec, value, offset, length)
+cpdef _check_server_field(Cursor cur, bytes ident, spec, value, Py_ssize_t offset, Py_ssize_t length)
 cpdef _reserved(Cursor cur)
 cpdef _check_reserved(Cursor cur, value)
 @cython.locals(data=dict)

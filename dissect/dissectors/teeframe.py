@@ -226,14 +226,32 @@ SERVER_FIELDS = {
 SERVER_FIELDS[b"inf2"] = SERVER_FIELDS[b"info"]
 
 
+class ServerField:
+    """A reply's server field as ``_server_fields_quickly`` reads it: its ``msg.values`` key, its field entry,
+    whether it is a number (a Decimal String) and whether that may be negative, the byte limit of a String (-1:
+    none), and whether _check_server_field checks it."""
+
+    __slots__ = ("key", "spec", "number", "signed", "limit", "own")
+
+    def __init__(self, key, spec, kind):
+        self.key = key
+        self.spec = spec
+        self.number = kind == "decimal"
+        self.signed = spec is MAP_CRC  # real servers print it signed; any other negative number is read one by one
+        limit = LIMITS.get(spec)
+        self.limit = -1 if limit is None else limit
+        self.own = spec in CHECKED
+
+
 def _layout(fields):
-    """(cstrings's specs, the values' keys, the indexes of the numbers, the checks) of a reply's server fields.
-    A check is a field's (index, spec, byte limit, own): the limit of a String (None: none, or not a String), and
-    whether _check_server_field checks it."""
+    """(cstrings's specs, the values' keys, the indexes of the numbers, the checks, the fields as ServerFields) of
+    a reply's server fields. A check is a field's (index, spec, byte limit, own): the limit of a String (None: none,
+    or not a String), and whether _check_server_field checks it."""
     return (tuple((spec, kind) for _, spec, kind in fields), tuple(key for key, _, _ in fields),
             tuple(index for index, (_, _, kind) in enumerate(fields) if kind == "decimal"),
             tuple((index, spec, LIMITS.get(spec), spec in CHECKED) for index, (_, spec, kind) in enumerate(fields)
-                  if kind == "text" or spec in CHECKED))
+                  if kind == "text" or spec in CHECKED),
+            tuple(ServerField(key, spec, kind) for key, spec, kind in fields))
 
 
 # Read in one cstrings call; the 0.5 replies, rare, are read field by field.
@@ -565,8 +583,11 @@ def _token(cur, msg):
 def _server_fields(cur, msg, ident):
     """The server's fields, from the version to the counts, into ``msg.values``. Read in one ``cstrings`` call
     and checked after; where one is cut off, not a number or negative where it may not be, they are read again
-    one by one, each checked as it is read, as the findings and the field tree of such a packet need."""
+    one by one, each checked as it is read, as the findings and the field tree of such a packet need. Without a
+    tree, most are read by ``_server_fields_quickly``."""
     layout = SERVER_LAYOUTS.get(ident)
+    if layout is not None and not cur.tree and _server_fields_quickly(cur, msg, ident, layout[4]):
+        return
     read = _server_values(cur, msg, layout) if layout is not None else None
     if read is None:
         _server_fields_slowly(cur, msg, ident)
@@ -584,6 +605,55 @@ def _server_fields(cur, msg, ident):
             _check_text(cur, spec, value, offset, length)
         if own:
             _check_server_field(cur, ident, spec, value, offset, length)
+
+
+def _server_fields_quickly(cur, msg, ident, fields):
+    """The server fields without a tree, each stored in ``msg.values`` and checked as it is read: no list of their
+    values, nor their offsets in the cursor. False, with the cursor and the findings as they were, where one is cut
+    off, is a number of more than QUICK_DIGITS digits or not a number, or is negative where it may not be: the
+    fields are then read again the other way, which stores every value again, in the same order. The cursor's last
+    item stays as it was, as ``_skipped`` leaves it."""
+    data, pos = cur.data, cur.pos
+    end = min(cur.end, len(data))
+    values, findings = msg.values, msg.findings
+    kept = len(findings)
+    for field in fields:
+        if field.number:
+            nul = _decimal_end(data, pos, end)
+            if nul < 0:
+                break
+            number = _small_decimal(data, pos, nul)
+            if number < 0 and not field.signed:
+                break
+            value = number
+        else:
+            nul = _null_at(data, pos, end)
+            if nul < 0:
+                break
+            text = data[pos:nul].decode("utf-8", "replace")
+            # _check_text where it has something to flag: a String over its limit, or one that may not be UTF-8
+            if 0 <= field.limit < nul - pos or "\ufffd" in text:
+                _check_text(cur, field.spec, text, pos, nul + 1 - pos)
+            value = text
+        values[field.key] = value
+        if field.own:
+            _check_server_field(cur, ident, field.spec, value, pos, nul + 1 - pos)
+        pos = nul + 1
+    else:
+        cur.pos = pos
+        return True
+    del findings[kept:]
+    return False
+
+
+def _null_at(data, pos, end):
+    """The offset of the first null byte in data[pos:end], ``pos`` not negative, ``end`` within data; else -1."""
+    raw = data  # compiled, a C pointer to the bytes, as in _text_end
+    while pos < end:
+        if raw[pos] == 0:
+            return pos
+        pos += 1
+    return -1
 
 
 def _server_values(cur, msg, layout):
