@@ -372,6 +372,26 @@ def test_a_list_record_keeps_its_first_frames_however_many_frames_a_line_came_in
     assert record.frames == list(range(1, 65)) and record.result["received"] == 1
 
 
+def test_a_server_line_seen_again_gives_the_same_row_and_the_rows_kept_are_bounded(monkeypatch):
+    import dissect.analysis.soldat as analysis
+    from dissect.dissectors.soldat import server_values
+    monkeypatch.setattr(analysis, "MAX_ROWS", 3)
+    analyzer = analysis.SoldatAnalyzer()
+    payloads = [sp.server_entry(server) for server in sp.SERVERS[:3]]
+    for stream in range(2):
+        for msg in _lines(stream, *payloads):
+            analyzer.feed(_Frame(stream + 1), msg, False)
+    assert list(analyzer.rows) == payloads
+    first, second = [analyzer.exchanges[stream].servers for stream in range(2)]
+    assert first == second == [server_values(msg.values) for msg in _lines(0, *payloads)]
+    assert second[2] is first[2] and analyzer.servers.get("198.51.100.7:23073")["responses"] == 2
+    (fourth,) = _lines(1, sp.server_entry(sp.SERVERS[3]))
+    analyzer.feed(_Frame(3), fourth, False)
+    assert list(analyzer.rows) == [fourth.payload]  # begun anew past MAX_ROWS
+    analyzer.finish()
+    assert analyzer.rows == {}
+
+
 def test_long_names_count_against_the_byte_budget(monkeypatch):
     import dissect.analysis.soldat as analysis
     monkeypatch.setattr(analysis, "MAX_HELD_BYTES", 200_000)
@@ -404,6 +424,21 @@ def test_a_line_decoded_again_without_a_tree_is_the_same_message_with_values_of_
     assert payload in soldat.remembered and again.values is not first.values
     assert list(again.values.items()) == list(full.values.items())  # the same keys, in the same order
     assert (again.name, again.info, codes(again), again.fields) == (full.name, full.info, codes(full), [])
+
+
+def test_a_line_a_stream_parser_finds_remembered_is_the_message_its_decoding_makes():
+    from dissect.capture.reassembly import Chunk
+    from dissect.registry import Registry, dissect_message
+    soldat = Registry().get("soldat")
+    parser = soldat.stream_parser()
+    line = sp.server_entry(sp.SERVERS[1], UTF8)
+    first, again = parser.feed(Chunk(line + line, 7, 54), False, None)
+    assert line in soldat.remembered and again.values is not first.values
+    fresh = dissect_message(Soldat(), line, False, None, 54 + len(line))
+    assert again.frames == [7] and codes(again) == codes(fresh) == []
+    assert (again.protocol, again.name, again.info, again.offset, again.length, again.payload, again.fields) == \
+        (fresh.protocol, fresh.name, fresh.info, fresh.offset, fresh.length, fresh.payload, fresh.fields)
+    assert list(again.values.items()) == list(fresh.values.items())
 
 
 def test_lines_with_a_finding_are_not_remembered_and_the_table_begins_anew_past_its_limit(monkeypatch):

@@ -16,14 +16,18 @@ cdef class SoldatAnalyzer(Analyzer):
     cdef public Py_ssize_t held_entries, held_bytes
     cdef public ServersSeen servers
     cdef public Timing timing
+    cdef public dict rows
     @cython.locals(values=dict, exchange=_Exchange, request=bint)
     cpdef feed(self, record, Message msg, tree)
     cpdef _Exchange _open(self, stream, Message msg, list out)
-    @cython.locals(values=tuple, cost=Py_ssize_t)
+    @cython.locals(values=tuple, cost=Py_ssize_t, seen=tuple)
     cpdef _server(self, stream, _Exchange exchange, Message msg, list out)
+    @cython.locals(keep=bint, row=tuple, values=tuple)
+    cpdef tuple _row(self, Message msg)
     cpdef _make_room(self, stream, Py_ssize_t cost, list out)
     cpdef _hold(self, _Exchange exchange, Py_ssize_t entries, Py_ssize_t cost)
-    cpdef _seen(self, _Exchange exchange, tuple values, list frames)
+    @cython.locals(columns=tuple)
+    cpdef _seen(self, _Exchange exchange, tuple seen, list frames)
 
 cdef class _Exchange:
     cdef public object client, lobby, filters, announced, frames, start_ts, elapsed
@@ -36,6 +40,7 @@ cdef Py_ssize_t IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE,
 cdef Py_ssize_t EMPTY_TUPLE_BYTES, TUPLE_SLOT_BYTES
 @cython.locals(cost=Py_ssize_t, size=Py_ssize_t)
 cpdef Py_ssize_t _cost(tuple values) except -1
+cpdef tuple _seen_columns(tuple values)
 cpdef _add_frames(list frames, list more)
 cpdef _text(value)
 @cython.locals(out=dict, index=Py_ssize_t)

@@ -5,6 +5,11 @@ entries and MAX_HELD_BYTES bytes (estimated, text included) across every list no
 concluded. Past the budget the oldest open list is concluded early (soldat.state_evicted);
 a list that alone reaches it, or MAX_SERVERS_PER_LIST, counts its further servers without
 keeping them (the result's ``omitted``).
+
+A lobby sends the same server lines to every client that asks for the list: the row of a server line without a
+finding (its values in SERVER_KEYS order, their estimated bytes, and its servers-seen columns) is kept by the line's
+bytes, which give it again, for up to MAX_ROWS lines of at most MAX_ROW_LINE bytes; past MAX_ROWS the table begins
+anew.
 """
 
 from sys import getsizeof
@@ -24,6 +29,8 @@ MAX_HELD_BYTES = 64 * 1024 * 1024
 MAX_SERVERS = 10000
 MAX_FRAMES = 64                   # frame numbers a list record keeps
 MAX_TEXT = 256                    # characters of a name or map kept in the servers-seen table
+MAX_ROWS = 1024                   # server lines whose row is kept by their bytes (see _row)
+MAX_ROW_LINE = 512                # bytes of a line so kept
 SEEN_COLUMNS = ("name", "map", "players", "max_players", "game_type", "version", "password", "listed_by")
 # Where _seen finds its columns among a server's values.
 IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION = [
@@ -68,7 +75,7 @@ class _Exchange:
 
 
 class SoldatAnalyzer(Analyzer):
-    __slots__ = ("exchanges", "servers", "timing", "requests", "answered", "held_entries", "held_bytes")
+    __slots__ = ("exchanges", "servers", "timing", "requests", "answered", "held_entries", "held_bytes", "rows")
 
     def __init__(self):
         super().__init__()
@@ -79,6 +86,7 @@ class SoldatAnalyzer(Analyzer):
         self.answered = 0
         self.held_entries = 0        # server entries kept by all open lists
         self.held_bytes = 0          # their estimated bytes, and the filters'
+        self.rows = {}               # a server line's bytes -> its row, see _row
 
     def feed(self, record, msg, tree):
         values = msg.values
@@ -130,15 +138,29 @@ class SoldatAnalyzer(Analyzer):
 
     def _server(self, stream, exchange, msg, out):
         exchange.received += 1
-        values = server_values(msg.values)
+        values, cost, seen = self._row(msg)
         if len(exchange.servers) < MAX_SERVERS_PER_LIST:
-            cost = _cost(values)
             self._make_room(stream, cost, out)
             if self.held_entries < MAX_HELD_ENTRIES and self.held_bytes + cost <= MAX_HELD_BYTES:
                 exchange.servers.append(values)
                 self._hold(exchange, 1, cost)
         if not self.stats_off:
-            self._seen(exchange, values, msg.frames)
+            self._seen(exchange, _seen_columns(values) if seen is None else seen, msg.frames)
+
+    def _row(self, msg):
+        """A server line's values in SERVER_KEYS order, their _cost, and its _seen_columns (None where no view reads
+        them), kept by the line's bytes (see the module's docstring): the same bytes decode to the same values."""
+        line = msg.payload
+        keep = type(line) is bytes and len(line) <= MAX_ROW_LINE and not msg.findings  # a finding: maybe cut
+        row = self.rows.get(line) if keep else None
+        if row is None:
+            values = server_values(msg.values)
+            row = values, _cost(values), None if self.stats_off else _seen_columns(values)
+            if keep:
+                if len(self.rows) >= MAX_ROWS:
+                    self.rows.clear()  # begun anew with the lines that come now (a server's line changes)
+                self.rows[line] = row
+        return row
 
     def _make_room(self, stream, cost, out):
         """Conclude the oldest open lists, other than this stream's, until a new entry fits the budget."""
@@ -163,14 +185,10 @@ class SoldatAnalyzer(Analyzer):
         self.held_bytes -= exchange.cost
         exchange.cost = 0
 
-    def _seen(self, exchange, values, frames):
-        """The servers-seen row of a listed server, ``values`` its columns in SERVER_KEYS order."""
-        address = f"{clip(str(values[IP]), MAX_TEXT)}:{decimal_text(values[PORT])}"
-        passworded = values[PASSWORDED]
-        self.servers.update(address, frames[-1] if frames else 0, (  # in SEEN_COLUMNS order
-            _text(values[NAME]), _text(values[MAP]), values[PLAYERS], values[MAXPLAYERS],
-            GAME_STYLES.get(values[GAMESTYLE]), values[VERSION],
-            None if passworded is None else bool(passworded), exchange.lobby))
+    def _seen(self, exchange, seen, frames):
+        """The servers-seen row of a listed server, ``seen`` its _seen_columns."""
+        address, columns = seen
+        self.servers.update(address, frames[-1] if frames else 0, columns + (exchange.lobby,))
 
     def _evict(self, stream, exchange, why):
         return self._conclude(stream, exchange, evicted=f"{why}: the oldest (stream {stream}) is concluded early")
@@ -199,6 +217,7 @@ class SoldatAnalyzer(Analyzer):
     def finish(self):
         out = [self._conclude(stream, exchange, "the capture ended") for stream, exchange in self.exchanges.items()]
         self.exchanges.clear()
+        self.rows.clear()
         return out
 
     def merge(self, other):
@@ -221,6 +240,16 @@ def _count_finding(exchange):
                               f"of the list")
     lost = "; bytes of the stream were lost" if exchange.lost else ""
     return W.count_mismatch.at(f"{counts}, but SERVERCOUNT is {exchange.announced}{lost}")
+
+
+def _seen_columns(values):
+    """A server's address in the servers-seen table, and its columns there but the last (the lobby that listed it),
+    in SEEN_COLUMNS order; ``values``: the server's values in SERVER_KEYS order."""
+    address = f"{clip(str(values[IP]), MAX_TEXT)}:{decimal_text(values[PORT])}"
+    passworded = values[PASSWORDED]
+    return address, (_text(values[NAME]), _text(values[MAP]), values[PLAYERS], values[MAXPLAYERS],
+                     GAME_STYLES.get(values[GAMESTYLE]), values[VERSION],
+                     None if passworded is None else bool(passworded))
 
 
 def _add_frames(frames, more):

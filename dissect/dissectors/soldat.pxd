@@ -5,9 +5,10 @@
 # are C globals (not attributes of the compiled module): only this module reads them.
 
 cimport cython
+from dissect.capture.layers cimport Packet
 from dissect.core.cursor cimport Cursor, as_bytes, cut
 from dissect.core.fmt cimport decimal_text
-from dissect.core.model cimport Message
+from dissect.core.model cimport Message, new_message
 from dissect.registry cimport dissect_message
 
 cdef class Column:
@@ -115,6 +116,7 @@ cdef extern from *:
     object _values_in_order "dissect_values_in_order" (dict values, list keys, Py_ssize_t at)
 
 cdef class LineParser:
+    cdef public dict remembered
     cdef public object dissector, pieces, size, spans, counted, skipping, after_gap, lost, uncaptured_bytes, encoding
     @cython.locals(data=bytes, start=Py_ssize_t, end=Py_ssize_t, stop=Py_ssize_t, newline=Py_ssize_t,
                    room=Py_ssize_t, messages=list)
@@ -125,5 +127,8 @@ cdef class LineParser:
     cpdef _release(self)
     cpdef _cut(self, tree, packet)
     cpdef _line(self, tree, packet)
+    @cython.locals(msg=Message)
     cpdef Message _dissect(self, bytes line, list frames, offset, tree, packet)
+    @cython.locals(decoded=Packet, kept=tuple, values=dict, msg=Message)
+    cpdef Message _remembered(self, bytes line, packet, offset)
     cpdef _note_separator(self, Message msg)

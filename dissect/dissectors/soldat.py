@@ -26,8 +26,10 @@ import re
 import sys
 from operator import itemgetter
 
+from ..capture.layers import Packet
 from ..core.cursor import as_bytes, cut
 from ..core.fmt import ValueTexts, decimal_text
+from ..core.model import new_message
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector, dissect_message
 
@@ -780,11 +782,12 @@ class LineParser:
     lines of all streams past MAX_HELD. After lost bytes (a gap), or bytes the capture did not keep, parsing resumes
     at the next line start."""
 
-    __slots__ = ("dissector", "pieces", "size", "spans", "counted", "skipping", "after_gap", "lost", "uncaptured_bytes",
-                 "encoding")
+    __slots__ = ("dissector", "remembered", "pieces", "size", "spans", "counted", "skipping", "after_gap", "lost",
+                 "uncaptured_bytes", "encoding")
 
     def __init__(self, dissector):
         self.dissector = dissector
+        self.remembered = dissector.remembered  # the dissector's table of decoded lines (see _remembered)
         self.pieces = []             # the unfinished line's bytes, as they came (joined once, when it ends)
         self.size = 0                # their length in all
         self.spans = []              # (frame, frame_offset, length) of the buffered bytes
@@ -899,7 +902,9 @@ class LineParser:
 
     def _dissect(self, line, frames, offset, tree, packet):
         """The message of one line, from ``frames``, at ``offset`` in its frame (None: over several)."""
-        msg = dissect_message(self.dissector, line, tree, packet, offset)
+        msg = None if tree else self._remembered(line, packet, offset)
+        if msg is None:
+            msg = dissect_message(self.dissector, line, tree, packet, offset)
         msg.frames.extend(frames)
         if self.lost:
             msg.values["after_gap"] = True
@@ -908,6 +913,20 @@ class LineParser:
             msg.values["after_uncaptured"] = True
             self.uncaptured_bytes = False
         self._note_separator(msg)
+        return msg
+
+    def _remembered(self, line, packet, offset):
+        """The message ``dissect_message`` makes without a tree of a line whose decoding the dissector remembers (see
+        _decode_remembered), made without a cursor and a call of its decode; None for a line not remembered."""
+        decoded = packet if type(packet) is Packet else None
+        if len(line) > MAX_REMEMBERED_LINE or (decoded is not None and decoded.cut):
+            return None
+        kept = self.remembered.get(line)
+        if kept is None:
+            return None
+        msg = new_message(self.dissector.key, line, offset)
+        msg.name, values, msg.info = kept
+        msg.values = values.copy()
         return msg
 
     def _note_separator(self, msg):
