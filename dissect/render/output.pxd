@@ -106,13 +106,18 @@ cdef extern from *:
        kinds of field are a few hundred) with the name and the tag (what else shaped the text: a depth) they were
        written for: a field then costs a copy. A slot keeps the name its key came with: a key whose fields each
        have a name of their own (a client record's subtree) is written in full. A table holds DISSECT_PREFIXES
-       texts of at most DISSECT_PREFIX_BYTES bytes, each with a reference to its key and name. */
+       texts of at most DISSECT_PREFIX_BYTES bytes, each with a reference to its key and name, in sets of two a key's
+       address is spread over (Fibonacci hashing): two keys whose addresses fall on one set both keep their text, and
+       where a third comes the first keeps its own, so what hits depends little on where the keys were allocated. */
     #define DISSECT_PREFIXES 1024
+    #define DISSECT_PREFIX_SET_BITS 9  /* DISSECT_PREFIXES / 2 sets */
     #define DISSECT_PREFIX_BYTES 160
     typedef struct { PyObject *key, *name; Py_ssize_t tag, size; char text[DISSECT_PREFIX_BYTES]; } dissect_prefix;
 
-    /* The slot of ``key`` (the table made at first use); NULL with MemoryError set. */
+    /* The slot of ``key`` (the table made at first use): the one of its set that holds it, else the set's first
+       while it is free, else its second; NULL with MemoryError set. */
     static inline dissect_prefix *dissect_prefix_slot(dissect_prefix **table, PyObject *key) {
+        dissect_prefix *set;
         if (*table == NULL) {
             *table = (dissect_prefix *)PyMem_Calloc(DISSECT_PREFIXES, sizeof(dissect_prefix));
             if (*table == NULL) {
@@ -120,7 +125,9 @@ cdef extern from *:
                 return NULL;
             }
         }
-        return *table + (((size_t)key >> 4) & (DISSECT_PREFIXES - 1));
+        set = *table + 2 * ((((size_t)key >> 4) * (size_t)0x9E3779B97F4A7C15ULL)
+                            >> (8 * sizeof(size_t) - DISSECT_PREFIX_SET_BITS));
+        return set[0].key == key || set[0].key == NULL ? set : set + 1;
     }
 
     /* The slot's text written where it was kept for these: 1; 0, with nothing written, where it was not. */
