@@ -52,6 +52,7 @@ cdef class _PcapngBlocks(_Chunks):
 
 cdef bint _COMPILED
 cdef Py_ssize_t READ_CHUNK
+cdef unsigned int _RECORD_LIMIT
 cdef unsigned int SHB_TYPE
 cdef unsigned int _u32(bytes data, Py_ssize_t pos, bint little)
 cdef bint _holds_packet(unsigned int block_type)

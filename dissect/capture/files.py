@@ -26,6 +26,7 @@ MAX_RECORD = 262144
 # Room in a pcapng packet block for options (comments, flags, hashes) besides the packet's bytes.
 MAX_OPTIONS = 65536
 MAX_PACKET_BLOCK = 32 + MAX_RECORD + MAX_OPTIONS
+_RECORD_LIMIT = MAX_RECORD  # a C integer when compiled (files.pxd): a record's C-typed length is compared unboxed
 # Other pcapng blocks (SHB and IDB options, name resolution) may be longer; a length beyond this is damage.
 MAX_BLOCK = 16 * 1024 * 1024
 SKIP_CHUNK = 65536
@@ -165,7 +166,7 @@ class _PcapRecords(_Chunks):
                                           _u32(data, pos + 8, little), _u32(data, pos + 12, little))
         else:
             sec, frac, caplen, wirelen = self.record.unpack_from(data, pos)
-        if caplen > MAX_RECORD:
+        if caplen > _RECORD_LIMIT:
             raise CaptureError(f"{name}: record {number} at byte {position} claims {caplen} captured bytes, "
                                f"more than any link allows ({MAX_RECORD}); the file is corrupt")
         if len(data) - pos < 16 + caplen:
@@ -309,7 +310,7 @@ class _PcapngBlocks(_Chunks):
         goes there."""
         little, interfaces = self.little, self.interfaces
         iface_id, caplen = _u32(data, pos + 8, little), _u32(data, pos + 20, little)
-        if iface_id >= len(interfaces) or caplen > MAX_RECORD or 32 + caplen > total:
+        if iface_id >= len(interfaces) or caplen > _RECORD_LIMIT or 32 + caplen > total:
             return _packet_block(6, data[pos + 8:pos + total - 4], self._order(), interfaces,
                                  self.number, self.position - total)
         iface = interfaces[iface_id]

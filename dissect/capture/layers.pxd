@@ -205,7 +205,7 @@ cdef uint64_t _u64(bytes data, Py_ssize_t offset)
 cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, int proto)
 @cython.locals(sport=object, dport=object, ulen=Py_ssize_t, stop=Py_ssize_t)  # the ports boxed once, for two uses
 cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
-@cython.locals(sport=object, dport=object, hlen=Py_ssize_t, start=Py_ssize_t)
+@cython.locals(sport=object, dport=object, seq=cython.uint, hlen=Py_ssize_t, start=Py_ssize_t)
 cdef _tcp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
 
 cdef list TCP_FLAG_TEXTS

@@ -516,7 +516,8 @@ def _tcp(packet, data, offset, end):
         return
     sport = _port(data[offset] << 8 | data[offset + 1])
     dport = _port(data[offset + 2] << 8 | data[offset + 3])
-    seq = _U32BE.unpack_from(data, offset + 4)[0]
+    seq = data[offset + 4]  # compiled, a C unsigned int (layers.pxd): shifted to its top byte without overflow
+    seq = seq << 24 | data[offset + 5] << 16 | data[offset + 6] << 8 | data[offset + 7]
     hlen = (data[offset + 12] >> 4) * 4
     flags = data[offset + 13]
     packet.sport, packet.dport, packet.transport = sport, dport, "tcp"
