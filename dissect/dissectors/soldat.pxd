@@ -54,8 +54,11 @@ cpdef tuple separator_of(bytes line)
 @cython.locals(line=bytes, type_byte=Py_ssize_t, kind=LineType, utf8=bint, line_end=Py_ssize_t, count=Py_ssize_t,
                layout=list)
 cpdef _decode(Cursor cur, Message msg)
-@cython.locals(line=bytes, kept=tuple, values=dict)
+@cython.locals(line=bytes, kept=tuple)
 cpdef _decode_remembered(dict remembered, Cursor cur, Message msg)
+cdef bint _rememberable(bytes line, bint cut) except -1
+@cython.locals(values=dict)
+cdef _recall(Message msg, tuple kept)
 @cython.locals(size=Py_ssize_t, terminated=bint, line_end=Py_ssize_t)
 cpdef Py_ssize_t _bound(Cursor cur, bytes line, separator) except -1
 cdef _line_end(Cursor cur, Py_ssize_t size, Py_ssize_t length)
@@ -129,6 +132,6 @@ cdef class LineParser:
     cpdef _line(self, tree, packet)
     @cython.locals(msg=Message)
     cpdef Message _dissect(self, bytes line, list frames, offset, tree, packet)
-    @cython.locals(decoded=Packet, kept=tuple, values=dict, msg=Message)
+    @cython.locals(decoded=Packet, kept=tuple, msg=Message)
     cpdef Message _remembered(self, bytes line, packet, offset)
     cpdef _note_separator(self, Message msg)

@@ -598,13 +598,12 @@ def _decode_remembered(remembered, cur, msg):
     same bytes: its name, values and info are all that it gives such a line (its cursor is not read after). A line
     longer than MAX_REMEMBERED_LINE, or cut by the capture's snap length (``cur.missing``), is decoded each time."""
     line = cur.data
-    if cur.tree or cur.missing or len(line) > MAX_REMEMBERED_LINE:
+    if cur.tree or not _rememberable(line, cur.missing):
         _decode(cur, msg)
         return
     kept = remembered.get(line)
     if kept is not None:
-        msg.name, values, msg.info = kept
-        msg.values = values.copy()
+        _recall(msg, kept)
         cur.pos = len(line)
         return
     _decode(cur, msg)
@@ -612,6 +611,18 @@ def _decode_remembered(remembered, cur, msg):
         if len(remembered) >= MAX_REMEMBERED:
             remembered.clear()  # begun anew with the lines that come now: a server's line changes with its players
         remembered[line] = (msg.name, msg.values.copy(), msg.info)
+
+
+def _rememberable(line, cut):
+    """Whether a line's decoding may be kept and given again: not longer than MAX_REMEMBERED_LINE, nor cut by the
+    capture's snap length."""
+    return not cut and len(line) <= MAX_REMEMBERED_LINE
+
+
+def _recall(msg, kept):
+    """A remembered line's (name, values, info) given to its message, the values as a copy of their own."""
+    msg.name, values, msg.info = kept
+    msg.values = values.copy()
 
 
 def _decode(cur, msg):
@@ -919,14 +930,13 @@ class LineParser:
         """The message ``dissect_message`` makes without a tree of a line whose decoding the dissector remembers (see
         _decode_remembered), made without a cursor and a call of its decode; None for a line not remembered."""
         decoded = packet if type(packet) is Packet else None
-        if len(line) > MAX_REMEMBERED_LINE or (decoded is not None and decoded.cut):
+        if not _rememberable(line, decoded is not None and decoded.cut):
             return None
         kept = self.remembered.get(line)
         if kept is None:
             return None
         msg = new_message(self.dissector.key, line, offset)
-        msg.name, values, msg.info = kept
-        msg.values = values.copy()
+        _recall(msg, kept)
         return msg
 
     def _note_separator(self, msg):

@@ -51,12 +51,13 @@ cdef class ServerField:
     cdef public bint own
 
 cdef dict SERVER_LAYOUTS
-@cython.locals(layout=tuple, values=dict, read=list, keys=tuple, index=Py_ssize_t, own=bint, offset=Py_ssize_t,
-               length=Py_ssize_t, value=object)
+@cython.locals(layout=tuple, values=dict, read=list, keys=tuple, index=Py_ssize_t, field=ServerField,
+               offset=Py_ssize_t, length=Py_ssize_t, value=object)
 cpdef _server_fields(Cursor cur, Message msg, bytes ident)
 @cython.locals(data=bytes, pos=Py_ssize_t, end=Py_ssize_t, values=dict, findings=list, kept=Py_ssize_t,
                field=ServerField, nul=Py_ssize_t, number=cython.longlong, text=unicode)
 cpdef bint _server_fields_quickly(Cursor cur, Message msg, bytes ident, tuple fields) except -1
+cdef bint _text_worth_checking(ServerField field, unicode text, Py_ssize_t size) except -1
 @cython.locals(raw=cython.p_const_uchar)
 cdef Py_ssize_t _null_at(bytes data, Py_ssize_t pos, Py_ssize_t end)
 @cython.locals(start=Py_ssize_t, kept=Py_ssize_t, read=list, index=Py_ssize_t)

@@ -244,13 +244,10 @@ class ServerField:
 
 
 def _layout(fields):
-    """(cstrings's specs, the values' keys, the indexes of the numbers, the checks, the fields as ServerFields) of
-    a reply's server fields. A check is a field's (index, spec, byte limit, own): the limit of a String (None: none,
-    or not a String), and whether _check_server_field checks it."""
+    """(cstrings's specs, the values' keys, the indexes of the numbers, the fields as ServerFields) of a reply's
+    server fields."""
     return (tuple((spec, kind) for _, spec, kind in fields), tuple(key for key, _, _ in fields),
             tuple(index for index, (_, _, kind) in enumerate(fields) if kind == "decimal"),
-            tuple((index, spec, LIMITS.get(spec), spec in CHECKED) for index, (_, spec, kind) in enumerate(fields)
-                  if kind == "text" or spec in CHECKED),
             tuple(ServerField(key, spec, kind) for key, spec, kind in fields))
 
 
@@ -586,7 +583,7 @@ def _server_fields(cur, msg, ident):
     one by one, each checked as it is read, as the findings and the field tree of such a packet need. Without a
     tree, most are read by ``_server_fields_quickly``."""
     layout = SERVER_LAYOUTS.get(ident)
-    if layout is not None and not cur.tree and _server_fields_quickly(cur, msg, ident, layout[4]):
+    if layout is not None and not cur.tree and _server_fields_quickly(cur, msg, ident, layout[3]):
         return
     read = _server_values(cur, msg, layout) if layout is not None else None
     if read is None:
@@ -596,15 +593,17 @@ def _server_fields(cur, msg, ident):
     keys = layout[1]
     for index in range(len(read)):
         values[keys[index]] = read[index]
-    for index, spec, limit, own in layout[3]:  # in the fields' order: so are their findings
-        value = read[index]
-        offset = cur.start(index)
-        length = cur.start(index + 1) - offset
-        # _check_text where it has something to flag: a String over its limit, or one that may not be UTF-8
-        if type(value) is str and (limit is not None and length - 1 > limit or "\ufffd" in value):
-            _check_text(cur, spec, value, offset, length)
-        if own:
-            _check_server_field(cur, ident, spec, value, offset, length)
+    index = 0
+    for field in layout[3]:  # in the fields' order: so are their findings
+        if field.own or not field.number:
+            value = read[index]
+            offset = cur.start(index)
+            length = cur.start(index + 1) - offset
+            if not field.number and _text_worth_checking(field, value, length - 1):
+                _check_text(cur, field.spec, value, offset, length)
+            if field.own:
+                _check_server_field(cur, ident, field.spec, value, offset, length)
+        index += 1
 
 
 def _server_fields_quickly(cur, msg, ident, fields):
@@ -631,8 +630,7 @@ def _server_fields_quickly(cur, msg, ident, fields):
             if nul < 0:
                 break
             text = data[pos:nul].decode("utf-8", "replace")
-            # _check_text where it has something to flag: a String over its limit, or one that may not be UTF-8
-            if 0 <= field.limit < nul - pos or "\ufffd" in text:
+            if _text_worth_checking(field, text, nul - pos):
                 _check_text(cur, field.spec, text, pos, nul + 1 - pos)
             value = text
         values[field.key] = value
@@ -644,6 +642,12 @@ def _server_fields_quickly(cur, msg, ident, fields):
         return True
     del findings[kept:]
     return False
+
+
+def _text_worth_checking(field, text, size):
+    """Whether _check_text has something to flag in a String field's text of ``size`` bytes: it is over its limit,
+    or it may not be UTF-8."""
+    return 0 <= field.limit < size or "\ufffd" in text
 
 
 def _null_at(data, pos, end):

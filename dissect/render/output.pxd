@@ -109,8 +109,8 @@ cdef extern from *:
        texts of at most DISSECT_PREFIX_BYTES bytes, each with a reference to its key and name, in sets of two a key's
        address is spread over (Fibonacci hashing): two keys whose addresses fall on one set both keep their text, and
        where a third comes the first keeps its own, so what hits depends little on where the keys were allocated. */
-    #define DISSECT_PREFIXES 1024
-    #define DISSECT_PREFIX_SET_BITS 9  /* DISSECT_PREFIXES / 2 sets */
+    #define DISSECT_PREFIX_SET_BITS 9  /* 512 sets of two */
+    #define DISSECT_PREFIXES (2 << DISSECT_PREFIX_SET_BITS)
     #define DISSECT_PREFIX_BYTES 160
     typedef struct { PyObject *key, *name; Py_ssize_t tag, size; char text[DISSECT_PREFIX_BYTES]; } dissect_prefix;
 
