@@ -227,9 +227,9 @@ SERVER_FIELDS[b"inf2"] = SERVER_FIELDS[b"info"]
 
 
 class ServerField:
-    """A reply's server field as ``_server_fields_quickly`` reads it: its ``msg.values`` key, its field entry,
-    whether it is a number (a Decimal String) and whether that may be negative, the byte limit of a String (-1:
-    none), and whether _check_server_field checks it."""
+    """A reply's server field as ``_server_fields`` and ``_server_fields_quickly`` read it: its ``msg.values`` key,
+    its field entry, whether it is a number (a Decimal String) and whether that may be negative, the byte limit of a
+    String (-1: none), and whether _check_server_field checks it."""
 
     __slots__ = ("key", "spec", "number", "signed", "limit", "own")
 
