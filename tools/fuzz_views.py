@@ -5,10 +5,10 @@ Ethernet header (bytes, flipped bits, insertions, deletions, limit integers, the
 sometimes shuffles, repeats or cuts the run, and gives the file to ``dissect`` in one of its views
 (``-j 2`` among them), in this process. A case fails where the command exits with a code other than 0,
 1 or 2, writes a traceback, or reports an internal error: its own ("internal error: ..." on stderr), a
-frame's ("[internal error]") or a dissector's (``<protocol>.dissector_error``, in the views that show
-findings). Its file is kept in --keep. Unlike tools/fuzz.py,
-which fuzzes one dissector's bytes at a time, this runs the whole pipeline: reassembly, the analyses,
-the renderers and the workers, compiled where the build is.
+frame's ("[internal error]") or a dissector's ("internal dissector error", in the views that show
+findings). Its file is kept in --keep. Unlike tools/fuzz.py, which fuzzes one dissector's bytes at a
+time, this runs the whole pipeline: reassembly, the analyses, the renderers and the workers, compiled
+where the build is.
 
     python tools/fuzz_views.py [--cases N] [--seed S] [--keep DIR] [CAPTURE ...]
 """
@@ -74,7 +74,7 @@ def edit_record(rng, record):
 
 
 def make_case(rng, header, records):
-    """A capture file: a run of ``records`` (a list, edited in place), some of them edited."""
+    """A capture file: the pcap ``header`` and a run of consecutive ``records``, some of them edited."""
     start = rng.randrange(len(records))
     run = records[start:start + rng.randrange(1, MAX_RUN + 1)]
     for _ in range(rng.randrange(1, 2 + len(run) // 4)):
@@ -112,6 +112,11 @@ def run_case(main, view, path, out_path, err_path):
     return code, _read(out_path), _read(err_path)
 
 
+def _read_bytes(path):
+    with open(path, "rb") as stream:
+        return stream.read()
+
+
 def _read(path):
     with open(path, encoding="utf-8", errors="replace") as stream:
         return stream.read()
@@ -138,7 +143,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     from dissect.cli import main as dissect_main
     rng = random.Random(args.seed)
-    seeds = [pcap_records(open(path, "rb").read())
+    seeds = [pcap_records(_read_bytes(path))
              for path in args.captures or sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))]
     failed = 0
     with tempfile.TemporaryDirectory() as work:
@@ -146,7 +151,7 @@ def main(argv=None):
         out_path, err_path = os.path.join(work, "stdout"), os.path.join(work, "stderr")
         for number in range(args.cases):
             header, records = rng.choice(seeds)
-            case, view = make_case(rng, header, list(records)), rng.choice(VIEWS)
+            case, view = make_case(rng, header, records), rng.choice(VIEWS)
             with open(path, "wb") as out:
                 out.write(case)
             why = failure(*run_case(dissect_main, view, path, out_path, err_path))
