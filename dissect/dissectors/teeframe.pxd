@@ -60,7 +60,7 @@ cpdef bint _server_fields_quickly(Cursor cur, Message msg, bytes ident, tuple fi
 cdef bint _text_worth_checking(ServerField field, unicode text, Py_ssize_t size) except -1
 @cython.locals(raw=cython.p_const_uchar)
 cdef Py_ssize_t _null_at(bytes data, Py_ssize_t pos, Py_ssize_t end)
-@cython.locals(start=Py_ssize_t, kept=Py_ssize_t, read=list, index=Py_ssize_t)
+@cython.locals(start=Py_ssize_t, kept=Py_ssize_t, read=list, index=Py_ssize_t, field=ServerField)
 cpdef list _server_values(Cursor cur, Message msg, tuple layout)
 @cython.locals(values=dict)
 cpdef _server_fields_slowly(Cursor cur, Message msg, bytes ident)

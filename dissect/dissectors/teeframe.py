@@ -244,10 +244,8 @@ class ServerField:
 
 
 def _layout(fields):
-    """(cstrings's specs, the values' keys, the indexes of the numbers, the fields as ServerFields) of a reply's
-    server fields."""
+    """(cstrings's specs, the values' keys, the fields as ServerFields) of a reply's server fields."""
     return (tuple((spec, kind) for _, spec, kind in fields), tuple(key for key, _, _ in fields),
-            tuple(index for index, (_, _, kind) in enumerate(fields) if kind == "decimal"),
             tuple(ServerField(key, spec, kind) for key, spec, kind in fields))
 
 
@@ -583,7 +581,7 @@ def _server_fields(cur, msg, ident):
     one by one, each checked as it is read, as the findings and the field tree of such a packet need. Without a
     tree, most are read by ``_server_fields_quickly``."""
     layout = SERVER_LAYOUTS.get(ident)
-    if layout is not None and not cur.tree and _server_fields_quickly(cur, msg, ident, layout[3]):
+    if layout is not None and not cur.tree and _server_fields_quickly(cur, msg, ident, layout[2]):
         return
     read = _server_values(cur, msg, layout) if layout is not None else None
     if read is None:
@@ -593,8 +591,7 @@ def _server_fields(cur, msg, ident):
     keys = layout[1]
     for index in range(len(read)):
         values[keys[index]] = read[index]
-    index = 0
-    for field in layout[3]:  # in the fields' order: so are their findings
+    for index, field in enumerate(layout[2]):  # in the fields' order: so are their findings
         if field.own or not field.number:
             value = read[index]
             offset = cur.start(index)
@@ -603,7 +600,6 @@ def _server_fields(cur, msg, ident):
                 _check_text(cur, field.spec, value, offset, length)
             if field.own:
                 _check_server_field(cur, ident, field.spec, value, offset, length)
-        index += 1
 
 
 def _server_fields_quickly(cur, msg, ident, fields):
@@ -669,9 +665,9 @@ def _server_values(cur, msg, layout):
     except (Truncated, ValueError):  # cut off; a number too long for int()
         read = None
     if read is not None:
-        for index in layout[2]:
+        for index, field in enumerate(layout[2]):
             value = read[index]
-            if value is None or (value < 0 and layout[0][index][0] is not MAP_CRC):
+            if field.number and (value is None or value < 0 and not field.signed):
                 read = None
                 break
     if read is None:
