@@ -699,6 +699,29 @@ def test_a_fin_says_which_side_finished_once():
     assert out[-1].closed and not out[1].closed
 
 
+def test_bytes_after_a_fin_follow_the_number_it_took():
+    """A FIN takes one sequence number, as a SYN does: bytes its side sends after it start one past it, and are the
+    stream's next bytes, not one byte ahead of a gap. Where the side's bytes began stays known: its SYN sent again is
+    still its own."""
+    tcp, out = run([segment(999, flags=0x02), segment(1000, b"req"), segment(1003, flags=0x11),
+                    segment(1004, b"more"), segment(1008, b"!"), segment(999, flags=0x02),
+                    segment(900, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert delivered(out) == [b"req", b"more", b"!"] and codes_of(out) == []
+    assert [d.evicted for d in out] == [[]] * 7 and out[-1].closed
+
+
+def test_bytes_at_the_fins_own_number_are_delivered_as_before():
+    _, out = run([segment(1000, b"req"), segment(1003, flags=0x11), segment(1003, b"more"), segment(1007, b"!")])
+    assert delivered(out) == [b"req", b"more", b"!"] and codes_of(out) == []
+
+
+def test_bytes_two_past_a_fin_leave_a_gap_of_one_byte():
+    _, out = run([segment(1000, b"req"), segment(1003, flags=0x11), segment(1005, b"more"),
+                  segment(900, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert delivered(out) == [b"req", ("gap", 1), b"more"]
+    assert codes_of(out) == ["tcp.out_of_order", "tcp.lost_segment"]
+
+
 def test_a_line_cut_by_the_senders_fin_ends_in_that_frame(tmp_path):
     """The lobby sends half a server line and its FIN; the client's FIN comes later. The half line is the lobby's
     last: it is shown in the lobby's FIN frame, not in the client's."""
@@ -723,8 +746,8 @@ def test_a_line_cut_by_the_senders_fin_ends_in_that_frame(tmp_path):
 
 def test_bytes_a_side_sends_after_its_fin_are_still_dissected(tmp_path):
     """A side's parser is closed at its FIN and a new one takes what it may still send: bytes at the FIN's sequence
-    number, or held beyond it until the capture ends while the other side is still open (which the closed parser
-    made an internal error)."""
+    number or one past it (the number the FIN took), or held beyond it until the capture ends while the other side is
+    still open (which the closed parser made an internal error)."""
     client, lobby = ("10.0.0.1", 40000), ("10.0.0.2", 13073)
     begin, server = sp.list_begin(2), sp.server_entry(sp.SERVERS[0])
     fin = dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK
@@ -745,6 +768,13 @@ def test_bytes_a_side_sends_after_its_fin_are_still_dissected(tmp_path):
                                    ((*client, *lobby), b"", 1000 + len(sp.request()), fin)])
     names = {r["frame"]: [m["message"] for m in r["messages"]] for r in after if r["kind"] == "frame"}
     assert names[4] == ["server"]
+    past = capture("past.pcap", [((*client, *lobby), sp.request(), 1000, 0x18),
+                                 ((*lobby, *client), begin, 5000, 0x18),
+                                 ((*lobby, *client), b"", 5000 + len(begin), fin),
+                                 ((*lobby, *client), server, 5000 + len(begin) + 1, 0x18),
+                                 ((*client, *lobby), b"", 1000 + len(sp.request()), fin)])
+    names = {r["frame"]: [m["message"] for m in r["messages"]] for r in past if r["kind"] == "frame"}
+    assert names[4] == ["server"] and "tcp." not in json.dumps(past)  # one past the FIN's number: no gap
     held = capture("held.pcap", [((*client, *lobby), sp.request(), 1000, 0x18),
                                  ((*lobby, *client), begin, 5000, 0x18),
                                  ((*lobby, *client), b"", 5000 + len(begin), fin),

@@ -45,6 +45,7 @@ cpdef tuple _key(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
 cpdef bint _holds_bytes(TcpStream stream) except -1
+cdef _pass_fin(_Direction side)
 cpdef tuple _client(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _both_finished(tuple directions) except -1

@@ -206,6 +206,8 @@ class TcpReassembler:
             self._finished(side, frame, delivery)
 
     def _data(self, side, seq, data, frame, offset, delivery):
+        if side.fin_seq is not None and side.next_seq == side.fin_seq and seq_diff(seq, side.fin_seq) > 0:
+            _pass_fin(side)
         rel = seq_diff(seq, side.next_seq)
         if rel > 0:
             self._hold(side, side.next_off + rel, data, frame, offset, delivery)
@@ -451,6 +453,16 @@ def _new_connection(stream, packet):
     if side.next_seq is None:
         return False
     return (side.next_seq - side.next_off) & 0xFFFFFFFF != (packet.tcp_seq + 1) & 0xFFFFFFFF
+
+
+def _pass_fin(side):
+    """The side's FIN took one sequence number, as a SYN does: bytes it sends beyond its FIN (which a sender keeping to
+    the spec does not) begin after that number, and only the bytes before them are a gap. The stream's offset takes
+    the number too, so that ``next_seq`` less ``next_off`` still says where the side's bytes began (see
+    _new_connection); no bytes span the FIN, so no overlap is checked across it."""
+    side.next_seq = (side.next_seq + 1) & 0xFFFFFFFF
+    side.next_off += 1
+    side.history = b""
 
 
 def _client(packet):
