@@ -4,9 +4,10 @@ on a Dask cluster, with the same results either way.
 Each file is dissected as a capture of its own: frame numbers start at 1 in each file, and a
 conversation that goes on from one file into the next is seen as two. A task writes its file's part
 of each table (``DIR/<table>/part-NNNNN.parquet``, see columnar.py) and returns what the run merges:
-the ``--stats`` counts, the analyzers (merged as ``-j`` merges its workers'), the errors. The merge
-goes in file order whatever order the tasks end in, so one process, a ``LocalCluster`` and a cluster
-of many hosts give the same files and the same statistics.
+the ``--stats`` counts, the analyzers, the errors. The merge goes in file order whatever order the
+tasks end in, so one process, a ``LocalCluster`` and a cluster of many hosts give the same files and
+the same statistics; each file's analyzers are folded in as the newest (``Analyzer.follow``), whatever
+their frame numbers.
 
 On a cluster every worker must have dissect (the same version, the same plugins) and see the
 capture files and DIR at the same paths (a shared file system).
@@ -283,7 +284,7 @@ class _Merge:
             outcome.analyzers = summary["analyzers"]
             return
         for key, analyzer in outcome.analyzers.items():
-            analyzer.merge(summary["analyzers"][key])
+            analyzer.follow(summary["analyzers"][key])  # the file's frames came after the run's so far
 
 
 class TaskProgress:

@@ -396,6 +396,31 @@ def _query_analyzer():
     return abuse.TrafficAnalyzer([("proto", {"req": ("request", "req"), "rep": ("reply", "req")}, None, None, None)])
 
 
+def test_a_later_files_analyzer_is_folded_in_as_the_newer_whatever_its_frame_numbers():
+    """Frame numbers start at 1 in each file. Followed by the second file's analyzer, the first's keeps: an address's
+    first frame (the first file's) and its last (the second's); the worst query of a tie (the first file's); and at
+    the table's limit the second file's addresses, the newest, where the frame numbers alone would keep the first's."""
+    one, other, late = ("192.0.2.1", 1001), ("192.0.2.7", 1007), ("192.0.2.9", 1009)
+    second_server = ("203.0.113.6", 8303)
+    first, second = _query_analyzer(), _query_analyzer()
+    first.hosts, second.hosts = BoundedDict(2), BoundedDict(2)
+    first.count(5, 10.0, "proto", "req", one, SERVER, None, 10, 52)
+    first.count(6, 10.1, "proto", "rep", SERVER, one, None, 100, 142)
+    first.count(7, 10.2, "proto", "req", other, SERVER, None, 10, 52)
+    second.count(1, 20.0, "proto", "req", one, second_server, None, 10, 52)
+    second.count(2, 20.1, "proto", "rep", second_server, one, None, 100, 142)
+    second.count(3, 20.2, "proto", "req", late, second_server, None, 10, 52)
+    first.finish()
+    second.finish()
+    first.follow(second)
+    assert list(first.hosts.keys()) == [one[0], late[0]] and first.evicted["hosts"] == 1
+    host = first.hosts[one[0]]
+    assert (host.first_frame, host.last_frame, host.requests) == (5, 2, 2)
+    worst = first.stats()["amplification"][0]["worst"]
+    assert (worst["request_frame"], worst["server"]) == (5, "203.0.113.5:8303")
+    assert [server for server in first.servers.keys()] == [SERVER, second_server]
+
+
 def test_a_reply_finds_its_query_whichever_port_of_the_address_asked_last():
     # a server keeps its last pair, and the pair its last query: a reply to another port of the same address, or to
     # a port that never asked, is matched by its own key, not by the last query's

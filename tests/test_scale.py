@@ -13,12 +13,17 @@ import sys
 import time
 
 import bench
+import capkit
+import netquake_peer as nq
+import odamex_peer as od
 import pyarrow.parquet as pq
 import pytest
-from conftest import CAPTURES, ROOT, capture, run_cli
+from conftest import CAPTURES, ROOT, capture, jsonl, run_cli
 from test_columnar import servers_capture
 
 from dissect import scale
+from dissect.analysis.base import Analyzer
+from dissect.analysis.common import ServersSeen
 from dissect.columnar import TABLES, MissingExtra
 from dissect.registry import UsageError
 from dissect.scale import TaskProgress, run
@@ -277,3 +282,82 @@ def test_a_json_format_without_stats_is_refused_before_anything_is_written(tmp_p
     assert err == ("dissect: -T jsonl formats --stats' record under --to-parquet or --dask (the tables are "
                    "Parquet): add --stats, or leave -T out\n")
     assert not (tmp_path / "out").exists()
+
+
+def quake_server_capture(path, exchanges, padding=0):
+    """``padding`` unrelated frames, then per (server port, level name) a server info request and its reply."""
+    client, server = ("10.1.0.9", 40000), "10.1.0.1"
+    frames = [capkit.udp_packet(*client, "10.1.0.200", 9, b"x") for _ in range(padding)]
+    for port, level in exchanges:
+        frames.append(capkit.udp_packet(*client, server, port, nq.ccreq_server_info()))
+        frames.append(capkit.udp_packet(server, port, *client, nq.ccrep_server_info(f"{server}:{port}", "quake",
+                                                                                     level, 1, 8)))
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.01, capkit.ethernet(ip)) for n, ip in enumerate(frames)])
+
+
+def test_stats_over_files_take_a_later_files_values_as_the_newer(tmp_path):
+    """Frame numbers start at 1 in each file: the first file's reply (frame 42) must not outrank the second's
+    (frame 2). The server both files saw shows the second file's level and last frame; the server only the first
+    saw comes first, as the older."""
+    first, second = tmp_path / "first.pcap", tmp_path / "second.pcap"
+    quake_server_capture(first, [(26000, "e1m1"), (26001, "e1m2")], padding=40)
+    quake_server_capture(second, [(26000, "e2m2")])
+    code, out, err = run_cli("--to-parquet", tmp_path / "out", "--stats", "-T", "jsonl", first, second)
+    assert code == 0, err
+    (stats,) = [r for r in jsonl(out) if r["kind"] == "stats"]
+    rows = [(row["server"], row["level_name"], row["last_frame"], row["responses"])
+            for row in stats["transactions"]["netquake"]["servers"]]
+    assert rows == [("10.1.0.1:26001", "e1m2", 44, 1), ("10.1.0.1:26000", "e2m2", 2, 2)]
+    hosts = {row["address"]: row["requests"] for row in stats["abuse"]["top_talkers"]}
+    assert hosts == {"10.1.0.9": 3}
+
+
+def test_a_server_listed_in_two_files_is_listed_last_by_the_later_files_master(tmp_path):
+    server, launcher = ("198.51.100.1", 10666), ("10.7.0.1", 40000)
+    paths = []
+    for name, master, padding in (("first.pcap", ("10.7.0.100", 15000), 40), ("second.pcap", ("10.7.0.200", 15000), 0)):
+        frames = [capkit.udp_packet(*launcher, "10.7.0.250", 9, b"x") for _ in range(padding)]
+        frames += [capkit.udp_packet(*launcher, *master, od.request()),
+                   capkit.udp_packet(*master, *launcher, od.master_list([server]))]
+        paths.append(tmp_path / name)
+        capkit.write_pcap(paths[-1], [(capkit.DEFAULT_TS + n * 0.01, capkit.ethernet(ip))
+                                      for n, ip in enumerate(frames)])
+    code, out, err = run_cli("--to-parquet", tmp_path / "out", "--stats", "-T", "jsonl", *paths)
+    assert code == 0, err
+    (stats,) = [r for r in jsonl(out) if r["kind"] == "stats"]
+    (row,) = stats["transactions"]["odamex"]["servers"]
+    assert row["listed_by"] == ["10.7.0.100:15000", "10.7.0.200:15000"]
+
+
+def _seen(limit, *responses):
+    """A servers-seen table of one file: (server, frame, level) responses in the order given."""
+    table = ServersSeen(limit, ("level", "players"))
+    for server, frame, level in responses:
+        table.update(server, frame, (level, None))
+    return table
+
+
+def test_servers_seen_of_three_files_fold_in_the_files_order_whatever_their_frame_numbers():
+    """The middle file has the highest frame numbers and the last one none at all; each later file's values win, rows
+    come out by file then frame, and the limit keeps the newest rows."""
+    run = _seen(3, ("a", 5, "one-a"), ("b", 9, "one-b"))
+    for file in (_seen(3, ("c", 900, "two-c"), ("a", 950, "two-a")), _seen(3), _seen(3, ("b", 1, "four-b"))):
+        run.merge(file, later=True)
+    assert [(e["server"], e["level"], e["last_frame"], e["responses"]) for e in run.entries()] == [
+        ("c", "two-c", 900, 1), ("a", "two-a", 950, 2), ("b", "four-b", 1, 2)]
+    run.merge(_seen(3, ("d", 2, "five-d")), later=True)
+    assert [e["server"] for e in run.entries()] == ["a", "b", "d"]
+
+
+def test_a_plugins_analyzer_follows_a_later_file_by_its_merge():
+    class Counting(Analyzer):
+        def __init__(self):
+            super().__init__()
+            self.merged = []
+
+        def merge(self, other):
+            self.merged.append(other)
+
+    first, second = Counting(), Counting()
+    first.follow(second)
+    assert first.merged == [second]

@@ -15,12 +15,15 @@ Rates are counted in whole seconds of the capture clock: "rate r sustained over 
 least r x w messages fall within w consecutive seconds.
 
 ``-j`` needs no merge: its workers send each message reduced to what ``count`` reads, and the parent
-counts them in frame order. For a run over many capture files (``--to-parquet``, on Dask) all that is
-kept here merges by addition, minimum, maximum or union, and the rules that look across servers run on
-the merged state (``conclude``). The tables are bounded, least recently used entry out first; merged,
-they keep the entries last used by the latest frames, as one analysis would. Two merged give one
-analysis's result while no table reached its limit, and when only entries that lived in one of them
-each were evicted.
+counts them in frame order. A run over many capture files (``--to-parquet``, on Dask) folds each file's
+analyzer into the run's in the files' order (``follow``): counts add up, peers and tokens unite, and the
+rules that look across servers run on the merged state (``conclude``). Frame numbers start at 1 in each
+file, so the later file's entries are the most recently used, its frames the later ones where first and
+last frames or ties are chosen; the frame numbers shown are each their own file's. The tables are
+bounded, least recently used entry out first; merged, they keep the entries one analysis of the files in
+turn would keep while no table reached its limit, and when only entries that lived in one file each were
+evicted. (``merge`` without ``later`` folds parts whose frames interleave, numbered alike: by the latest
+frames.)
 
 Besides the tables, each server keeps the address pair of its last message and each pair its last query, found
 again without hashing a key (see ``_pair``): after the tables let them go, at most MAX_SERVERS pairs and
@@ -67,7 +70,7 @@ _ENDPOINTS = {}            # TCP endpoint text -> (address, port)
 
 class TrafficAnalyzer:
     """Fed every message of every protocol (``feed``); ``finish`` closes the open queries at the end of the
-    capture, ``merge`` folds in another file's analyzer, ``conclude`` gives the analysis records
+    capture, ``follow`` folds in the next file's analyzer, ``conclude`` gives the analysis records
     of the rules, ``stats`` the ``abuse`` part of ``--stats``."""
 
     __slots__ = ("protocols", "token_findings", "rate", "window", "threshold", "top",
@@ -415,31 +418,42 @@ class TrafficAnalyzer:
                 self._close(query)
         return []
 
-    def merge(self, other):
-        """Fold in the analyzer of another part of the run (another capture file), after both finished."""
+    def merge(self, other, later=False):
+        """Fold in the analyzer of another part of the run, after both finished: with ``later``, the next capture
+        file's, whose frames all came after these though their numbers start at 1 again (see ``follow``)."""
         self.found = None
         for key, kind in other.amplification.items():
-            self._kind(*key).merge(kind)
+            self._kind(*key).merge(kind, later)
         for protocol, entry in other.unsolicited.items():
             self._unsolicited(protocol).merge(entry)
         window = self.window
         evicted = Counter(self.evicted)
         evicted.update({
-            "hosts": _merge_recent(self.hosts, other.hosts, lambda a, b: a.merge(b, window)),
-            "servers": _merge_recent(self.servers, other.servers, _Server.merge),
-            "pairs": _merge_recent(self.pairs, other.pairs, _Pair.merge),
-            "queries": _merge_recent(self.open, other.open, _Query.merge)})
+            "hosts": _merge_recent(self.hosts, other.hosts, lambda a, b: a.merge(b, window, later), later),
+            "servers": _merge_recent(self.servers, other.servers, lambda a, b: a.merge(b, later), later),
+            "pairs": _merge_recent(self.pairs, other.pairs, lambda a, b: a.merge(b, later), later),
+            "queries": _merge_recent(self.open, other.open, lambda a, b: a.merge(b, later), later)})
         floods = {**other.floods, **self.floods}
         for key in self.floods.keys() & other.floods.keys():
-            floods[key] = self.floods[key].merge(other.floods[key])
-        ordered = sorted(floods.items(), key=lambda item: (item[1].frame, item[0]))
-        self.floods = dict(ordered[:MAX_FLOODS])
+            floods[key] = self.floods[key].merge(other.floods[key], later)
+        if later:  # this run's floods first, in their order, then the file's new ones
+            ordered = list(self.floods.items()) + sorted(((key, flood) for key, flood in other.floods.items()
+                                                          if key not in self.floods), key=_flood_order)
+        else:
+            ordered = sorted(floods.items(), key=_flood_order)
+        self.floods = {key: floods[key] for key, _ in ordered[:MAX_FLOODS]}
         evicted["floods"] += max(0, len(ordered) - MAX_FLOODS)
         evicted.update(other.evicted)
         self.evicted = dict(+evicted)  # without the tables that evicted nothing
         self.host_peers = sum(_peer_count(h.queried) + _peer_count(h.repliers) for h in self.hosts.values())
         self.server_peers = sum(_peer_count(server.requesters) for server in self.servers.values())
         self.rate_bins = sum(host.bins() for host in self.hosts.values())
+
+    def follow(self, other):
+        """Fold in the analyzer of the run's next capture file (``--to-parquet``, ``--dask``): its entries are the
+        newest, its floods and worst queries come after these where they tie, and an address's or a token's first
+        frame stays the earlier file's."""
+        self.merge(other, later=True)
 
     # -- the rules ---------------------------------------------------------------------------------------
     def conclude(self):
@@ -649,9 +663,10 @@ class _Query:
     def last_frame(self):
         return self.frame  # the open queries are used in the order of their requests
 
-    def merge(self, other):
-        """The same query in two workers' tables: never, as a query lives in one conversation."""
-        return self if self.frame >= other.frame else other
+    def merge(self, other, later=False):
+        """The same query in two workers' tables: never, as a query lives in one conversation; in two files'
+        (``later``: ``other`` the later one), the later."""
+        return self if self.frame >= other.frame and not later else other
 
     def add(self, frame, size, wire):
         self.replies += 1
@@ -708,13 +723,17 @@ class _Kind:
             key = query.key  # (protocol, request type, client, server)
             self.worst = (micro, query.frame, list(query.frames), key[2], key[3])
 
-    def merge(self, other):
+    def merge(self, other, later=False):
+        """Add another worker's queries of the type; ``later``: a later file's, whose worst query does not win a tie
+        (its request came after this one's, whatever their frame numbers)."""
         for name in self.SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for factor, count in other.factors.items():
             self.factors[factor] = self.factors.get(factor, 0) + count
-        if other.worst is not None and _beats(other.worst[0], other.worst[1], self.worst):
-            self.worst = other.worst
+        worst = other.worst
+        if worst is not None and (self.worst is None or worst[0] > self.worst[0] if later else
+                                  _beats(worst[0], worst[1], self.worst)):
+            self.worst = worst
 
     def as_dict(self, protocol, request):
         answered = sum(self.factors.values())
@@ -939,13 +958,18 @@ class _Host:
             self.first_frame = min(self.first_frame, frame)
             self.last_frame = max(self.last_frame, frame)
 
-    def merge(self, other, window):
+    def merge(self, other, window, later=False):
+        """Add another worker's view of the address; ``later``: a later file's, whose frames came after these."""
         for name in self.SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.first = _least(self.first, other.first)
         self.last = _most(self.last, other.last)
-        self.first_frame = _least(self.first_frame, other.first_frame)
-        self.last_frame = _most(self.last_frame, other.last_frame)
+        if later:
+            self.first_frame = other.first_frame if self.first_frame is None else self.first_frame
+            self.last_frame = self.last_frame if other.last_frame is None else other.last_frame
+        else:
+            self.first_frame = _least(self.first_frame, other.first_frame)
+            self.last_frame = _most(self.last_frame, other.last_frame)
         for name in ("rates", "replies", "suspects"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine is None:
@@ -954,7 +978,7 @@ class _Host:
                 mine.merge(theirs, window)
         self.queried = _union_peers(self.queried, other.queried)
         self.repliers = _union_peers(self.repliers, other.repliers)
-        self.tokens = _merge_tokens(self.tokens, other.tokens)
+        self.tokens = _merge_tokens(self.tokens, other.tokens, later)
         return self
 
     def as_dict(self, address, window):
@@ -994,11 +1018,11 @@ class _Server:
         self.bytes_out += size
         self.wire_out += wire
 
-    def merge(self, other):
+    def merge(self, other, later=False):
         for name in self.SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.requesters = _union_peers(self.requesters, other.requesters)
-        self.last_frame = max(self.last_frame, other.last_frame)
+        self.last_frame = other.last_frame if later else max(self.last_frame, other.last_frame)
         return self
 
     def as_dict(self, server):
@@ -1030,9 +1054,10 @@ class _Pair:
         self.asked_fast = True
         return True
 
-    def merge(self, other):
-        """The same pair in two workers' tables: never, as a pair of addresses lives in one worker."""
-        return self if self.last_frame >= other.last_frame else other
+    def merge(self, other, later=False):
+        """The same pair in two workers' tables: never, as a pair of addresses lives in one worker; in two files'
+        (``later``: ``other`` the later one), the later."""
+        return self if self.last_frame >= other.last_frame and not later else other
 
     def replied(self, second, start, window):
         """Count a reply, as ``asked`` a request: whether the pair just reached one a second."""
@@ -1091,9 +1116,11 @@ class _Flood:
         self.peak = 0
         self.requests = 0
 
-    def merge(self, other):
-        first, second = (self, other) if (self.frame, self.first_frame) <= (other.frame, other.first_frame) else \
-            (other, self)
+    def merge(self, other, later=False):
+        """The same flood in two parts of the run: the first to cross the threshold, with the larger counts;
+        ``later``: ``other`` is a later file's, whose flood came after this one."""
+        first, second = (self, other) if later or (self.frame, self.first_frame) <= (other.frame, other.first_frame) \
+            else (other, self)
         first.peak = max(first.peak, second.peak)
         first.requests = max(first.requests, second.requests)
         return first
@@ -1172,7 +1199,9 @@ def _token_table(tokens):
     return tokens
 
 
-def _merge_tokens(mine, theirs):
+def _merge_tokens(mine, theirs, later=False):
+    """Two parts' token tables of an address, as one; ``later``: ``theirs`` is a later file's, whose first frames
+    came after these."""
     if mine is False or theirs is False:
         return False
     if not theirs:
@@ -1187,24 +1216,34 @@ def _merge_tokens(mine, theirs):
             merged[key] = [count, frame, servers]
             continue
         entry[0] += count
-        entry[1] = min(entry[1], frame)
+        entry[1] = entry[1] if later else min(entry[1], frame)
         entry[2] = tuple(sorted(set(entry[2]) | set(servers), key=repr))[:MIN_SERVERS]
     return False if len(merged) > MAX_TOKENS else merged
 
 
-def _merge_recent(mine, theirs, combine):
+def _merge_recent(mine, theirs, combine, later=False):
     """Fold another worker's table (a BoundedDict of entries with a ``last_frame``) into ``mine``, combining
     the entries in both; keep those last used by the latest frames, in that order, as one process's LRU
-    would; return how many the limit evicted."""
+    would; return how many the limit evicted. ``later``: ``theirs`` is the next capture file's, whose entries
+    were all used after these: they are the newest, in their table's order."""
     combined = dict(mine)
     for key, entry in theirs.items():
         old = combined.get(key)
         combined[key] = entry if old is None else combine(old, entry)
-    ordered = sorted(combined.items(), key=lambda item: (item[1].last_frame or 0, repr(item[0])))
+    if later:
+        ordered = [(key, entry) for key, entry in mine.items() if key not in theirs] + \
+                  [(key, combined[key]) for key in theirs.keys()]
+    else:
+        ordered = sorted(combined.items(), key=lambda item: (item[1].last_frame or 0, repr(item[0])))
     kept = ordered[-mine.limit:]
     mine.clear()
     mine.update(kept)
     return len(ordered) - len(kept)
+
+
+def _flood_order(item):
+    key, flood = item
+    return flood.frame, key
 
 
 def _least(a, b):

@@ -18,15 +18,15 @@ cdef class _Row
 
 cdef class ServersSeen:
     cdef public BoundedDict rows
-    cdef public object columns, name_order
+    cdef public object columns, name_order, epoch
     @cython.locals(row=_Row, newest=bint, i=Py_ssize_t)
     cpdef update(self, server, frame, tuple values)
     @cython.locals(entry=dict, i=Py_ssize_t)
     cpdef dict _entry(self, server, _Row row)
 
 cdef class _Row:
-    cdef public object responses, last_frame
+    cdef public object responses, last_frame, epoch
     cdef public list values, frames
 
 @cython.locals(row=_Row, i=Py_ssize_t, newer=_Row)
-cpdef _Row _merged(_Row a, _Row b)
+cpdef _Row _merged(_Row a, _Row b, bint later)

@@ -66,10 +66,15 @@ def merge_timings(mine, theirs):
         mine.setdefault(name, Timing()).merge(timing)
 
 
-def merge_latest(mine, theirs, combine):
+def merge_latest(mine, theirs, combine, later=False):
     """Fold another worker's table of entries that say when they were last updated (their ``last_frame``)
     into this one (``-j``). An entry in both becomes ``combine(older, newer)``; the table keeps the
-    order of last update and its size limit, as one process would."""
+    order of last update and its size limit, as one process would. ``later``: ``theirs`` is the next capture
+    file's (see ``Analyzer.follow``): its entries are the newer, whatever their frame numbers."""
+    if later:
+        _keep_newest(mine, [(key, entry) for key, entry in mine.items() if key not in theirs] +
+                     [(key, entry if key not in mine else combine(mine[key], entry)) for key, entry in theirs.items()])
+        return
     combined = dict(mine)
     for key, entry in theirs.items():
         old = combined.get(key)
@@ -77,9 +82,14 @@ def merge_latest(mine, theirs, combine):
             newer, older = (entry, old) if entry.last_frame > old.last_frame else (old, entry)
             entry = combine(older, newer)
         combined[key] = entry
-    mine.clear()
-    for key, entry in sorted(combined.items(), key=lambda item: item[1].last_frame)[-mine.limit:]:
-        mine[key] = entry
+    _keep_newest(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
+
+
+def _keep_newest(table, ordered):
+    """Refill ``table`` (a BoundedDict) with the last of the (key, entry) pairs ``ordered`` oldest first that its
+    limit holds."""
+    table.clear()
+    table.update(ordered[-table.limit:])
 
 
 class ServersSeen:
@@ -88,14 +98,19 @@ class ServersSeen:
 
     Each field keeps the frame it came from, so the table does not depend on the order in which
     replies are concluded, nor on how ``-j`` split them between workers: merging two workers'
-    tables gives the table one process builds. Rows come out ordered by their newest frame."""
+    tables gives the table one process builds. Rows come out ordered by their newest frame. A run over
+    many capture files folds each file's table into the run's in the files' order (``merge`` with
+    ``later``): frame numbers start at 1 in each file, so a row also says which of the files folded in
+    (``epoch``) its newest value came from, a later file's values are the newer, and rows come out ordered
+    by their file, then their newest frame."""
 
-    __slots__ = ("rows", "columns", "name_order")
+    __slots__ = ("rows", "columns", "name_order", "epoch")
 
     def __init__(self, limit, columns):
         self.rows = BoundedDict(limit)  # server -> _Row
         self.columns = columns          # the fields' names, in the order update() takes their values
         self.name_order = tuple(sorted(range(len(columns)), key=columns.__getitem__))
+        self.epoch = 0                  # the epoch of the last capture file folded in (0: one capture)
 
     def update(self, server, frame, values):
         """Count a response of ``server`` carried by frame ``frame``; ``values``: its fields in the order of
@@ -114,18 +129,23 @@ class ServersSeen:
                 row.values[i] = value
                 row.frames[i] = frame
 
-    def merge(self, other):
-        """Fold in another ``-j`` worker's table."""
+    def merge(self, other, later=False):
+        """Fold in another ``-j`` worker's table, or with ``later`` the next capture file's, whose values are the
+        newer whatever their frames. ``other`` is used up: its rows become this table's (with ``later``, their
+        ``epoch`` moved past this table's)."""
+        if later:
+            base = self.epoch + 1
+            for row in other.rows.values():
+                row.epoch += base
+            self.epoch = base + other.epoch
         combined = dict(self.rows)
         for server, row in other.rows.items():
             mine = combined.get(server)
-            combined[server] = row if mine is None else _merged(mine, row)
-        self.rows.clear()
-        for server, row in sorted(combined.items(), key=_row_order)[-self.rows.limit:]:
-            self.rows[server] = row
+            combined[server] = row if mine is None else _merged(mine, row, later)
+        _keep_newest(self.rows, sorted(combined.items(), key=_row_order))
 
     def entries(self):
-        """The rows, oldest first by their newest frame."""
+        """The rows, oldest first by their file (``epoch``), then their newest frame."""
         return [self._entry(server, row) for server, row in sorted(self.rows.items(), key=_row_order)]
 
     def get(self, server):
@@ -155,26 +175,30 @@ class ServersSeen:
 
 class _Row:
     """One server of the table: per column, the newest value and the frame that carried it (None and -1 until
-    a response has the field)."""
+    a response has the field); ``epoch``: the capture file of its newest frame, where files were folded in."""
 
-    __slots__ = ("responses", "last_frame", "values", "frames")
+    __slots__ = ("responses", "last_frame", "values", "frames", "epoch")
 
     def __init__(self, width, frame):
         self.responses = 0
         self.last_frame = frame
         self.values = [None] * width
         self.frames = [-1] * width
+        self.epoch = 0
 
 
 def _row_order(item):
     server, row = item
-    return row.last_frame, server
+    return row.epoch, row.last_frame, server
 
 
-def _merged(a, b):
-    row = _Row(len(a.values), max(a.last_frame, b.last_frame))
+def _merged(a, b, later):
+    """The row of a server in two tables: ``b``'s values are the newer where it has them, with ``later`` (a later
+    file's), or else where their frames are."""
+    row = _Row(len(a.values), b.last_frame if later else max(a.last_frame, b.last_frame))
+    row.epoch = b.epoch if later else max(a.epoch, b.epoch)
     row.responses = a.responses + b.responses
     for i in range(len(a.values)):
-        newer = b if b.frames[i] > a.frames[i] else a
+        newer = b if b.frames[i] > a.frames[i] or later and b.frames[i] >= 0 else a
         row.values[i], row.frames[i] = newer.values[i], newer.frames[i]
     return row

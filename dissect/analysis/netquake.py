@@ -230,11 +230,15 @@ class NetQuakeAnalyzer(Analyzer):
             out.extend(self._conclude_all(conv))
         return out
 
-    def merge(self, other):
-        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
+    def merge(self, other, later=False):
+        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these), or with ``later`` the
+        next capture file's (see ``Analyzer.follow``)."""
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
-        self.servers.merge(other.servers)
+        self.servers.merge(other.servers, later)
+
+    def follow(self, other):
+        self.merge(other, later=True)
 
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,

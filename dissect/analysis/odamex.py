@@ -119,13 +119,17 @@ class OdamexAnalyzer(Analyzer):
     def finish(self):
         return []
 
-    def merge(self, other):
-        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
+    def merge(self, other, later=False):
+        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these), or with ``later`` the
+        next capture file's (see ``Analyzer.follow``)."""
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
-        self.servers.merge(other.servers)
-        merge_latest(self.listed, other.listed, _merge_listings)
+        self.servers.merge(other.servers, later)
+        merge_latest(self.listed, other.listed, _merge_listings, later)
         self.latest_list = None  # the merge reorders the listings
+
+    def follow(self, other):
+        self.merge(other, later=True)
 
     def stats(self):
         listed = {entry_text(key): listing for key, listing in self.listed.items()}

@@ -220,11 +220,15 @@ class SoldatAnalyzer(Analyzer):
         self.rows.clear()
         return out
 
-    def merge(self, other):
-        """Fold in another ``-j`` worker's analyzer (its streams are disjoint from these)."""
+    def merge(self, other, later=False):
+        """Fold in another ``-j`` worker's analyzer (its streams are disjoint from these), or with ``later`` the
+        next capture file's (see ``Analyzer.follow``)."""
         merge_counts(self, other)
         self.timing.merge(other.timing)
-        self.servers.merge(other.servers)
+        self.servers.merge(other.servers, later)
+
+    def follow(self, other):
+        self.merge(other, later=True)
 
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,

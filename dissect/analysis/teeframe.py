@@ -321,11 +321,15 @@ class TeeFrameAnalyzer(Analyzer):
         self.pending.clear()
         return out
 
-    def merge(self, other):
-        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these)."""
+    def merge(self, other, later=False):
+        """Fold in another ``-j`` worker's analyzer (its conversations are disjoint from these), or with ``later`` the
+        next capture file's (see ``Analyzer.follow``)."""
         merge_counts(self, other, ("request_count", "answered"))
         self.timing.merge(other.timing)
-        self.servers.merge(other.servers)
+        self.servers.merge(other.servers, later)
+
+    def follow(self, other):
+        self.merge(other, later=True)
 
     def stats(self):
         return {"requests": self.request_count, "answered": self.answered,
