@@ -102,6 +102,25 @@ def test_a_syn_after_bytes_sent_without_one_elsewhere_is_a_new_connection():
     assert delivered(out) == [b"old", b"new"] and out[2].stream is not out[0].stream
 
 
+def test_a_silent_sides_opening_syn_after_the_other_sides_bytes_is_a_new_connection_at_once():
+    """The capture began mid-stream with only the lobby talking; the client's SYN (no ACK) can only open another
+    connection, so the old stream ends at it, not one frame later at the lobby's SYN-ACK."""
+    lobby = {"src": LOBBY, "dst": CLIENT}
+    tcp, out = run([segment(901, b"tail of a list", **lobby), segment(5000, flags=0x02),
+                    segment(7000, flags=0x12, **lobby), segment(5001, b"req")])
+    assert out[1].evicted == [out[0].stream] and codes_of(out) == ["tcp.port_reused"]
+    assert out[1].stream is not out[0].stream and out[2].stream is out[1].stream is out[3].stream
+    assert out[1].stream.client == CLIENT and delivered(out) == [b"tail of a list", b"req"]
+
+
+def test_a_syn_ack_of_a_silent_side_after_the_other_sides_bytes_still_joins_their_stream():
+    """A SYN-ACK answers its stream's SYN: reordered behind the client's first bytes, it is the stream's own."""
+    lobby = {"src": LOBBY, "dst": CLIENT}
+    tcp, out = run([segment(101, b"req"), segment(900, flags=0x12, **lobby), segment(901, b"reply", **lobby)])
+    assert [d.evicted for d in out] == [[], [], []] and codes_of(out) == [] and len(tcp.streams) == 1
+    assert delivered(out) == [b"req", b"reply"]
+
+
 def test_a_retransmitted_syn_wraps_around_with_its_number():
     """An initial number of 0xFFFFFFFF puts the first byte at 0: the SYN sent again is still the stream's own."""
     _, out = run([segment(0xFFFFFFFF, flags=0x02), segment(0, b"abc"), segment(0xFFFFFFFF, flags=0x02),

@@ -42,7 +42,7 @@ cdef class TcpStream:
     cpdef int direction_of(self, src, sport) except -1
 
 cpdef tuple _key(Packet packet)
-@cython.locals(side=_Direction)
+@cython.locals(side=_Direction, direction=int)
 cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
 cpdef bint _holds_bytes(TcpStream stream) except -1
 cdef _pass_fin(_Direction side)

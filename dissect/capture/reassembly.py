@@ -447,11 +447,14 @@ def _holds_bytes(stream):
 def _new_connection(stream, packet):
     """Whether a SYN on the ports of an open stream starts another connection: its sender's side of the stream began
     at another sequence number than the one after the SYN's. A retransmitted SYN repeats its number, a SYN captured
-    late (after its side's first segments) is the one right before them, and a side's first SYN is the stream's own.
+    late (after its side's first segments) is the one right before them, and a side's first SYN is the stream's own,
+    unless it opens the connection (no ACK) after the other side's bytes: a connection's data follows its opening
+    SYN, so that one is a new connection's, on a stream whose capture began mid-way with only the other side talking.
     (Where a side's bytes began: ``next_seq`` less the bytes delivered since, ``next_off``.)"""
-    side = stream.directions[stream.direction_of(packet.src, packet.sport)]
+    direction = stream.direction_of(packet.src, packet.sport)
+    side = stream.directions[direction]
     if side.next_seq is None:
-        return False
+        return not packet.tcp_flags & ACK and stream.directions[1 - direction].next_off > 0
     return (side.next_seq - side.next_off) & 0xFFFFFFFF != (packet.tcp_seq + 1) & 0xFFFFFFFF
 
 
