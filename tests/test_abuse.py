@@ -421,6 +421,24 @@ def test_a_later_files_analyzer_is_folded_in_as_the_newer_whatever_its_frame_num
     assert [server for server in first.servers.keys()] == [SERVER, second_server]
 
 
+def test_a_pair_flooding_in_two_files_is_one_fast_server_and_one_flood_of_both_files_requests():
+    """A source asks one server 120 times in 5 seconds in each of two files: one server asked fast (not two, which
+    would count toward the reflection rule's three), and one flood of 240 requests with the first file's frames."""
+    files = []
+    for start in (10.0, 20.0):
+        analyzer = _query_analyzer()
+        for n in range(120):
+            analyzer.count(n + 1, start + n / 30, "proto", "req", CLIENT, SERVER, None, 10, 52)
+        analyzer.finish()
+        files.append(analyzer)
+    first, second = files
+    assert first.hosts[CLIENT[0]].servers_asked_fast == 1
+    first.follow(second)
+    assert first.hosts[CLIENT[0]].servers_asked_fast == 1
+    (flood,) = [s for s in first.stats()["suspicions"] if s["rule"] == "request_flood"]
+    assert (flood["requests"], flood["frames"]) == (240, [1, 100])
+
+
 def test_a_reply_finds_its_query_whichever_port_of_the_address_asked_last():
     # a server keeps its last pair, and the pair its last query: a reply to another port of the same address, or to
     # a port that never asked, is matched by its own key, not by the last query's

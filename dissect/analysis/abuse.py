@@ -427,6 +427,8 @@ class TrafficAnalyzer:
         for protocol, entry in other.unsolicited.items():
             self._unsolicited(protocol).merge(entry)
         window = self.window
+        if later:
+            _count_fast_pairs_once(self.pairs, other)
         evicted = Counter(self.evicted)
         evicted.update({
             "hosts": _merge_recent(self.hosts, other.hosts, lambda a, b: a.merge(b, window, later), later),
@@ -1118,11 +1120,12 @@ class _Flood:
 
     def merge(self, other, later=False):
         """The same flood in two parts of the run: the first to cross the threshold, with the larger counts;
-        ``later``: ``other`` is a later file's, whose flood came after this one."""
+        ``later``: ``other`` is a later file's, whose flood came after this one and whose requests came on top of
+        these."""
         first, second = (self, other) if later or (self.frame, self.first_frame) <= (other.frame, other.first_frame) \
             else (other, self)
         first.peak = max(first.peak, second.peak)
-        first.requests = max(first.requests, second.requests)
+        first.requests = first.requests + second.requests if later else max(first.requests, second.requests)
         return first
 
 
@@ -1239,6 +1242,17 @@ def _merge_recent(mine, theirs, combine, later=False):
     mine.clear()
     mine.update(kept)
     return len(ordered) - len(kept)
+
+
+def _count_fast_pairs_once(pairs, later):
+    """Before ``later``, the next file's analyzer, is folded in: a pair of addresses fast in both files is one
+    server asked (or answering) at least once a second, which the earlier file's address counted already."""
+    for key, pair in later.pairs.items():
+        old = pairs.get(key)
+        host = later.hosts.get(key[0])
+        if old is not None and host is not None:
+            host.servers_asked_fast -= old.asked_fast and pair.asked_fast
+            host.servers_replying_fast -= old.replied_fast and pair.replied_fast
 
 
 def _flood_order(item):
