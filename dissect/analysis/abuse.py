@@ -1244,12 +1244,12 @@ def _merge_recent(mine, theirs, combine, later=False):
     return len(ordered) - len(kept)
 
 
-def _count_fast_pairs_once(pairs, later):
-    """Before ``later``, the next file's analyzer, is folded in: a pair of addresses fast in both files is one
-    server asked (or answering) at least once a second, which the earlier file's address counted already."""
-    for key, pair in later.pairs.items():
+def _count_fast_pairs_once(pairs, next_file):
+    """Before ``next_file``'s analyzer is folded in after the one whose table ``pairs`` is: a pair of addresses fast
+    in both files is one server asked (or answering) at least once a second, which the earlier file counted."""
+    for key, pair in next_file.pairs.items():
         old = pairs.get(key)
-        host = later.hosts.get(key[0])
+        host = next_file.hosts.get(key[0])
         if old is not None and host is not None:
             host.servers_asked_fast -= old.asked_fast and pair.asked_fast
             host.servers_replying_fast -= old.replied_fast and pair.replied_fast
