@@ -106,8 +106,8 @@ def test_a_silent_sides_opening_syn_after_the_other_sides_bytes_is_a_new_connect
     """The capture began mid-stream with only the lobby talking; the client's SYN (no ACK) can only open another
     connection, so the old stream ends at it, not one frame later at the lobby's SYN-ACK."""
     lobby = {"src": LOBBY, "dst": CLIENT}
-    tcp, out = run([segment(901, b"tail of a list", **lobby), segment(5000, flags=0x02),
-                    segment(7000, flags=0x12, **lobby), segment(5001, b"req")])
+    _, out = run([segment(901, b"tail of a list", **lobby), segment(5000, flags=0x02),
+                  segment(7000, flags=0x12, **lobby), segment(5001, b"req")])
     assert out[1].evicted == [out[0].stream] and codes_of(out) == ["tcp.port_reused"]
     assert out[1].stream is not out[0].stream and out[2].stream is out[1].stream is out[3].stream
     assert out[1].stream.client == CLIENT and delivered(out) == [b"tail of a list", b"req"]

@@ -309,10 +309,12 @@ def test_stats_over_files_take_a_later_files_values_as_the_newer(tmp_path):
             for row in stats["transactions"]["netquake"]["servers"]]
     assert rows == [("10.1.0.1:26001", "e1m2", 44, 1), ("10.1.0.1:26000", "e2m2", 2, 2)]
     hosts = {row["address"]: row["requests"] for row in stats["abuse"]["top_talkers"]}
-    assert hosts == {"10.1.0.9": 3}
+    assert hosts == {"10.1.0.9": 3}  # the abuse analysis's counts add up across the files
 
 
 def test_a_server_listed_in_two_files_is_listed_last_by_the_later_files_master(tmp_path):
+    """The first file's master lists the server at frame 42, the second's at frame 2: the second file's listing is the
+    newer, so its master comes last in ``listed_by``."""
     server, launcher = ("198.51.100.1", 10666), ("10.7.0.1", 40000)
     paths = []
     for name, master, padding in (("first.pcap", ("10.7.0.100", 15000), 40), ("second.pcap", ("10.7.0.200", 15000), 0)):
