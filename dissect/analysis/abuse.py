@@ -42,6 +42,7 @@ from ..capture.tables import ABUSE_FINDINGS as W
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, held_at, kept, newest, peek, put, refreshed, refreshed_at
 from ..core.fmt import endpoint
+from .common import in_file_order, refill
 
 KEY = W.protocol           # the key of the abuse analysis among the analyzers and in the --stats dict
 DEFAULT_RATE = 20.0        # requests per second ...
@@ -1229,19 +1230,13 @@ def _merge_recent(mine, theirs, combine, later=False):
     the entries in both; keep those last used by the latest frames, in that order, as one process's LRU
     would; return how many the limit evicted. ``later``: ``theirs`` is the next capture file's, whose entries
     were all used after these: they are the newest, in their table's order."""
+    if later:
+        return refill(mine, in_file_order(mine, theirs, combine))
     combined = dict(mine)
     for key, entry in theirs.items():
         old = combined.get(key)
         combined[key] = entry if old is None else combine(old, entry)
-    if later:
-        ordered = [(key, entry) for key, entry in mine.items() if key not in theirs] + \
-                  [(key, combined[key]) for key in theirs.keys()]
-    else:
-        ordered = sorted(combined.items(), key=lambda item: (item[1].last_frame or 0, repr(item[0])))
-    kept = ordered[-mine.limit:]
-    mine.clear()
-    mine.update(kept)
-    return len(ordered) - len(kept)
+    return refill(mine, sorted(combined.items(), key=lambda item: (item[1].last_frame or 0, repr(item[0]))))
 
 
 def _count_fast_pairs_once(pairs, next_file):

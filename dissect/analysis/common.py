@@ -72,8 +72,7 @@ def merge_latest(mine, theirs, combine, later=False):
     order of last update and its size limit, as one process would. ``later``: ``theirs`` is the next capture
     file's (see ``Analyzer.follow``): its entries are the newer, whatever their frame numbers."""
     if later:
-        _keep_newest(mine, [(key, entry) for key, entry in mine.items() if key not in theirs] +
-                     [(key, entry if key not in mine else combine(mine[key], entry)) for key, entry in theirs.items()])
+        refill(mine, in_file_order(mine, theirs, combine))
         return
     combined = dict(mine)
     for key, entry in theirs.items():
@@ -82,14 +81,23 @@ def merge_latest(mine, theirs, combine, later=False):
             newer, older = (entry, old) if entry.last_frame > old.last_frame else (old, entry)
             entry = combine(older, newer)
         combined[key] = entry
-    _keep_newest(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
+    refill(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
 
 
-def _keep_newest(table, ordered):
+def in_file_order(mine, theirs, combine):
+    """The entries of the BoundedDicts ``mine`` and ``theirs`` (the next capture file's), oldest first: those only
+    ``mine`` holds in its order, then those of ``theirs`` in its own, an entry in both as ``combine(mine's, its)``."""
+    return [(key, entry) for key, entry in mine.items() if key not in theirs] + \
+        [(key, entry if key not in mine else combine(mine[key], entry)) for key, entry in theirs.items()]
+
+
+def refill(table, ordered):
     """Refill ``table`` (a BoundedDict) with the last of the (key, entry) pairs ``ordered`` oldest first that its
-    limit holds."""
+    limit holds; return how many it left out."""
+    kept = ordered[-table.limit:]
     table.clear()
-    table.update(ordered[-table.limit:])
+    table.update(kept)
+    return len(ordered) - len(kept)
 
 
 class ServersSeen:
@@ -142,7 +150,7 @@ class ServersSeen:
         for server, row in other.rows.items():
             mine = combined.get(server)
             combined[server] = row if mine is None else _merged(mine, row, later)
-        _keep_newest(self.rows, sorted(combined.items(), key=_row_order))
+        refill(self.rows, sorted(combined.items(), key=_row_order))
 
     def entries(self):
         """The rows, oldest first by their file (``epoch``), then their newest frame."""
