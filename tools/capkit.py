@@ -90,6 +90,15 @@ def _write_pcap_record(handle, writer, ts, data, wirelen, nano):
     handle.write(struct.pack("<IIII", sec, frac, len(data), wirelen) + data)
 
 
+def record_offsets(data):
+    """Where each record of a little-endian pcap file's bytes begins (its 16-byte header)."""
+    offsets, pos = [], 24
+    while pos < len(data):
+        offsets.append(pos)
+        pos += 16 + struct.unpack_from("<I", data, pos + 8)[0]
+    return offsets
+
+
 def write_pcapng(path, frames_by_iface, linktypes):
     """``frames_by_iface``: list of (iface_index, ts, bytes); ``linktypes``: one per interface."""
     with open(path, "wb") as handle:

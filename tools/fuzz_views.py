@@ -23,7 +23,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+sys.path[:0] = [ROOT, HERE]
+
+import capkit  # noqa: E402
 
 VIEWS = ([], ["-V"], ["-x"], ["-T", "json"], ["-T", "jsonl"], ["--stats"], ["--stats", "-T", "json"],
          ["-T", "jsonl", "--stats"], ["-T", "fields", "-e", "frame.number", "-e", "odamex.name", "-e", "expert.code"],
@@ -38,12 +40,8 @@ def pcap_records(data):
     """A little-endian pcap file's header and its records (header and bytes)."""
     if data[:4] != b"\xd4\xc3\xb2\xa1":
         raise SystemExit("only little-endian pcap files are supported as seeds")
-    records, pos = [], 24
-    while pos + RECORD_HEADER <= len(data):
-        size = struct.unpack_from("<I", data, pos + 8)[0]
-        records.append(data[pos:pos + RECORD_HEADER + size])
-        pos += RECORD_HEADER + size
-    return data[:24], records
+    offsets = capkit.record_offsets(data)
+    return data[:24], [data[start:end] for start, end in zip(offsets, offsets[1:] + [len(data)])]
 
 
 def edit_record(rng, record):

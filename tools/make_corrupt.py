@@ -32,14 +32,6 @@ def good_pcap(path, snaplen=65535):
         return bytearray(handle.read())
 
 
-def record_offsets(data):
-    offsets, pos = [], 24
-    while pos < len(data):
-        offsets.append(pos)
-        pos += 16 + struct.unpack_from("<I", data, pos + 8)[0]
-    return offsets
-
-
 def good_pcapng(path):
     capkit.write_pcapng(path, [(0, capkit.DEFAULT_TS + i, f) for i, f in enumerate(frames())], [1])
     with open(path, "rb") as handle:
@@ -64,7 +56,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     scratch = os.path.join(OUT, "_scratch")
     pcap = good_pcap(scratch)
-    offsets = record_offsets(pcap)
+    offsets = capkit.record_offsets(pcap)
 
     write("bad-magic.pcap", b"\x00\x11\x22\x33" + pcap[4:])
     write("truncated-header.pcap", pcap[:10])
