@@ -741,6 +741,23 @@ def test_bytes_two_past_a_fin_leave_a_gap_of_one_byte():
     assert codes_of(out) == ["tcp.out_of_order", "tcp.lost_segment"]
 
 
+def test_bytes_one_past_a_fin_that_come_before_it_follow_it_with_no_gap():
+    """Reordered: the bytes beyond the FIN are held, then the FIN comes and its number is passed, not lost."""
+    _, out = run([segment(1000, b"req"), segment(1004, b"more"), segment(1003, flags=0x11),
+                  segment(900, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert delivered(out) == [b"req", b"more"] and codes_of(out) == ["tcp.out_of_order"]
+    assert [p.frame for _, p in out[2].pieces] == [2] and out[2].finished == 0
+
+
+def test_bytes_lost_on_both_sides_of_a_fin_are_two_gaps_around_its_number():
+    """Bytes 1003-1004 never arrive, the FIN takes 1005, 1006-1009 never arrive: held bytes at 1010 follow two gaps
+    of 2 and 4 bytes, and the bytes after them keep flowing."""
+    _, out = run([segment(1000, b"req"), segment(1010, b"more"), segment(1005, flags=0x11), segment(1014, b"!")])
+    assert delivered(out) == [b"req", ("gap", 2), ("gap", 4), b"more", b"!"]
+    assert codes_of(out) == ["tcp.out_of_order", "tcp.lost_segment"]
+    assert "6 bytes of the stream in 2 gaps never arrived" in out[2].findings[0].message
+
+
 def test_a_line_cut_by_the_senders_fin_ends_in_that_frame(tmp_path):
     """The lobby sends half a server line and its FIN; the client's FIN comes later. The half line is the lobby's
     last: it is shown in the lobby's FIN frame, not in the client's."""
@@ -794,6 +811,15 @@ def test_bytes_a_side_sends_after_its_fin_are_still_dissected(tmp_path):
                                  ((*client, *lobby), b"", 1000 + len(sp.request()), fin)])
     names = {r["frame"]: [m["message"] for m in r["messages"]] for r in past if r["kind"] == "frame"}
     assert names[4] == ["server"] and "tcp." not in json.dumps(past)  # one past the FIN's number: no gap
+    reordered = capture("reordered.pcap", [((*client, *lobby), sp.request(), 1000, 0x18),
+                                           ((*lobby, *client), begin, 5000, 0x18),
+                                           ((*lobby, *client), server, 5000 + len(begin) + 1, 0x18),
+                                           ((*lobby, *client), b"", 5000 + len(begin), fin),
+                                           ((*client, *lobby), b"", 1000 + len(sp.request()), fin)])
+    shown = {r["frame"]: [(m["message"], m["frames"]) for m in r["messages"]]
+             for r in reordered if r["kind"] == "frame"}
+    assert shown[4] == [("server", [3])]  # delivered at the FIN, which it came before
+    assert "tcp.lost_segment" not in json.dumps(reordered)
     held = capture("held.pcap", [((*client, *lobby), sp.request(), 1000, 0x18),
                                  ((*lobby, *client), begin, 5000, 0x18),
                                  ((*lobby, *client), b"", 5000 + len(begin), fin),

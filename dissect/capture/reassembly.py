@@ -296,8 +296,21 @@ class TcpReassembler:
             return
         ahead = min(starts)
         if ahead > side.next_off:
-            self._lose(side, ahead - side.next_off, frame, delivery)
+            self._lose_before(side, ahead - side.next_off, frame, delivery)
         self._drain(side, delivery)
+
+    def _lose_before(self, side, missing, frame, delivery):
+        """The ``missing`` bytes before what ``side`` holds are lost, but for its FIN's sequence number among them
+        (bytes beyond the FIN that came before it): that number is passed, as when they come after it, and only the
+        bytes on either side of it are gaps."""
+        to_fin = -1 if side.fin_seq is None else seq_diff(side.fin_seq, side.next_seq)
+        if 0 <= to_fin < missing:
+            if to_fin:
+                self._lose(side, to_fin, frame, delivery)
+            _pass_fin(side)
+            missing -= to_fin + 1
+        if missing:
+            self._lose(side, missing, frame, delivery)
 
     def _uncaptured(self, side, seq, size, frame, delivery):
         """The ``size`` bytes from ``seq`` were sent but the capture did not keep them (snap length). Where they
