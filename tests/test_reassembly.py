@@ -690,24 +690,78 @@ def test_uncaptured_bytes_sent_again_and_captured_are_no_gap():
     assert [(d.pieces, codes_of([d])) for d in ends] == [([], [])]
 
 
-def test_the_offsets_kept_to_find_the_earliest_cut_stay_within_twice_the_cuts():
-    """The earliest cut is found in a heap of the cuts' offsets, where a cut drained leaves its offset until it comes
-    up. Here a cut the stream went past (108-111, sent again and captured) stays at the top, and 300 more cuts are
-    each held and then drained: the heap keeps at most twice the cuts (and 16), the gaps are each cut's, and the cut
-    gone past is forgotten when the stream gives up on a gap, as before."""
+def test_the_earliest_cut_is_found_in_a_heap_of_exactly_the_cuts():
+    """A cut the stream went past (108-111, sent again and captured) is forgotten at once, and 300 more cuts are each
+    held and then drained: the heap holds the offsets of the cuts waiting and nothing else, and each gap is its
+    cut's."""
     tcp, out = run([segment(100, flags=0x02), cut_segment(105, b"efg", 4), segment(101, b"abcdefghijklm")])
     side = tcp.streams.values()[0].directions[0]
-    assert list(side.cuts) == [7] and side.next_off == 13  # offsets from the stream's first byte, 101
-    number, sizes = 4, []
+    assert not side.cuts and not side.cut_heap and side.next_off == 13  # offsets from the stream's first byte, 101
+    number = 4
     for at in range(114, 114 + 300 * 9, 9):  # 4 bytes, then 3 held whose last 2 were cut off: 9 a round
-        out += [tcp.segment(cut_segment(at + 4, b"xyz", 2), number), tcp.segment(segment(at, b"abcd"), number + 1)]
+        out.append(tcp.segment(cut_segment(at + 4, b"xyz", 2), number))
+        assert list(side.cuts) == side.cut_heap == [at + 4 + 3 - 101]
+        out.append(tcp.segment(segment(at, b"abcd"), number + 1))
+        assert not side.cuts and not side.cut_heap
         number += 2
-        sizes.append(len(side.cut_heap))
-        assert len(side.cut_heap) <= 2 * len(side.cuts) + 16
-    assert max(sizes) == 18 and list(side.cuts) == [7]
     assert delivered(out[-2:]) == [b"abcd", b"xyz", ("gap", 2)]
-    ends = list(tcp.finish())
-    assert not side.cuts and not side.cut_heap and codes_of(ends) == []
+    assert codes_of(out).count("tcp.cut_segment") == 300 and "tcp.lost_segment" not in codes_of(out)
+
+
+def test_a_cut_partly_sent_again_leaves_a_gap_of_what_was_not():
+    """The held segment at 3 kept "cd" and lost 5-8 to the snap length; a retransmission then brings 2-6 whole: the
+    stream goes on to 7, and 7-8 are still a cut, not a loss."""
+    _, out = run([segment(1, b"a"), cut_segment(3, b"cd", 4), segment(2, b"bcdef"), segment(9, flags=0x11)])
+    assert delivered(out) == [b"a", b"bcdef", ("gap", 2)]
+    gap = out[2].pieces[1][1]
+    assert (gap.cut, gap.frame) == (True, 2) and codes_of(out[2:]) == ["tcp.cut_segment"]
+
+
+def test_a_shorter_copy_of_a_cut_segment_does_not_shrink_its_cut():
+    """The segment at 5 kept "e" and lost 6-7; a shorter copy lost only 6: 6-7 are still a cut, not a loss at the
+    FIN."""
+    _, out = run([segment(1, b"ab"), cut_segment(5, b"e", 2), cut_segment(5, b"e", 1), segment(3, b"cd"),
+                  segment(8, flags=0x11)])
+    assert delivered(out) == [b"ab", b"cd", b"e", ("gap", 2)]
+    assert codes_of(out) == ["tcp.out_of_order", "tcp.cut_segment"] and out[3].pieces[2][1].frame == 2
+
+
+def test_a_cut_that_runs_past_the_next_byte_is_a_gap_at_once():
+    """Bytes 1-6 are delivered; a resend of 3-4 lost 5-10 to the snap length: 7-10 are the stream's next bytes, a cut
+    gap in that frame, and the bytes at 11 follow with no loss."""
+    _, out = run([segment(1, b"abcdef"), cut_segment(3, b"cd", 6), segment(11, b"kl", flags=0x19)])
+    assert delivered(out) == [b"abcdef", ("gap", 4), b"kl"]
+    assert codes_of(out) == ["tcp.retransmission", "tcp.cut_segment"] and out[1].pieces[0][1].cut
+
+
+def test_a_longer_segment_at_the_place_of_one_held_keeps_its_new_bytes():
+    """"e" is held at 5; "efgh" then arrives at 5 too: its bytes beyond the one held are held as well, and all go on
+    when 3-4 arrive (before, they were dropped unseen)."""
+    tcp, out = run([segment(1, b"ab"), segment(5, b"e"), segment(5, b"efgh"), segment(5, b"ef"), segment(3, b"cd")])
+    assert delivered(out) == [b"ab", b"cd", b"e", b"fgh"] and codes_of(out) == ["tcp.out_of_order"] * 2
+    assert [p.frame for _, p in out[4].pieces] == [5, 2, 3]
+    side = tcp.streams.values()[0].directions[0]
+    assert side.pending_bytes == 0 and tcp.total_pending == 0
+
+
+def test_a_fins_own_new_bytes_are_not_declared_lost_behind_a_shorter_copy():
+    _, out = run([segment(1, b"ab"), segment(5, b"e"), segment(5, b"ef", flags=0x19)])
+    assert delivered(out) == [b"ab", ("gap", 2), b"e", b"f"]
+    assert codes_of(out[2:]) == ["tcp.out_of_order", "tcp.lost_segment"]
+
+
+def test_a_fin_sums_the_gaps_it_flushes_with_those_right_before_it():
+    """3-4 are missing behind the held 5-6, and 7-8 right before the FIN at 9: one finding for the 4 bytes."""
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(9, flags=0x11)])
+    assert delivered(out) == [b"ab", ("gap", 2), b"ef", ("gap", 2)]
+    assert codes_of(out[2:]) == ["tcp.lost_segment"]
+    assert out[2].findings[0].message.startswith("4 bytes of the stream in 2 gaps never arrived")
+
+
+def test_a_later_fin_passes_the_number_the_first_one_took():
+    """A second FIN at 1008, after one at 1003: 1004-1007 are the gap; 1003, the first FIN's, is not lost."""
+    _, out = run([segment(1000, b"req"), segment(1003, flags=0x11), segment(1008, flags=0x11)])
+    assert delivered(out) == [b"req", ("gap", 4)] and codes_of(out) == ["tcp.lost_segment"]
 
 
 def test_a_fin_says_which_side_finished_once():

@@ -32,6 +32,7 @@ cdef class TcpReassembler:
     @cython.locals(side=_Direction, other=_Direction)
     cpdef _close_if_done(self, TcpStream stream, Packet packet, key, Delivery delivery, frame=*)
     cpdef _segment(self, _Direction side, Packet packet, frame, Delivery delivery)
+    cpdef _segment_bytes(self, _Direction side, Packet packet, frame, Delivery delivery)
     cpdef _data(self, _Direction side, seq, data, frame, offset, Delivery delivery)
     cpdef _deliver(self, _Direction side, data, frame, offset, Delivery delivery)
     cpdef _drain(self, _Direction side, Delivery delivery)
@@ -45,7 +46,9 @@ cpdef tuple _key(Packet packet)
 @cython.locals(side=_Direction, direction=int)
 cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
 cpdef bint _holds_bytes(TcpStream stream) except -1
+cdef _beyond_fin(_Direction side, seq)
 cdef _pass_fin(_Direction side)
+cdef _sum_gaps(Delivery delivery, Py_ssize_t first_finding, Py_ssize_t first_piece)
 cpdef tuple _client(Packet packet)
 @cython.locals(side=_Direction)
 cpdef bint _both_finished(tuple directions) except -1

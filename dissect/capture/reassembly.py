@@ -31,6 +31,8 @@ PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 SYN_ACK = SYN | ACK
+# The findings of a segment's gaps, which a segment that makes several of sums up (see _sum_gaps).
+_GAP_CODES = (TCP_FINDINGS.lost_segment.code, TCP_FINDINGS.cut_segment.code)
 
 
 def seq_diff(a, b):
@@ -79,7 +81,7 @@ class _Direction:
         self.fin_seq = None
         self.closed = False
         self.cuts = {}               # offset -> (size, frame): bytes ahead the capture did not keep (snap length)
-        self.cut_heap = []           # the offsets of cuts, earliest first; and of some gone from it (see _cut_offsets)
+        self.cut_heap = []           # the offsets of the cuts, earliest first
 
 
 class TcpStream:
@@ -188,6 +190,11 @@ class TcpReassembler:
         put(self.recently_closed, key, True)
 
     def _segment(self, side, packet, frame, delivery):
+        first_finding, first_piece = len(delivery.findings), len(delivery.pieces)
+        self._segment_bytes(side, packet, frame, delivery)
+        _sum_gaps(delivery, first_finding, first_piece)
+
+    def _segment_bytes(self, side, packet, frame, delivery):
         flags, seq, data = packet.tcp_flags, packet.tcp_seq, packet.payload or b""
         if flags & SYN:
             seq = (seq + 1) & 0xFFFFFFFF  # the SYN takes one sequence number: its data, if any, follows it
@@ -202,12 +209,13 @@ class TcpReassembler:
         if flags & FIN:
             if side.fin_seq is None:
                 delivery.finished = side.index  # the first FIN of this side: its last byte is delivered now
+            else:
+                _beyond_fin(side, seq)  # a later FIN at a later number: bytes beyond the first one's
             side.fin_seq = (seq + len(data) + packet.cut) & 0xFFFFFFFF
             self._finished(side, frame, delivery)
 
     def _data(self, side, seq, data, frame, offset, delivery):
-        if side.fin_seq is not None and side.next_seq == side.fin_seq and seq_diff(seq, side.fin_seq) > 0:
-            _pass_fin(side)
+        _beyond_fin(side, seq)
         rel = seq_diff(seq, side.next_seq)
         if rel > 0:
             self._hold(side, side.next_off + rel, data, frame, offset, delivery)
@@ -224,8 +232,12 @@ class TcpReassembler:
         self._drain(side, delivery)
 
     def _hold(self, side, stream_offset, data, frame, offset, delivery):
-        if stream_offset in side.pending:
-            return
+        held = side.pending.get(stream_offset)
+        while held is not None:  # a segment held at the same place: only the bytes beyond it are new
+            if len(data) <= len(held[0]):
+                return
+            stream_offset, data, offset = stream_offset + len(held[0]), data[len(held[0]):], offset + len(held[0])
+            held = side.pending.get(stream_offset)
         side.pending[stream_offset] = (data, frame, offset)
         heapq.heappush(side.heap, stream_offset)
         self._charge(side, len(data) + SEGMENT_COST)
@@ -269,13 +281,19 @@ class TcpReassembler:
                 if behind < len(data):
                     self._check_overlap(side, behind, data[:behind], delivery)
                     self._deliver(side, data[behind:], frame, offset + behind, delivery)
-            elif side.cuts and side.next_off in side.cuts:
-                size, frame = side.cuts.pop(side.next_off)
-                self._charge(side, -SEGMENT_COST)
-                _cut_offsets(side)
-                self._cut_gap(side, size, frame, delivery)
+            elif side.cut_heap and side.cut_heap[0] <= side.next_off:
+                self._reach_cut(side, heapq.heappop(side.cut_heap), delivery)
             else:
                 return
+
+    def _reach_cut(self, side, at, delivery):
+        """The stream reached the uncaptured bytes from ``at``: what of them it has not gone past (bytes sent again and
+        captured) is a gap."""
+        size, frame = side.cuts.pop(at)
+        self._charge(side, -SEGMENT_COST)
+        left = at + size - side.next_off
+        if left > 0:
+            self._cut_gap(side, left, frame, delivery)
 
     def _take(self, side, stream_offset):
         data, frame, offset = side.pending.pop(stream_offset)
@@ -290,8 +308,7 @@ class TcpReassembler:
     def _skip_gap(self, side, frame, delivery):
         """Give up on the bytes before the earliest held segment or uncaptured bytes: report them lost and go on
         after them."""
-        self._forget_passed_cuts(side)
-        starts = side.heap[:1] + _cut_offsets(side)[:1]  # the earliest held segment, the earliest cut
+        starts = side.heap[:1] + side.cut_heap[:1]  # the earliest held segment, the earliest cut
         if not starts:
             return
         ahead = min(starts)
@@ -316,19 +333,20 @@ class TcpReassembler:
         """The ``size`` bytes from ``seq`` were sent but the capture did not keep them (snap length). Where they
         are the stream's next bytes they are a gap now, and what waits behind them goes on; ahead of them (the end
         of a segment held out of order) they become one when the stream reaches them, for at most
-        MAX_PENDING_SEGMENTS such ends a direction, within the bytes held in all; behind them (a retransmission) they
-        are nothing new."""
+        MAX_PENDING_SEGMENTS such ends a direction, within the bytes held in all; what the stream has gone past (a
+        retransmission) is nothing new."""
         ahead = seq_diff(seq, side.next_seq)
         if ahead > 0:
             at = side.next_off + ahead
-            if at in side.cuts:
-                side.cuts[at] = (size, frame)  # the same segment cut again: the later frame says so
+            if at in side.cuts:  # the same segment cut again: the later frame says so, unless it cut fewer bytes
+                if size >= side.cuts[at][0]:
+                    side.cuts[at] = (size, frame)
             elif len(side.cuts) < MAX_PENDING_SEGMENTS and self.total_pending + SEGMENT_COST <= self.max_total:
                 side.cuts[at] = (size, frame)
                 heapq.heappush(side.cut_heap, at)
                 self._charge(side, SEGMENT_COST)
-        elif ahead == 0:
-            self._cut_gap(side, size, frame, delivery)
+        elif ahead + size > 0:  # they are, or run on into, the stream's next bytes
+            self._cut_gap(side, ahead + size, frame, delivery)
             self._drain(side, delivery)
 
     def _cut_gap(self, side, size, frame, delivery):
@@ -397,29 +415,6 @@ class TcpReassembler:
             delivery.closed = True
             yield delivery
 
-    def _forget_passed_cuts(self, side):
-        """Uncaptured bytes the stream has gone past (declared lost, or sent again and captured) are no gap ahead."""
-        cut_heap = side.cut_heap
-        while cut_heap and cut_heap[0] < side.next_off:
-            offset = heapq.heappop(cut_heap)
-            if offset in side.cuts:  # (not a cut drained before: its offset stays in the heap until it comes up)
-                del side.cuts[offset]
-                self._charge(side, -SEGMENT_COST)
-
-
-def _cut_offsets(side):
-    """``side.cut_heap`` with the earliest cut first: the offsets of cuts drained since (gone from ``side.cuts``) are
-    taken off its top, and the heap is made again from the cuts where such offsets make up half of it, so that it holds
-    at most twice as many as the cuts (MAX_PENDING_SEGMENTS a direction). Finding the earliest cut was a scan of all
-    of them, at every gap given up on."""
-    cut_heap, cuts = side.cut_heap, side.cuts
-    if len(cut_heap) > 2 * len(cuts) + 16:
-        cut_heap[:] = cuts
-        heapq.heapify(cut_heap)
-    while cut_heap and cut_heap[0] not in cuts:
-        heapq.heappop(cut_heap)
-    return cut_heap
-
 
 def _last_bytes(history, data):
     """The last HISTORY bytes of ``history`` followed by ``data``, in a bytes object of exactly that size."""
@@ -453,6 +448,29 @@ def _summed_up(findings, gaps):
     return out
 
 
+def _sum_gaps(delivery, first_finding, first_piece):
+    """One segment's gaps, from ``first_finding`` and ``first_piece`` of ``delivery`` on, with one lost-segment and
+    one uncaptured-bytes finding, summed (as ``_flush`` sums a flush's: a FIN's flush, then the bytes missing right
+    before it, or a buffer limit's gap in the same segment)."""
+    findings = delivery.findings
+    if len(findings) - first_finding < 2:
+        return
+    mine = findings[first_finding:]
+    codes = [finding.code for finding in mine]
+    if codes.count(TCP_FINDINGS.lost_segment.code) < 2 and codes.count(TCP_FINDINGS.cut_segment.code) < 2:
+        return
+    gaps = [piece for _, piece in delivery.pieces[first_piece:] if type(piece) is Gap]
+    summed = {finding.code: finding for finding in _summed_up(
+        [finding for finding in mine if finding.code in _GAP_CODES], gaps)}
+    out = []
+    for finding in mine:
+        if finding.code not in _GAP_CODES:
+            out.append(finding)
+        elif finding.code in summed:
+            out.append(summed.pop(finding.code))  # in the first one's place
+    findings[first_finding:] = out
+
+
 def _holds_bytes(stream):
     return bool(stream.directions[0].pending or stream.directions[1].pending)
 
@@ -469,6 +487,12 @@ def _new_connection(stream, packet):
     if side.next_seq is None:
         return not packet.tcp_flags & ACK and stream.directions[1 - direction].next_off > 0
     return (side.next_seq - side.next_off) & 0xFFFFFFFF != (packet.tcp_seq + 1) & 0xFFFFFFFF
+
+
+def _beyond_fin(side, seq):
+    """Bytes or a FIN at ``seq`` beyond the side's FIN, which the stream has reached: the FIN's number is passed."""
+    if side.fin_seq is not None and side.next_seq == side.fin_seq and seq_diff(seq, side.fin_seq) > 0:
+        _pass_fin(side)
 
 
 def _pass_fin(side):
