@@ -296,6 +296,25 @@ def test_pcap_of_several_link_types_is_an_error_naming_the_conflict(tmp_path):
     assert [f[3] for f in _frames(tmp_path / "out.pcapng")] == [1, 113]
 
 
+def test_a_link_type_pcapng_cannot_hold_is_an_error_not_an_internal_one(tmp_path):
+    """pcap's header holds a 32-bit link type, a pcapng interface 16 bits: the frames before are written, the frame of
+    link type 65536 stops the writing with the error naming it (it was an internal error), and a pcap takes it."""
+    from capkit import ethernet, udp_packet, write_pcap
+    import netquake_peer as nq
+    good, odd = tmp_path / "good.pcap", tmp_path / "odd.pcap"
+    write_pcap(good, [(1700000000.0, ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 26000,
+                                                          nq.ccreq_server_info())))])
+    write_pcap(odd, [(1700000001.0, b"\x01\x02\x03\x04")], linktype=65536)
+    out = tmp_path / "out.pcapng"
+    code, _, err = run_cli("-q", "-w", out, good, odd, good)
+    assert code == 2
+    assert err == (f"dissect: {out}: frame 2 has link type 65536, which a pcapng interface cannot hold (16 bits: at "
+                   f"most 65535); write pcap: -F pcap\n")
+    assert [f[3] for f in _frames(out)] == [1]
+    assert run_cli("-q", "-w", tmp_path / "out.pcap", odd)[0] == 0
+    assert [f[3] for f in _frames(tmp_path / "out.pcap")] == [65536]
+
+
 def test_field_columns_parse_as_csv():
     code, out, err = run_cli("-T", "fields", "-E", "header=y", "-E", "separator=,", "-E", "quote=d",
                              "-e", "frame.number", "-e", "ip.src", "-e", "netquake.control.host_name",

@@ -18,6 +18,7 @@ PCAP_RECORD = struct.Struct("<IIII")
 SNAPLEN = 262144
 PCAP_MAX_MICROS = (1 << 32) * 1_000_000 - 1  # pcap: 32-bit seconds and their microseconds
 PCAPNG_MAX_MICROS = (1 << 64) - 1            # pcapng: one 64-bit count of microseconds
+PCAPNG_MAX_LINKTYPE = 0xFFFF                 # pcapng: an interface's link type is 16 bits (pcap's record: 32)
 
 
 class WriteError(Exception):
@@ -165,16 +166,20 @@ class PcapngWriter(_Writer):
         if linktype is not None:
             self._interface(linktype)
 
-    def _interface(self, linktype):
-        """The interface of ``linktype``, described the first time it is met."""
+    def _interface(self, linktype, number=None):
+        """The interface of ``linktype``, described the first time it is met (for frame ``number``, if one)."""
         interface = self.interfaces.get(linktype)
         if interface is None:
+            if linktype > PCAPNG_MAX_LINKTYPE:
+                frame = "the capture" if number is None else f"frame {number}"
+                raise WriteError(f"{self.path}: {frame} has link type {linktype}, which a pcapng interface cannot "
+                                 f"hold (16 bits: at most {PCAPNG_MAX_LINKTYPE}); write pcap: -F pcap")
             interface = self.interfaces[linktype] = len(self.interfaces)
             self._put(_block(0x00000001, struct.pack("<HHI", linktype, 0, SNAPLEN)))
         return interface
 
     def write(self, frame):
-        interface = self._interface(frame.linktype if frame.linktype is not None else 1)
+        interface = self._interface(frame.linktype if frame.linktype is not None else 1, frame.number)
         stamp = self._micros(frame)
         data = bytes(frame.data)
         body = struct.pack("<IIIII", interface, stamp >> 32, stamp & 0xFFFFFFFF, len(data),
