@@ -301,6 +301,31 @@ def test_pcapng_interface_out_of_range_resumes(tmp_path):
     assert records[2]["protocol"] == "netquake"
 
 
+def test_pcapng_keeps_at_most_max_interfaces_a_section(tmp_path):
+    """A section describing more interfaces than MAX_INTERFACES keeps the first ones: a packet on the last one kept
+    is dissected, one on the next is a frame saying why it has no bytes, and the reading goes on."""
+    from dissect.capture.files import MAX_INTERFACES
+    idb = capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535))
+    frame = capkit.ethernet(udp4())
+
+    def epb(interface, seconds):
+        micros = int(seconds * 1_000_000)
+        return capkit.pcapng_block(6, struct.pack("<IIIII", interface, micros >> 32, micros & 0xFFFFFFFF, len(frame),
+                                                  len(frame)) + frame)
+    path = tmp_path / "interfaces.pcapng"
+    path.write_bytes(capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+                     + idb * (MAX_INTERFACES + 2) + epb(MAX_INTERFACES - 1, TS) + epb(MAX_INTERFACES, TS + 1)
+                     + epb(0, TS + 2))
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0 and err == ""
+    records = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert [(r["frame"], r["protocol"]) for r in records] == [(1, "netquake"), (2, "frame"), (3, "netquake")]
+    (finding,) = records[1]["findings"]
+    assert finding["code"] == "capture.corrupt" and (
+        f"names interface {MAX_INTERFACES}, past the first {MAX_INTERFACES} of its section, which are all that are "
+        f"kept (" in finding["message"])
+
+
 def test_pcapng_packet_blocks_over_the_record_limit_are_skipped(tmp_path):
     """One limit for both formats: 256 KiB captured bytes. A longer pcapng packet block is a corrupt record,
     skipped without being read whole; one that claims more than 256 KiB captured is corrupt too."""

@@ -29,6 +29,9 @@ MAX_PACKET_BLOCK = 32 + MAX_RECORD + MAX_OPTIONS
 _RECORD_LIMIT = MAX_RECORD  # a C integer when compiled (files.pxd): a record's C-typed length is compared unboxed
 # Other pcapng blocks (SHB and IDB options, name resolution) may be longer; a length beyond this is damage.
 MAX_BLOCK = 16 * 1024 * 1024
+# The interfaces of a pcapng section that are kept: a packet naming one past them is a frame with a problem. (Real
+# captures describe a few; each kept costs about 200 bytes, and a small file could describe millions.)
+MAX_INTERFACES = 4096
 SKIP_CHUNK = 65536
 
 
@@ -296,7 +299,8 @@ class _PcapngBlocks(_Chunks):
         if block_type == 1:
             if total < 20:
                 raise CaptureError(f"{name}: interface description block at byte {position} is too short")
-            self.interfaces.append(_interface(data[pos + 8:pos + total - 4], self._order()))
+            if len(self.interfaces) < MAX_INTERFACES:
+                self.interfaces.append(_interface(data[pos + 8:pos + total - 4], self._order()))
         elif _holds_packet(block_type):
             self.number += 1
             if block_type == 6 and total >= 32:
@@ -406,9 +410,10 @@ def _packet_block(block_type, body, order, interfaces, number, block_at):
         ts_units = (hi << 32) | lo
         data_at = 20
     if iface_id >= len(interfaces):
+        kept = (f"past the first {MAX_INTERFACES} of its section, which are all that are kept"
+                if len(interfaces) >= MAX_INTERFACES else f"but only {len(interfaces)} are described")
         return Frame(number, ts_units * 1e-6, 0, wirelen, None, b"", iface_id,
-                     f"packet block at byte {block_at} names interface {iface_id}, "
-                     f"but only {len(interfaces)} are described")
+                     f"packet block at byte {block_at} names interface {iface_id}, {kept}")
     iface = interfaces[iface_id]
     ts = ts_units * iface.scale + iface.offset
     if caplen > MAX_RECORD:
