@@ -76,5 +76,5 @@ cdef class _Text:
 
 cdef Py_ssize_t RING_TEXT
 @cython.locals(session=Session, partition=Partition, frame=Frame, start=Py_ssize_t, sink=_Text, ring=_Ring, marked=bint,
-               text=bytes)
+               text=bytes, frames=Py_ssize_t, size=Py_ssize_t)
 cpdef _work(index, args, partition, send, ring, stop)

@@ -51,6 +51,11 @@ from .session import Session, abuse_options, explain_failure, finish_order, firs
 # worker goes on while the parent finishes its own chunk.
 CHUNK = 512
 CHUNK_FIELDS = 128
+# A chunk also ends where its frames' captured bytes reach this: a frame's text grows with its bytes (-x writes about
+# five times them, -V and JSON their fields), and a few hundred frames of 256 KiB each would make a chunk of hundreds
+# of MB in the worker, the pipe and the parent. Every process reads every frame, so each ends its chunks at the same
+# frames. (The benchmark's frames, a few hundred bytes each, never reach it.)
+CHUNK_BYTES = 1 << 20
 PIPE_BYTES = 1 << 20  # each worker's pipe to the parent (Linux's limit for an unprivileged process)
 RING_BYTES = 1 << 21  # each worker's ring of shared memory, which its frames' text crosses in (see _Ring)
 # A frame's text shorter than this (the summary's lines) crosses in its chunk: pickled, a hundred bytes cost less than
@@ -582,13 +587,11 @@ class _Merger:
         self.args, self.printer, self.receivers, self.rings = args, printer, receivers, rings
         self.stop = stop
         self.early = [[] for _ in receivers]  # each worker's messages read ahead while the stop was named
-        self.chunk_frames = _chunk_frames(args)
         self.progress = Progress(args.files) if on_terminal() else None
         # The parent's own session concludes the run: the abuse analysis, which it counts itself from every
         # worker's messages in frame order (exactly as one process), and the records that analysis writes.
         self.concluded = Session(printer, decode_as=args.decode_as, display_filter=args.filter, stats=args.stats,
                                  fail_on=args.fail_on, **abuse_options(args))
-        self.rounds = 0
 
     def deliver(self, own):
         """Worker 0's message (a chunk, or its end), with the others' of the same round; the exit code at the end."""
@@ -608,11 +611,10 @@ class _Merger:
         for message, ring in zip(messages[1:], self.rings):
             ring.release(message[4])
         _count(self.concluded.pipeline.traffic, messages)
-        self.rounds += 1
         if own[5] and not self.stop.named():
             self._name_last(messages)
         if self.progress is not None:
-            self.progress.show(self.rounds * self.chunk_frames, *own[2])
+            self.progress.show(own[6], *own[2])
         return None
 
     def _next(self, worker):
@@ -622,7 +624,7 @@ class _Merger:
     def _name_last(self, messages):
         """The parent took a Ctrl-C: read each worker's messages up to its first marked chunk (or its end), and name
         the furthest chunk any reached as the last (see _Stop). What is read ahead is merged in its round."""
-        last = self.rounds * self.chunk_frames
+        last = messages[0][6]  # the end of this round's chunks
         for worker, message in enumerate(messages[1:]):
             ahead = self.early[worker]
             while not message[5]:
@@ -631,7 +633,7 @@ class _Merger:
                 if message[0] == "end":  # it read the whole capture: so will every process
                     self.stop.name(TO_THE_END)
                     return
-            last = max(last, (self.rounds + len(ahead)) * self.chunk_frames)
+            last = max(last, message[6])
         self.stop.name(last)
 
     def _end(self, ends):
@@ -864,36 +866,36 @@ def _work(index, args, partition, send, ring, stop):
     traffic = session.pipeline.traffic
     traffic.events = []  # the parent counts them (see _count)
     frames_a_chunk = _chunk_frames(args)
-    chunk, chunk_end = [], frames_a_chunk
+    chunk, frames, size, number = [], 0, 0, 0
     clock = [None, None]
     files = CaptureFiles(args.files)
     for frame in files:
         number = frame.number
-        while number > chunk_end:
-            marked = stop.asking()
-            send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0,
-                  marked))
-            if stop.ends_after(chunk_end, marked):
-                break
-            chunk, chunk_end = [], chunk_end + frames_a_chunk
-            traffic.events = []
-        if number > chunk_end:  # the run stops after the chunk just sent
-            break
         if clock[0] is None:
             clock[0] = frame.ts
         clock[1] = frame.ts
         pair, packet = address_pair(frame)
         if partition.owner(frame, pair) != index:
             session.skip(frame)
-            continue
-        session.frame(frame, packet)
-        text = sink.take()
-        if text:
-            start = ring.place(text) if ring is not None and len(text) >= RING_TEXT else -1
-            chunk.append((number, text) if start < 0 else (number, start, len(text)))
+        else:
+            session.frame(frame, packet)
+            text = sink.take()
+            if text:
+                start = ring.place(text) if ring is not None and len(text) >= RING_TEXT else -1
+                chunk.append((number, text) if start < 0 else (number, start, len(text)))
+        frames += 1
+        size += len(frame.data)
+        if frames >= frames_a_chunk or size >= CHUNK_BYTES:  # the chunk ends at this frame, in every process
+            marked = stop.asking()
+            send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0,
+                  marked, number))
+            if stop.ends_after(number, marked):  # the run stops after the chunk just sent
+                break
+            chunk, frames, size = [], 0, 0
+            traffic.events = []
     else:
         send(("chunk", chunk, files.position(), _flat(traffic.events), ring.head if ring is not None else 0,
-              stop.asking()))
+              stop.asking(), number))
     finished = []
     for rec in sorted(session.pipeline.finish(), key=finish_order):
         session.ending(rec)

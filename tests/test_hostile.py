@@ -21,12 +21,45 @@ def codes(records):
     return out
 
 
-def peak_rss_mb(path):
-    proc = subprocess.Popen([sys.executable, "-m", "dissect", "--stats", str(path)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return usage.ru_maxrss / 1024
+# A process made by fork (or vfork) counts its parent's resident size at the fork in its peak, so a command started by
+# this test process would count the tests' memory: a small launcher forks it and reads its peak, -j's workers' included.
+LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execv(sys.executable, [sys.executable, "-m", "dissect", *sys.argv[1:]])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def peak_rss_mb(path, *args):
+    """The peak RSS of ``dissect ARGS PATH`` (``--stats`` without ``args``) and of its -j workers, the largest."""
+    out = subprocess.run([sys.executable, "-c", LAUNCHER, *(args or ["--stats"]), str(path)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=300).stdout
+    code, kilobytes = out.split()
+    assert code == "0"
+    return int(kilobytes) / 1024
+
+
+def test_large_frames_cross_j_in_chunks_bounded_in_bytes(tmp_path):
+    """Frames of 256 KiB make about 540 KB of JSON each: -j's chunks of 128 frames held some 70 MB in each worker and
+    the parent at once (146 MB at the peak); chunks end at 1 MiB of frames too, in every process alike, and the
+    output is still one process's."""
+    few, many = tmp_path / "few.pcap", tmp_path / "many.pcap"
+    hostile.write_big(few, 12)
+    hostile.write_big(many, 200)
+    for view in (["-T", "jsonl"], ["-V"]):
+        one, split = run_cli(*view, few), run_cli("-j", "2", *view, few)
+        assert split == one and one[0] == 0 and one[1].count("CCREP_SERVER_INFO") >= 12
+    assert peak_rss_mb(many, "-j", "2", "-T", "jsonl") < 100
+
+
+def test_the_html_reports_large_rows_are_written_in_chunks_bounded_in_bytes(tmp_path):
+    """A thousand rows' trees and bytes were held before a chunk was written: 455 MB for 200 frames of 256 KiB."""
+    path = tmp_path / "big.pcap"
+    hostile.write_big(path, 200)
+    assert peak_rss_mb(path, "-q", "--html", str(tmp_path / "big.html")) < 150
 
 
 def test_token_flood_is_evicted_and_memory_stays_flat(tmp_path):

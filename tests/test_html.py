@@ -31,6 +31,9 @@ HOSTILE_NAME = '\u202eevil</script><script>window.pwned=1</script><img src=x one
 HOSTILE_CLIENT = '"onmouseover=window.pwned=3 x="</textarea><b>'
 HOSTILE_MAP = "</style><svg onload=window.pwned=4>"
 SMALL_CHUNKS = 16  # rows per chunk in these reports: several chunks even for the bundled captures
+# The rows' trees and bytes end their chunk at this many bytes of JSON too: chunks of a few rows, most ending between
+# the rows' chunks' ends, which the page finds by their first rows.
+SMALL_DETAILS = 5000
 
 
 # -- helpers ---------------------------------------------------------------------------------------------
@@ -127,6 +130,7 @@ def hostile_capture(path):
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(report_html, "CHUNK_ROWS", SMALL_CHUNKS)
+    monkeypatch.setattr(report_html, "DETAIL_BYTES", SMALL_DETAILS)
 
 
 def test_rows_carry_the_frames_fields_and_bytes(tmp_path, small_chunks):
@@ -136,6 +140,9 @@ def test_rows_carry_the_frames_fields_and_bytes(tmp_path, small_chunks):
     index, texts, details = index_rows(blobs["index"]), json_rows(blobs["text"]), json_rows(blobs["detail"])
     assert blobs["page"]["rows"] == len(index) == len(texts) == len(details) == 58  # 54 frames, 4 walks
     assert len(blobs["index"]) == 4  # 58 rows in chunks of 16
+    starts, sizes = blobs["page"]["detail_starts"], [len(json.loads(unpack(chunk))) for chunk in blobs["detail"]]
+    assert len(starts) == len(sizes) > 4 and starts == [sum(sizes[:i]) for i in range(len(sizes))]
+    assert any(start % SMALL_CHUNKS for start in starts)  # some end between the rows' chunks' ends
     assert [row[1] for row in index if row[3] == 0] == list(range(1, 55))
     t, number, length, kind, severity, protocol = index[1]
     assert (number, length, kind, severity) == (2, 91, 0, 0)
@@ -331,6 +338,7 @@ def reports(tmp_path_factory):
     written = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(report_html, "CHUNK_ROWS", SMALL_CHUNKS)
+        patch.setattr(report_html, "DETAIL_BYTES", SMALL_DETAILS)
         for name in ("netquake-session", "teeframe-session", "teeframe-damaged", "odamex-session"):
             written[name] = str(folder / f"{name}.html")
             write_report(written[name], [capture(f"{name}.pcap")])

@@ -15,6 +15,9 @@
               (the longest read as a number)
 - steady:     2,000 addresses each asking a NetQuake server once a second, N frames in all (an hour of rate history
               for each address, were it all kept)
+- big:        N frames of 262,144 bytes, the largest record: NetQuake server-info replies of text, their IPv4 and UDP
+              lengths 0 (as a capture of segmentation offload shows them), each from an address of its own (the text of
+              -x, -V and JSON grows with a frame: -j's chunks and the HTML report's are bounded in bytes too)
 
     python tools/hostile.py [--scale 1.0] [--keep DIR]
 """
@@ -39,13 +42,14 @@ import teeframe_peer as tf  # noqa: E402
 
 FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "held": 1_600_000, "lines": 200_000,
               "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "digits": 2_000,
-              "steady": 3_600_000}
+              "steady": 3_600_000, "big": 1_000}
 FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda n: n // 4096 * 4096 + 4096,
           "lines": lambda n: n // 4090 * 4090 + 4090, "trickle": lambda n: n // 4090 * 4090 + 4090,
           "ending": lambda n: n // 4096 * 4096 + 4096,
           "blocks": lambda n: 2 * n}
 SUFFIXES = {"blocks": "pcapng"}
 BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
+MAX_RECORD = 262144                    # the largest record the reader takes
 
 
 class _Writer:
@@ -192,9 +196,22 @@ def write_steady(path, count, addresses=2000):
     out.close()
 
 
+def write_big(path, count):
+    body = MAX_RECORD - 14 - 20 - 8
+    payload = (b"\x80\x00\xff\xff\x83" + bytes(range(32, 127)) * (body // 95 + 1))[:body]
+
+    def frames():
+        for n in range(count):
+            udp = struct.pack("!HHHH", 26000, 40000 + n % 20000, 0, 0) + payload
+            header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 0, n & 0xFFFF, 0, 64, 17, 0,
+                                 socket.inet_aton(f"10.0.{n // 250 % 250}.{n % 250 + 1}"), socket.inet_aton("10.9.9.9"))
+            yield capkit.DEFAULT_TS + n, b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + header + udp
+    capkit.write_pcap(path, frames(), snaplen=MAX_RECORD)
+
+
 WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,
            "lines": write_lines, "trickle": write_trickle, "ending": write_ending, "fragments": write_fragments,
-           "blocks": write_blocks, "digits": write_digits, "steady": write_steady}
+           "blocks": write_blocks, "digits": write_digits, "steady": write_steady, "big": write_big}
 
 
 def measure(path, args=()):

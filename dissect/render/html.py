@@ -7,10 +7,11 @@ no network (its Content-Security-Policy forbids every fetch), and it works from 
 Rows (frames, then the analysis records as they conclude) are written as they come, in chunks of
 ``CHUNK_ROWS``: each chunk gzip-compressed and base64-encoded into temporary files beside the report
 (see ``_Rows``), which ``close`` copies into the page. So the writer holds one chunk at a time however
-long the capture. The page decodes a compact binary index of the rows at open (time, number, length,
-severity, protocol), a chunk of the rows' text when those rows scroll into view or a text filter asks,
-and a frame's tree and bytes when it is picked, with the browser's own DecompressionStream. The first
-``limit`` frames go to the panes; the overview counts every record the run keeps.
+long the capture, of the rows' trees and bytes at most ``DETAIL_BYTES`` (and the row that passes it). The
+page decodes a compact binary index of the rows at open (time, number, length, severity, protocol), a chunk
+of the rows' text when those rows scroll into view or a text filter asks, and a frame's tree and bytes when
+it is picked, with the browser's own DecompressionStream. The first ``limit`` frames go to the panes; the
+overview counts every record the run keeps.
 
 Every string from a packet is made printable (``safe``, as in the terminal views) and then only
 reaches the page as JSON data read by script and set as text, or HTML-escaped: none of it can
@@ -43,6 +44,9 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
 DEFAULT_LIMIT = 500_000
 CHUNK_ROWS = 1000
+# The rows' trees and bytes go in chunks of their own, which also end where their JSON reaches this: a row's detail
+# grows with its frame (about 600 KB for a frame of 256 KiB), and a thousand of them held at once took 2.2 GB.
+DETAIL_BYTES = 4 << 20
 GZIP_LEVEL = 6
 MAX_KEYS = 50_000           # distinct (key, name, generated) triples interned; beyond, written inline
 MAX_LINKS = 25              # frames linked from each finding code
@@ -196,7 +200,8 @@ class HtmlReport:
         servers = [dict(server, protocol=key) for key, analyzer in sorted(analyzers.items())
                    for server in analyzer.stats().get("servers", ())]
         self.rows.finish()
-        page = {"chunk": CHUNK_ROWS, "rows": self.rows.count, "chunks": self.rows.chunks(), "keys": self.keys.table,
+        page = {"chunk": CHUNK_ROWS, "rows": self.rows.count, "chunks": self.rows.chunks(),
+                "detail_starts": self.rows.detail_starts, "keys": self.keys.table,
                 "first_ts": self.first_ts, "frames": stats["frames"], "kept": self.frames_kept, "limit": self.limit,
                 "protocols": list(self.protocols), "severities": ["", "chat", "note", "warning", "error"]}
         overview = self.overview.html(stats, servers, self)
@@ -234,7 +239,8 @@ class _Rows:
       protocol (uint8, an index into the page's list). The page decodes these at open.
     - text: per chunk, a JSON array of [source, destination, info, finding codes(, frames)], decoded
       when its rows are shown or a text filter needs them.
-    - detail: per chunk, a JSON array of the rows' trees and bytes, decoded when a row is picked.
+    - detail: a JSON array of the rows' trees and bytes, decoded when a row is picked: a chunk of its own, which
+      ends with the rows' chunk or where its JSON reaches ``DETAIL_BYTES`` (``detail_starts``: each one's first row).
     - members: [analysis row, its frames] pairs, for the links from a frame to its analyses.
     """
 
@@ -246,15 +252,21 @@ class _Rows:
         self.count = 0
         self.columns = _columns()
         self.texts, self.details, self.members_pending = [], [], []
+        self.detail_starts, self.detail_size = [], 0
 
     def add(self, numbers, text, detail):
         for column, value in zip(self.columns, numbers):
             column.append(value)
         self.texts.append(text)
+        if not self.details:
+            self.detail_starts.append(self.count)
         self.details.append(detail)
+        self.detail_size += len(detail)
         self.count += 1
         if len(self.texts) >= CHUNK_ROWS:
             self._flush()
+        elif self.detail_size >= DETAIL_BYTES:
+            self._flush_details()
 
     def members(self, encoded):
         self.members_pending.append(encoded)
@@ -270,10 +282,15 @@ class _Rows:
                 column.byteswap()
         self.index.write(b"".join(column.tobytes() for column in self.columns))
         self.text.write(_json_array(self.texts))
-        self.detail.write(_json_array(self.details))
+        self._flush_details()
         self.columns = _columns()
         self.texts.clear()
-        self.details.clear()
+
+    def _flush_details(self):
+        if self.details:
+            self.detail.write(_json_array(self.details))
+            self.details.clear()
+            self.detail_size = 0
 
     def finish(self):
         self._flush()

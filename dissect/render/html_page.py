@@ -146,15 +146,24 @@ function inflated(b64) {
   return new Response(new Blob([bytesOf(b64)]).stream().pipeThrough(new DecompressionStream("gzip")));
 }
 async function inflate(b64) { return JSON.parse(await inflated(b64).text()); }
+function detailChunk(seq) {  // the last detail chunk whose first row is at or before ``seq``
+  const starts = PAGE.detail_starts;
+  let low = 0, high = starts.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if (starts[middle] <= seq) low = middle; else high = middle - 1;
+  }
+  return low;
+}
 function detail(seq) {
-  const index = Math.floor(seq / CHUNK);
+  const index = detailChunk(seq);
   let chunk = chunks.get(index);
   if (!chunk) {
     chunk = inflate(blob("detail", index));
     chunks.set(index, chunk);
     if (chunks.size > 16) chunks.delete(chunks.keys().next().value);
   }
-  return chunk.then((items) => items[seq % CHUNK]);
+  return chunk.then((items) => items[seq - PAGE.detail_starts[index]]);
 }
 function textChunk(index) {  // a promise of the chunk's rows; ``texts`` holds the rows once they are read
   const found = texts.get(index);
