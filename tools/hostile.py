@@ -50,6 +50,7 @@ FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda 
 SUFFIXES = {"blocks": "pcapng"}
 BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
 MAX_RECORD = 262144                    # the largest record the reader takes
+ETHERNET_IPV4 = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00"  # the Ethernet header of every frame
 
 
 class _Writer:
@@ -72,7 +73,7 @@ class _Writer:
 def _eth_ipv4(src, dst, proto, ident, offset_units, more, payload):
     header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, (0x2000 if more else 0) | offset_units,
                          64, proto, 0, socket.inet_aton(src), socket.inet_aton(dst))
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + header + payload
+    return ETHERNET_IPV4 + header + payload
 
 
 def write_tokens(path, count):
@@ -205,7 +206,7 @@ def write_big(path, count):
             udp = struct.pack("!HHHH", 26000, 40000 + n % 20000, 0, 0) + payload
             header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 0, n & 0xFFFF, 0, 64, 17, 0,
                                  socket.inet_aton(f"10.0.{n // 250 % 250}.{n % 250 + 1}"), socket.inet_aton("10.9.9.9"))
-            yield capkit.DEFAULT_TS + n, b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + header + udp
+            yield capkit.DEFAULT_TS + n, ETHERNET_IPV4 + header + udp
     capkit.write_pcap(path, frames(), snaplen=MAX_RECORD)
 
 
