@@ -116,6 +116,13 @@ def test_j_on_standard_input_runs_in_one_process():
                    "FIFO runs in one process\n")
 
 
+def test_j_on_a_directory_says_only_what_one_process_says(tmp_path):
+    """A directory is not read twice but not read at all: the error is the one a single process gives, with no word
+    on -j's way of reading (which named it a pipe)."""
+    one, two = run_cli(tmp_path), run_cli("-j", "2", tmp_path)
+    assert two == one and one[0] == 2 and one[2] == f"dissect: {tmp_path}: cannot open: Is a directory\n"
+
+
 def _frames(path):
     return [(frame.number, round(frame.ts, 6), frame.data, frame.linktype) for frame in open_capture(str(path))]
 

@@ -36,13 +36,15 @@ def source_name(source):
 
 
 def rereadable(source):
-    """True when the input can be read a second time from its start (a regular file, uncompressed or not)."""
+    """True when the input can be read a second time from its start (a regular file, uncompressed or not), or when
+    reading it fails whatever the processes (missing, unreadable, a directory): that error is then the one said."""
     if hasattr(source, "read") or source == STDIN:
         return False
     try:
-        return stat.S_ISREG(os.stat(source).st_mode)
-    except (OSError, ValueError):  # missing or unreadable: reading it reports that, in one process or several
+        mode = os.stat(source).st_mode
+    except (OSError, ValueError):
         return True
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def open_input(source):
