@@ -384,9 +384,7 @@ class TcpReassembler:
         first_finding, first_piece = len(delivery.findings), len(delivery.pieces)
         while side.pending or side.cuts:
             self._skip_gap(side, frame, delivery)
-        delivery.findings[first_finding:] = _summed_up(delivery.findings[first_finding:],
-                                                       [piece for _, piece in delivery.pieces[first_piece:]
-                                                        if type(piece) is Gap])
+        delivery.findings[first_finding:] = _summed_up(delivery.findings[first_finding:], delivery.pieces[first_piece:])
 
     def ignore(self, stream):
         """No parser takes ``stream``: from now on its segments only open and close it, and it holds no bytes."""
@@ -424,9 +422,10 @@ def _last_bytes(history, data):
     return (history[len(history) - keep:] if len(history) > keep else history) + data
 
 
-def _summed_up(findings, gaps):
-    """``findings`` with one finding per code: the lost and the uncaptured bytes of ``gaps`` summed, and any other
-    code that came more than once counted."""
+def _summed_up(findings, pieces):
+    """``findings`` with one finding per code: the lost and the uncaptured bytes of the gaps among ``pieces`` (a
+    delivery's, the side each came from and the piece) summed, and any other code that came more than once counted."""
+    gaps = [piece for _, piece in pieces if type(piece) is Gap]
     by_code = {}
     for finding in findings:
         by_code.setdefault(finding.code, []).append(finding)
@@ -457,11 +456,10 @@ def _sum_gaps(delivery, first_finding, first_piece):
         return
     mine = findings[first_finding:]
     codes = [finding.code for finding in mine]
-    if codes.count(TCP_FINDINGS.lost_segment.code) < 2 and codes.count(TCP_FINDINGS.cut_segment.code) < 2:
+    if all(codes.count(code) < 2 for code in _GAP_CODES):
         return
-    gaps = [piece for _, piece in delivery.pieces[first_piece:] if type(piece) is Gap]
     summed = {finding.code: finding for finding in _summed_up(
-        [finding for finding in mine if finding.code in _GAP_CODES], gaps)}
+        [finding for finding in mine if finding.code in _GAP_CODES], delivery.pieces[first_piece:])}
     out = []
     for finding in mine:
         if finding.code not in _GAP_CODES:
