@@ -326,6 +326,90 @@ def test_pcapng_keeps_at_most_max_interfaces_a_section(tmp_path):
         f"kept (" in finding["message"])
 
 
+SHB = capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+
+
+def _epb(interface, units, frame):
+    return capkit.pcapng_block(6, struct.pack("<IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(frame),
+                                              len(frame)) + frame)
+
+
+def _idb(comment_bytes, offset_after=False):
+    """An Ethernet interface counting milliseconds, then a comment of ``comment_bytes`` (a multiple of 4, at most
+    65532), then an offset of 7 seconds: before the comment, or after it where ``offset_after``."""
+    resolution, offset = struct.pack("<HHB3x", 9, 1, 3), struct.pack("<HHq", 14, 8, 7)
+    comment = struct.pack("<HH", 1, comment_bytes) + b"c" * comment_bytes
+    options = resolution + (comment + offset if offset_after else offset + comment) + struct.pack("<HH", 0, 0)
+    return capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535) + options)
+
+
+@pytest.mark.parametrize("comment_bytes, kept", [(65536 - 28, True), (65536 - 16, False)])
+def test_pcapng_interface_keeps_the_options_of_its_first_max_options_bytes(tmp_path, comment_bytes, kept):
+    """An interface description is read whole up to MAX_OPTIONS bytes of options. A longer one is read past in
+    chunks: the options that lie in its first MAX_OPTIONS bytes count (the resolution), those after do not (the
+    offset), and the interface's first packet says so, once; it is dissected all the same."""
+    from dissect.capture.files import MAX_OPTIONS
+    idb = _idb(comment_bytes, offset_after=True)
+    assert len(idb) - 20 == (MAX_OPTIONS if kept else MAX_OPTIONS + 12)  # the offset's value past them
+    frame = capkit.ethernet(udp4())
+    path = tmp_path / "idb.pcapng"
+    path.write_bytes(SHB + idb + _epb(0, 1500, frame) + _epb(0, 2500, frame))
+    frames = list(open_capture(str(path)))
+    assert [(f.data, f.iface) for f in frames] == [(frame, 0), (frame, 0)]
+    assert [f.ts for f in frames] == ([8.5, 9.5] if kept else [1.5, 2.5])
+    note = (f"interface 0's description block at byte 28 is {len(idb)} bytes long, more than {MAX_OPTIONS} bytes of "
+            f"options: the options past them were not read")
+    assert [f.error for f in frames] == ([None, None] if kept else [note, None])
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0 and err == ""
+    records = jsonl(out)
+    assert [r["protocol"] for r in records] == ["netquake", "netquake"]
+    assert [[(f["code"], f["severity"]) for f in r["findings"]] for r in records] == \
+        ([[], []] if kept else [[("capture.corrupt", "warning")], []])
+
+
+def test_pcapng_long_interface_notes_belong_to_their_section(tmp_path):
+    """Interface 1's note goes to its first packet, after interface 0's packets; a new section's interfaces carry
+    none of the last section's notes."""
+    frame = capkit.ethernet(udp4())
+    path = tmp_path / "sections.pcapng"
+    long_idb = _idb(65532)
+    path.write_bytes(SHB + _idb(0) + long_idb + _epb(0, 1000, frame) + _epb(1, 2000, frame) + _epb(1, 3000, frame)
+                     + SHB + long_idb + SHB + _idb(0) + _epb(0, 4000, frame))
+    frames = list(open_capture(str(path)))
+    assert [f.ts for f in frames] == [8.0, 9.0, 10.0, 11.0]
+    assert [f.error is not None for f in frames] == [False, True, False, False]
+    assert frames[1].error.startswith(f"interface 1's description block at byte {len(SHB) + len(_idb(0))} is "
+                                      f"{len(long_idb)} bytes long")
+
+
+@pytest.mark.parametrize("block_type", [0x0A0D0D0A, 4, 5, 0x40000BAD])
+def test_pcapng_long_blocks_other_than_packets_are_read_past(tmp_path, block_type):
+    """A section header, name resolution, statistics or custom block longer than a packet block may be is read past
+    in chunks: the packets on both sides are read; one cut short or with a wrong trailer ends the file."""
+    from dissect.capture.files import MAX_PACKET_BLOCK
+    frame = capkit.ethernet(udp4())
+    body = struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1) if block_type == 0x0A0D0D0A else b""
+    long_block = capkit.pcapng_block(block_type, body + b"\xee" * (MAX_PACKET_BLOCK - len(body)))
+    assert len(long_block) == MAX_PACKET_BLOCK + 12
+    idb = capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535))
+    middle = long_block + (idb if block_type == 0x0A0D0D0A else b"")
+    data = SHB + idb + _epb(0, 1_000_000, frame) + middle + _epb(0, 2_000_000, frame)
+    path = tmp_path / "long.pcapng"
+    path.write_bytes(data)
+    frames = list(open_capture(str(path)))
+    assert [(f.ts, f.data, f.error) for f in frames] == [(1.0, frame, None), (2.0, frame, None)]
+    at = len(SHB) + len(idb) + len(_epb(0, 0, frame))
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(data[:at + len(long_block) - 8])
+    _check_fatal(cut, 1, f"block at byte {at} cut short: it claims {len(long_block)} bytes")
+    wrong = tmp_path / "wrong.pcapng"
+    end = at + len(long_block)
+    wrong.write_bytes(data[:end - 4] + struct.pack("<I", 1234) + data[end:])
+    _check_fatal(wrong, 1, f"block at byte {at} has inconsistent lengths ({len(long_block)} at its start, 1234 at "
+                           f"its end)")
+
+
 def test_pcapng_packet_blocks_over_the_record_limit_are_skipped(tmp_path):
     """One limit for both formats: 256 KiB captured bytes. A longer pcapng packet block is a corrupt record,
     skipped without being read whole; one that claims more than 256 KiB captured is corrupt too."""

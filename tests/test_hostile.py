@@ -156,6 +156,30 @@ def test_oversized_pcapng_blocks_are_skipped_in_flat_memory(tmp_path):
     assert peak_rss_mb(large) - peak_rss_mb(small) < 6
 
 
+def test_long_blocks_other_than_packets_are_read_past_in_flat_memory(tmp_path):
+    """An interface description with nearly 16 MiB of options and three other blocks as long were each read whole
+    (72 MB at the peak, 3 s parsing the options): now read past in chunks, the interface keeping the options of its
+    first 64 KiB of them, which its first packet says."""
+    from dissect.capture.files import MAX_OPTIONS
+    small, large = tmp_path / "small.pcapng", tmp_path / "large.pcapng"
+    hostile.write_sidelong(small, 3, block_bytes=1024)
+    hostile.write_sidelong(large, 3)
+    assert large.stat().st_size > 4 * 16_000_000
+    code, out, err = run_cli("-T", "jsonl", large)
+    assert code == 0, err
+    records = jsonl(out)
+    assert [(r["frame"], r["protocol"]) for r in records] == [(1, "netquake"), (2, "netquake"), (3, "netquake")]
+    times = [r["time"] - capkit.DEFAULT_TS for r in records]  # counted in nanoseconds: the resolution was kept
+    assert [round(t, 6) for t in times] == [0.0, 1e-5, 2e-5]
+    (note,) = records[0]["findings"]
+    assert (note["code"], note["severity"]) == ("capture.corrupt", "warning")
+    assert note["message"].startswith(f"interface 0's description block at byte 28 is {hostile.BLOCK_BYTES} bytes "
+                                      f"long, more than {MAX_OPTIONS} bytes of options: the options past them were "
+                                      f"not read (")
+    assert codes(records[1:]) == [] and records[0]["messages"][0]["message"] == "CCREQ_SERVER_INFO"
+    assert peak_rss_mb(large) - peak_rss_mb(small) < 6
+
+
 def test_5000_digit_decimals_are_not_numbers_and_4000_digit_ones_are(tmp_path):
     """int() refuses over 4300 digits: 5000 digits must read as text that is not a number, not fail."""
     path = tmp_path / "digits.pcap"

@@ -11,6 +11,9 @@
 - fragments:  N overlapping IPv4 fragments of datagrams that never complete
 - blocks:     pcapng with N packet blocks of nearly 16 MiB each (over the 256 KiB record limit: skipped
               without being held in memory), each followed by a good frame
+- sidelong:   pcapng whose interface description carries nearly 16 MiB of options, then N blocks of other kinds
+              (name resolution, statistics, a custom block) of nearly 16 MiB each, each followed by a good frame:
+              read past in chunks, the interface keeping the options in its first 64 KiB of them
 - digits:     N TeeFrame responses whose decimal strings are 5000 digits (not numbers) and 4000 digits
               (the longest read as a number)
 - steady:     2,000 addresses each asking a NetQuake server once a second, N frames in all (an hour of rate history
@@ -41,13 +44,13 @@ import soldat_peer as sp  # noqa: E402
 import teeframe_peer as tf  # noqa: E402
 
 FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "held": 1_600_000, "lines": 200_000,
-              "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "digits": 2_000,
-              "steady": 3_600_000, "big": 1_000}
+              "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "sidelong": 16,
+              "digits": 2_000, "steady": 3_600_000, "big": 1_000}
 FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda n: n // 4096 * 4096 + 4096,
           "lines": lambda n: n // 4090 * 4090 + 4090, "trickle": lambda n: n // 4090 * 4090 + 4090,
           "ending": lambda n: n // 4096 * 4096 + 4096,
-          "blocks": lambda n: 2 * n}
-SUFFIXES = {"blocks": "pcapng"}
+          "blocks": lambda n: 2 * n, "sidelong": lambda n: n}
+SUFFIXES = {"blocks": "pcapng", "sidelong": "pcapng"}
 BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
 MAX_RECORD = 262144                    # the largest record the reader takes
 ETHERNET_IPV4 = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00"  # the Ethernet header of every frame
@@ -175,6 +178,34 @@ def write_blocks(path, count, block_bytes=BLOCK_BYTES):
             ts += 10
 
 
+def write_sidelong(path, count, block_bytes=BLOCK_BYTES):
+    """The interface's options (``block_bytes`` in all): its time resolution first (nanoseconds), then empty comments;
+    the other blocks cycle through types 4, 5 and 0x40000BAD, their bodies a byte repeated. Written in pieces."""
+    good = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000,
+                                             b"\x80\x00\x00\x0c\x02QUAKE\x00\x03"))
+    comments = (block_bytes - 20 - 8 - 4) // 4  # after the interface's fields and its resolution; before the end
+    with open(path, "wb") as handle:
+        handle.write(capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        handle.write(struct.pack("<IIHHI", 1, block_bytes, 1, 0, 65535) + struct.pack("<HHB3x", 9, 1, 9))
+        _write_repeated(handle, struct.pack("<HH", 1, 0), comments)
+        handle.write(struct.pack("<HHI", 0, 0, block_bytes))
+        ts = int(capkit.DEFAULT_TS * 1e9)
+        for n in range(count):
+            handle.write(struct.pack("<II", (4, 5, 0x40000BAD)[n % 3], block_bytes))
+            _write_repeated(handle, b"\xee", block_bytes - 12)
+            handle.write(struct.pack("<I", block_bytes))
+            handle.write(capkit.pcapng_block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(good),
+                                                            len(good)) + good))
+            ts += 10_000
+
+
+def _write_repeated(handle, piece, count):
+    """``piece`` ``count`` times, a MiB or so a write."""
+    run = max(1, (1 << 20) // len(piece))
+    for start in range(0, count, run):
+        handle.write(piece * min(run, count - start))
+
+
 def write_digits(path, count):
     out = _Writer(path)
     server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
@@ -212,7 +243,8 @@ def write_big(path, count):
 
 WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,
            "lines": write_lines, "trickle": write_trickle, "ending": write_ending, "fragments": write_fragments,
-           "blocks": write_blocks, "digits": write_digits, "steady": write_steady, "big": write_big}
+           "blocks": write_blocks, "sidelong": write_sidelong, "digits": write_digits, "steady": write_steady,
+           "big": write_big}
 
 
 def measure(path, args=()):

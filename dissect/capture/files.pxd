@@ -35,16 +35,20 @@ cdef class _PcapRecords(_Chunks):
 cdef class _PcapngBlocks(_Chunks):
     cdef bint little
     cdef list interfaces
+    cdef Py_ssize_t notes
     @cython.locals(frame=Frame)
     cdef Frame _next(self)
     @cython.locals(data=bytes, pos=Py_ssize_t, position=cython.longlong, have=Py_ssize_t, little=bint,
-                   block_type=cython.uint, total=cython.uint, trailer=cython.uint)
+                   block_type=cython.uint, total=cython.uint, trailer=cython.uint, frame=Frame)
     cdef Frame _block(self)
     @cython.locals(little=bint, interfaces=list, iface_id=cython.uint, caplen=cython.uint, high=cython.ulonglong,
                    low=cython.ulonglong, ts_units=cython.ulonglong)
     cdef Frame _enhanced(self, bytes data, Py_ssize_t pos, Py_ssize_t total)
     @cython.locals(head=bytes, trailer=bytes, left=Py_ssize_t, end=cython.uint)
     cdef Frame _skip_oversized(self, unsigned int block_type, Py_ssize_t total)
+    @cython.locals(kept=bytes, trailer=bytes, left=Py_ssize_t, end=cython.uint)
+    cdef _pass_block(self, unsigned int block_type, Py_ssize_t total)
+    cdef _tell_note(self, Frame frame)
     cdef str _order(self)
     cdef bytes _take(self, Py_ssize_t size)
     @cython.locals(have=Py_ssize_t, step=Py_ssize_t)

@@ -27,8 +27,11 @@ MAX_RECORD = 262144
 MAX_OPTIONS = 65536
 MAX_PACKET_BLOCK = 32 + MAX_RECORD + MAX_OPTIONS
 _RECORD_LIMIT = MAX_RECORD  # a C integer when compiled (files.pxd): a record's C-typed length is compared unboxed
-# Other pcapng blocks (SHB and IDB options, name resolution) may be longer; a length beyond this is damage.
+# Other pcapng blocks (SHB and IDB options, name resolution) may be longer; a length beyond this is damage. Those
+# longer than a packet block may be are read past in chunks, never held: an interface description keeps the first
+# MAX_OPTIONS bytes of its options, and its first packet says that the rest were not read.
 MAX_BLOCK = 16 * 1024 * 1024
+MAX_INTERFACE_BLOCK = 20 + MAX_OPTIONS
 # The interfaces of a pcapng section that are kept: a packet naming one past them is a frame with a problem. (Real
 # captures describe a few; each kept costs about 200 bytes, and a small file could describe millions.)
 MAX_INTERFACES = 4096
@@ -200,13 +203,14 @@ def _u32(data, pos, little):
 
 
 class _Interface:
-    __slots__ = ("linktype", "snaplen", "scale", "offset")
+    __slots__ = ("linktype", "snaplen", "scale", "offset", "note")
 
     def __init__(self, linktype, snaplen, scale=1e-6, offset=0):
         self.linktype = linktype
         self.snaplen = snaplen
         self.scale = scale
         self.offset = offset
+        self.note = None  # what its first packet tells of its description (see _PcapngBlocks._pass_block)
 
 
 def _parse_options(body, order):
@@ -238,12 +242,13 @@ class _PcapngBlocks(_Chunks):
     """A pcapng stream's packet blocks, as Frames; the section headers and interface descriptions between
     them are read on the way."""
 
-    __slots__ = ("little", "interfaces")
+    __slots__ = ("little", "interfaces", "notes")
 
     def __init__(self, handle, name, first):
         _Chunks.__init__(self, handle, name, first, 0)
         self.little = True
         self.interfaces = []
+        self.notes = 0  # interfaces whose note no packet has carried yet
 
     def _next(self):
         """The next packet block's Frame; None where the stream ends between blocks."""
@@ -274,6 +279,7 @@ class _PcapngBlocks(_Chunks):
                 raise CaptureError(f"{name}: section header at byte {position} has a bad byte-order magic "
                                    f"({bom.hex(' ')})")
             self.interfaces = []
+            self.notes = 0
         elif have < 8:
             raise CaptureError(f"{name}: block header cut short at byte {position}")
         little = self.little
@@ -281,9 +287,13 @@ class _PcapngBlocks(_Chunks):
         if total < 12 or total % 4 or total > MAX_BLOCK:
             raise CaptureError(f"{name}: block at byte {position} has an impossible length {total}; "
                                f"the file is corrupt")
-        if total > MAX_PACKET_BLOCK and _holds_packet(block_type):
-            self.number += 1
-            return self._skip_oversized(block_type, total)
+        if _holds_packet(block_type):
+            if total > MAX_PACKET_BLOCK:
+                self.number += 1
+                return self._skip_oversized(block_type, total)
+        elif total > (MAX_INTERFACE_BLOCK if block_type == 1 else MAX_PACKET_BLOCK):
+            self._pass_block(block_type, total)
+            return None
         if have < total:
             self._refill(total)
             data, pos = self.data, 0
@@ -304,9 +314,13 @@ class _PcapngBlocks(_Chunks):
         elif _holds_packet(block_type):
             self.number += 1
             if block_type == 6 and total >= 32:
-                return self._enhanced(data, pos, total)
-            return _packet_block(block_type, data[pos + 8:pos + total - 4], self._order(),
-                                 self.interfaces, self.number, position)
+                frame = self._enhanced(data, pos, total)
+            else:
+                frame = _packet_block(block_type, data[pos + 8:pos + total - 4], self._order(),
+                                      self.interfaces, self.number, position)
+            if self.notes:
+                self._tell_note(frame)
+            return frame
         return None
 
     def _enhanced(self, data, pos, total):
@@ -342,6 +356,38 @@ class _PcapngBlocks(_Chunks):
         return Frame(self.number, ts, 0, wirelen, linktype, b"", iface_id,
                      f"packet block at byte {block_at} is {total} bytes long, more than a record may be "
                      f"({MAX_RECORD} captured bytes, {MAX_OPTIONS} of options); skipped")
+
+    def _pass_block(self, block_type, total):
+        """A block other than a packet's, longer than it may be held: read past it in chunks. An interface
+        description keeps the options in its first ``MAX_OPTIONS`` bytes of them, and the note that the rest were
+        not read."""
+        name, block_at = self.name, self.position
+        self.pos += 8
+        kept = self._take(MAX_INTERFACE_BLOCK - 12) if block_type == 1 else b""
+        left = self._skip(total - 12 - len(kept))
+        trailer = self._take(4)
+        if left > 0 or len(trailer) < 4:
+            raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
+        end = _u32(trailer, 0, self.little)
+        if end != total:
+            raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
+                               f"({total} at its start, {end} at its end)")
+        self.position = block_at + total
+        if block_type == 1 and len(self.interfaces) < MAX_INTERFACES:
+            iface = _interface(kept, self._order())
+            iface.note = (f"interface {len(self.interfaces)}'s description block at byte {block_at} is {total} bytes "
+                          f"long, more than {MAX_OPTIONS} bytes of options: the options past them were not read")
+            self.interfaces.append(iface)
+            self.notes += 1
+
+    def _tell_note(self, frame):
+        """``frame`` carries its interface's note, where it is the interface's first packet and has no problem of
+        its own to say."""
+        if frame.error is None and frame.iface < len(self.interfaces):
+            iface = self.interfaces[frame.iface]
+            if iface.note is not None:
+                frame.error, iface.note = iface.note, None
+                self.notes -= 1
 
     def _order(self):
         """The section's byte order as struct writes it."""
