@@ -646,6 +646,56 @@ def test_hex_legend_cuts_a_long_display_between_escapes():
     assert line.endswith(': "' + "x" * 38 + "\\u202e...")  # 39 + 6 fills 45 characters: the next escape waits
 
 
+def _hex_record():
+    """26 bytes: a message from byte 3, its field "first" over bytes 3 to 7, "parent" over 13 to 24 and its child
+    over 15 to 18 (the parent's other bytes are still its own); bytes 0 to 2, 8 to 12 and 25 belong to no field."""
+    data = bytearray(range(0x3E, 0x3E + 26))
+    data[8] = 0x0A
+    packet = Packet()
+    packet.src, packet.sport = SERVER
+    packet.dst, packet.dport = CLIENT
+    record = FrameRecord(Frame(1, TS + 1, 26, 26, 1, bytes(data)), packet, TS)
+    msg = Message("netquake", "CCREP_PLAYER_INFO", bytes(data[3:]), offset=3, frames=[1])
+    parent = Field("netquake.test.b", "parent", 10, 12, None)
+    parent.children = [Field("netquake.test.c", "child", 12, 4, 7)]
+    msg.fields = [Field("netquake.test.a", "first", 0, 5, "x"), parent]
+    record.messages.append(msg)
+    return record
+
+
+def test_hex_rows_label_each_run_of_a_fields_bytes():
+    """A field's code under its first byte, at the start of each row it continues on and again after a child's
+    bytes; ``--`` under the rest; nothing under bytes of no field."""
+    out = io.StringIO()
+    HexRenderer(out).frame(_hex_record())
+    assert out.getvalue().splitlines() == [
+        "Frame 1: 26 bytes on wire, 26 captured",
+        "0000  3e 3f 40 41 42 43 44 45  0a 47 48 49 4a 4b 4c 4d  >?@ABCDE.GHIJKLM",
+        "               a  -- -- -- --                 b  -- c",
+        "0010  4e 4f 50 51 52 53 54 55  56 57                    NOPQRSTUVW",
+        "      c  -- -- b  -- -- -- --  --",
+        "  legend:",
+        '    a  netquake.test.a [3:5] first: "x"',
+        "    b  netquake.test.b [13:12] parent",
+        "    c  netquake.test.c [15:4] child: 7",
+        ""]
+
+
+def test_hex_rows_on_a_terminal_colour_each_byte_of_a_field():
+    out = io.StringIO()
+    HexRenderer(out, color=True).frame(_hex_record())
+    red, green, yellow, reset = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[0m"
+
+    def painted(colour, cells):
+        return [colour + cell + reset for cell in cells]
+    row = out.getvalue().splitlines()[3]
+    first = ["4e", "4f", "50"], ["51", "52", "53", "54", "55"], ["56"]
+    text = "".join(painted(yellow, "NOP") + painted(green, "QRSTUV")) + "W"
+    assert row == ("0010  " + " ".join(painted(yellow, first[0]) + painted(green, first[1])) + "  "
+                   + " ".join(painted(green, first[2]) + ["57"]) + " " * 20 + text)
+    assert out.getvalue().splitlines()[-4] == f"  {red}  a{reset}  netquake.test.a [3:5] first: \"x\""
+
+
 def test_analysis_summary_and_stats_escape_format_characters():
     rec = AnalysisRecord("netquake", "player_walk", [1], {}, summary="player walk: \u202eregnaR")
     out = io.StringIO()

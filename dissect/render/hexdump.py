@@ -10,7 +10,7 @@ from .text import RESET, safe
 _PALETTE = ["\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[34m", "\x1b[35m", "\x1b[36m",
             "\x1b[91m", "\x1b[92m", "\x1b[93m", "\x1b[94m", "\x1b[95m", "\x1b[96m"]
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-_PRINTABLE = {c for c in range(0x20, 0x7F)}
+_ASCII = bytes(c if 0x20 <= c < 0x7F else 0x2E for c in range(256))  # the text column: printable ASCII, else "."
 
 
 def label_code(index):
@@ -67,14 +67,24 @@ def _leaf_spans(field, base, spans):
         spans.append(Span(None, field.key, field.name, base + field.offset, field.length, field.display))
         return
     # Bytes of the parent its children do not cover still belong to the parent.
-    covered = set()
-    for child in real_children:
-        covered.update(range(child.offset, child.offset + child.length))
-    gaps = [i for i in range(field.offset, field.offset + field.length) if i not in covered]
-    if gaps:
+    if not _covered(real_children, field.offset, field.offset + field.length):
         spans.append(Span(None, field.key, field.name, base + field.offset, field.length, field.display))
     for child in real_children:
         _leaf_spans(child, base, spans)
+
+
+def _covered(children, start, end):
+    """Whether ``children`` together cover every byte from ``start`` to ``end``."""
+    reach = start
+    for child in sorted(children, key=_offset):
+        if child.offset > reach:
+            break
+        reach = max(reach, child.offset + child.length)
+    return reach >= end
+
+
+def _offset(field):
+    return field.offset
 
 
 class HexRenderer:
@@ -97,39 +107,44 @@ class HexRenderer:
         w("\n")
 
     def _dump(self, data, spans):
-        owner = [None] * len(data)
+        owner = [None] * len(data)  # the index of the span each byte belongs to: the last span over it
         for index, span in enumerate(spans):
-            for i in range(max(0, span.offset), min(len(data), span.offset + span.length)):
-                owner[i] = index
+            start, end = max(0, span.offset), min(len(data), span.offset + span.length)
+            if start < end:
+                owner[start:end] = [index] * (end - start)
+        hexed, text = data.hex(" "), data.translate(_ASCII).decode("ascii")
+        label_rows = {}  # (span index, bytes) -> the label row under a row of that span's bytes alone
         for row in range(0, len(data), 16):
-            self._row(data, owner, spans, row)
+            end = min(row + 16, len(data))
+            self._row(hexed[3 * row:3 * end - 1], text[row:end], owner[row:end], spans, row, label_rows)
         self._legend(spans)
 
-    def _row(self, data, owner, spans, row):
-        chunk = data[row:row + 16]
-        hex_cells, labels, ascii_cells = [], [], []
-        for i, byte in enumerate(chunk):
-            index = owner[row + i]
-            cell = f"{byte:02x}"
-            char = chr(byte) if byte in _PRINTABLE else "."
-            if index is None:
-                label = "  "
-            elif i == 0 or owner[row + i - 1] != index or spans[index].offset == row + i:
-                label = f"{spans[index].code:<2}"
-            else:
-                label = "--"
-            if self.color and index is not None:
+    def _row(self, hexed, text, owners, spans, row, label_rows):
+        """One row: its bytes' ``hexed`` cells and ``text``, and the row of labels under them, where a run of one
+        span's bytes is labelled by its code, then ``--`` (on a terminal, each of its bytes coloured alike)."""
+        runs = _runs(owners)
+        if self.color:
+            cells, chars = self._coloured(hexed.split(" "), list(text), runs)
+            shown, text = _halves(cells), "".join(chars)
+        else:
+            shown = hexed[:24] + " " + hexed[24:] if len(owners) > 8 else hexed
+        if len(runs) == 1:
+            key = (runs[0][2], len(owners))
+            label_row = label_rows.get(key)
+            if label_row is None:
+                label_row = label_rows[key] = _label_row(runs, spans)
+        else:
+            label_row = _label_row(runs, spans)
+        pad = " " * (49 - 3 * len(owners) - (len(owners) > 8))  # short of the cells, spaces and gap of 16 bytes
+        self.out.write(f"{row:04x}  {shown}{pad}  {text}\n{label_row}")
+
+    def _coloured(self, cells, chars, runs):
+        for start, end, index in runs:
+            if index is not None:
                 colour = _PALETTE[index % len(_PALETTE)]
-                cell, char = colour + cell + RESET, colour + char + RESET
-            hex_cells.append(cell)
-            labels.append(label)
-            ascii_cells.append(char)
-        shown = 3 * len(chunk) - 1 + (len(chunk) > 8)  # cells, spaces, and the gap between the halves
-        pad = " " * (48 - shown)
-        self.out.write(f"{row:04x}  {_halves(hex_cells)}{pad}  {''.join(ascii_cells)}\n")
-        label_row = f"      {_halves(labels)}".rstrip()
-        if label_row:
-            self.out.write(label_row + "\n")
+                cells[start:end] = [colour + cell + RESET for cell in cells[start:end]]
+                chars[start:end] = [colour + char + RESET for char in chars[start:end]]
+        return cells, chars
 
     def _legend(self, spans):
         if not spans:
@@ -160,6 +175,33 @@ def _clipped(display, width=48):
         pieces.append(piece)
         size += len(piece)
     return "".join(pieces) + "..."
+
+
+def _label_row(runs, spans):
+    """The labels under a row's ``runs``, with their line end; "" where no byte has a span."""
+    labels = []
+    for start, end, index in runs:
+        if index is None:
+            labels.extend(["  "] * (end - start))
+        else:
+            labels.append(f"{spans[index].code:<2}")
+            labels.extend(["--"] * (end - start - 1))
+    label_row = f"      {_halves(labels)}".rstrip()
+    return label_row + "\n" if label_row else ""
+
+
+def _runs(owners):
+    """(start, end, owner) of each run of bytes with one owner in a row's ``owners``."""
+    first = owners[0]
+    if owners.count(first) == len(owners):  # a row inside one field: most rows of a long one
+        return ((0, len(owners), first),)
+    runs, start = [], 0
+    for i in range(1, len(owners)):
+        if owners[i] != owners[start]:
+            runs.append((start, i, owners[start]))
+            start = i
+    runs.append((start, len(owners), owners[start]))
+    return runs
 
 
 def _halves(cells):
