@@ -169,7 +169,7 @@ def _duration(text):
         seconds = _ascii_float(number)
     except ValueError:
         seconds = -1
-    if prefix != "duration" or seconds <= 0:
+    if prefix != "duration" or not 0 < seconds < float("inf"):  # not NaN either: no clock would ever reach it
         raise argparse.ArgumentTypeError(f"expected duration:SECONDS, got {text!r}")
     return seconds
 

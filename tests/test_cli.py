@@ -202,9 +202,11 @@ def test_numbers_in_options_are_ascii_digits(args):
     assert (f"bad --decode-as {args[1]!r}" if args[0] == "-d" else f"got {args[1]!r}") in err
 
 
-def test_a_live_capture_duration_is_an_ascii_number():
-    code, out, err = run_cli("-i", "lo", "-a", "duration:\u0663")
-    assert code == 2 and "expected duration:SECONDS, got 'duration:\u0663'" in err
+@pytest.mark.parametrize("duration", ["\u0663", "nan", "inf", "-1", "0"])
+def test_a_live_capture_duration_is_a_positive_finite_ascii_number(duration):
+    """A NaN or infinite duration passed and the capture never stopped."""
+    code, out, err = run_cli("-i", "lo", "-a", f"duration:{duration}")
+    assert code == 2 and out == "" and f"expected duration:SECONDS, got 'duration:{duration}'" in err
 
 
 def test_dask_reading_standard_input_says_why_it_cannot(tmp_path):
