@@ -124,9 +124,9 @@ class HexRenderer:
         span's bytes is labelled by its code, then ``--`` (on a terminal, each of its bytes coloured alike)."""
         runs = _runs(owners)
         if self.color:
-            cells, chars = self._coloured(hexed.split(" "), list(text), runs)
+            cells, chars = _coloured(hexed.split(" "), list(text), runs)
             shown, text = _halves(cells), "".join(chars)
-        else:
+        else:  # one more space after the eighth cell: the gap between the halves
             shown = hexed[:24] + " " + hexed[24:] if len(owners) > 8 else hexed
         if len(runs) == 1:
             key = (runs[0][2], len(owners))
@@ -135,16 +135,8 @@ class HexRenderer:
                 label_row = label_rows[key] = _label_row(runs, spans)
         else:
             label_row = _label_row(runs, spans)
-        pad = " " * (49 - 3 * len(owners) - (len(owners) > 8))  # short of the cells, spaces and gap of 16 bytes
+        pad = " " * (49 - 3 * len(owners) - (len(owners) > 8))  # a short row's cells, spaces and gap take less than 48
         self.out.write(f"{row:04x}  {shown}{pad}  {text}\n{label_row}")
-
-    def _coloured(self, cells, chars, runs):
-        for start, end, index in runs:
-            if index is not None:
-                colour = _PALETTE[index % len(_PALETTE)]
-                cells[start:end] = [colour + cell + RESET for cell in cells[start:end]]
-                chars[start:end] = [colour + char + RESET for char in chars[start:end]]
-        return cells, chars
 
     def _legend(self, spans):
         if not spans:
@@ -175,6 +167,16 @@ def _clipped(display, width=48):
         pieces.append(piece)
         size += len(piece)
     return "".join(pieces) + "..."
+
+
+def _coloured(cells, chars, runs):
+    """A row's hex ``cells`` and text ``chars``, each byte of a span's runs in the span's colour."""
+    for start, end, index in runs:
+        if index is not None:
+            colour = _PALETTE[index % len(_PALETTE)]
+            cells[start:end] = [colour + cell + RESET for cell in cells[start:end]]
+            chars[start:end] = [colour + char + RESET for char in chars[start:end]]
+    return cells, chars
 
 
 def _label_row(runs, spans):
