@@ -180,6 +180,19 @@ def test_long_blocks_other_than_packets_are_read_past_in_flat_memory(tmp_path):
     assert peak_rss_mb(large) - peak_rss_mb(small) < 6
 
 
+def test_a_capture_that_inflates_ten_thousandfold_is_read_in_flat_memory(tmp_path):
+    """512 MiB of records of zeros in some 20 KB of zstd: one step of decompression, a 16 KiB chunk, made hundreds of
+    MB at once; each step makes at most 8 MiB now."""
+    small, large = tmp_path / "small.pcap.zst", tmp_path / "large.pcap.zst"
+    hostile.write_inflating(small, 8)
+    hostile.write_inflating(large, 2048)
+    assert large.stat().st_size < 100_000
+    code, out, err = run_cli("--stats", "-T", "json", large)
+    assert code == 0, err
+    assert json.loads(out)[-1]["frames"] == 2048
+    assert peak_rss_mb(large) - peak_rss_mb(small) < 12
+
+
 def test_5000_digit_decimals_are_not_numbers_and_4000_digit_ones_are(tmp_path):
     """int() refuses over 4300 digits: 5000 digits must read as text that is not a number, not fail."""
     path = tmp_path / "digits.pcap"

@@ -11,6 +11,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import zlib
 
 import lz4.frame
 import pytest
@@ -106,6 +107,70 @@ def test_a_truncated_compressed_capture_keeps_the_frames_before_the_cut(tmp_path
     code, out, err = run_cli(packed)
     assert code == 2 and err.count("\n") == 1 and err.startswith(f"dissect: {packed}")
     assert "Traceback" not in err and len(out.splitlines()) > 5
+
+
+ZEROS = 16 << 20  # records of zeros: a compressed capture of empty records inflates a thousand to a million times
+
+
+def _zeros_pcap():
+    record = struct.pack("<IIII", 1700000000, 0, 262144, 262144) + bytes(262144)
+    return open(SESSION, "rb").read(24) + record * (ZEROS // len(record) + 1)
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_each_step_of_decompression_makes_at_most_a_step_of_bytes(tmp_path, suffix):
+    """A 16 KiB chunk of compressed zeros made 16 MB (gzip) to 512 MB (zstd) in one step before; a step makes at
+    most STEP bytes now (8 MiB for zstd: 256 bytes of input, and its smallest block, 4 bytes, makes 128 KiB), and the
+    bytes are all there."""
+    from dissect.capture.sources import STEP, open_input
+    data = _zeros_pcap()
+    path = tmp_path / "zeros.bin"
+    path.write_bytes(COMPRESSORS[suffix](data))
+    assert path.stat().st_size < len(data) // 200
+    reader = open_input(str(path))
+    stream = reader.raw
+    buffer, sizes, made = bytearray(64 << 20), [], []
+    while size := stream.readinto(buffer):
+        sizes.append(size)
+        made.append(bytes(buffer[:size]))
+    assert b"".join(made) == data
+    assert max(sizes) <= (8 << 20 if suffix == "zst" else STEP) and len(sizes) >= len(data) // (8 << 20)
+
+
+def _wide_zstd(data):
+    """A zstd frame asking for a 256 MiB window, as `zstd --long=28` writes (streamed: no content size to shrink it)."""
+    params = zstandard.ZstdCompressionParameters(window_log=28)
+    wide = io.BytesIO()
+    with zstandard.ZstdCompressor(compression_params=params).stream_writer(wide, closefd=False) as writer:
+        writer.write(data)
+    return wide.getvalue()
+
+
+def _wide_xz(data):
+    """An xz stream whose block header asks for a 256 MiB dictionary (compressed with 1 MiB: the header's property
+    byte 16 set to 32, the header's CRC32 made again)."""
+    packed = bytearray(lzma.compress(data, format=lzma.FORMAT_XZ, filters=[{"id": lzma.FILTER_LZMA2,
+                                                                             "dict_size": 1 << 20}]))
+    size = (packed[12] + 1) * 4  # the block header, after the 12-byte stream header
+    header = packed[12:12 + size]
+    assert header[2:5] == b"\x21\x01\x10"  # filter LZMA2, 1 byte of properties: 1 MiB
+    header[4] = 32
+    header[-4:] = struct.pack("<I", zlib.crc32(bytes(header[:-4])))
+    packed[12:12 + size] = header
+    return bytes(packed)
+
+
+@pytest.mark.parametrize("kind, make, error", [("zstd", _wide_zstd, "ZstdError"), ("xz", _wide_xz, "LZMAError")])
+def test_a_decompressor_window_over_the_limit_is_refused_with_one_line(tmp_path, kind, make, error):
+    """A stream that asks its decompressor to keep 256 MiB is refused before any of it is kept, with the limit
+    named (xz had no limit: a stream could ask 4 GiB)."""
+    from dissect.capture.sources import MAX_WINDOW
+    packed = tmp_path / "wide.bin"
+    packed.write_bytes(make(open(SESSION, "rb").read()))
+    code, out, err = run_cli(packed)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"dissect: {packed}: {kind} data asks for a window larger than the {MAX_WINDOW >> 20} MiB "
+                          f"a decompressor may keep ({error}: ")
 
 
 def test_j_on_standard_input_runs_in_one_process():

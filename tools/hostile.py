@@ -14,6 +14,8 @@
 - sidelong:   pcapng whose interface description carries nearly 16 MiB of options, then N blocks of other kinds
               (name resolution, statistics, a custom block) of nearly 16 MiB each, each followed by a good frame:
               read past in chunks, the interface keeping the options in its first 64 KiB of them
+- inflating:  zstd-compressed pcap of N records of 256 KiB of zeros (a GiB at full size in 40 KB: a step of
+              decompression is bounded by what it makes, not by what it reads)
 - digits:     N TeeFrame responses whose decimal strings are 5000 digits (not numbers) and 4000 digits
               (the longest read as a number)
 - steady:     2,000 addresses each asking a NetQuake server once a second, N frames in all (an hour of rate history
@@ -45,12 +47,12 @@ import teeframe_peer as tf  # noqa: E402
 
 FULL_SIZES = {"tokens": 1_000_000, "streams": 100_000, "window": 200_000, "held": 1_600_000, "lines": 200_000,
               "trickle": 1_600_000, "ending": 400_000, "fragments": 200_000, "blocks": 16, "sidelong": 16,
-              "digits": 2_000, "steady": 3_600_000, "big": 1_000}
+              "inflating": 4096, "digits": 2_000, "steady": 3_600_000, "big": 1_000}
 FRAMES = {"streams": lambda n: 2 * n, "window": lambda n: n + 3, "held": lambda n: n // 4096 * 4096 + 4096,
           "lines": lambda n: n // 4090 * 4090 + 4090, "trickle": lambda n: n // 4090 * 4090 + 4090,
           "ending": lambda n: n // 4096 * 4096 + 4096,
           "blocks": lambda n: 2 * n, "sidelong": lambda n: n}
-SUFFIXES = {"blocks": "pcapng", "sidelong": "pcapng"}
+SUFFIXES = {"blocks": "pcapng", "sidelong": "pcapng", "inflating": "pcap.zst"}
 BLOCK_BYTES = 16 * 1024 * 1024 - 1024  # just under the reader's bound on any pcapng block
 MAX_RECORD = 262144                    # the largest record the reader takes
 ETHERNET_IPV4 = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00"  # the Ethernet header of every frame
@@ -199,6 +201,16 @@ def write_sidelong(path, count, block_bytes=BLOCK_BYTES):
             ts += 10_000
 
 
+def write_inflating(path, count):
+    """Written through zstd's stream writer, a record at a time: neither the GiB nor its compressed form is held."""
+    import zstandard
+    record = struct.pack("<IIII", int(capkit.DEFAULT_TS), 0, MAX_RECORD, MAX_RECORD) + bytes(MAX_RECORD)
+    with open(path, "wb") as handle, zstandard.ZstdCompressor().stream_writer(handle) as writer:
+        writer.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, MAX_RECORD, 1))
+        for _ in range(count):
+            writer.write(record)
+
+
 def _write_repeated(handle, piece, count):
     """``piece`` ``count`` times, a MiB or so a write."""
     run = max(1, (1 << 20) // len(piece))
@@ -243,8 +255,8 @@ def write_big(path, count):
 
 WRITERS = {"tokens": write_tokens, "streams": write_streams, "window": write_window, "held": write_held,
            "lines": write_lines, "trickle": write_trickle, "ending": write_ending, "fragments": write_fragments,
-           "blocks": write_blocks, "sidelong": write_sidelong, "digits": write_digits, "steady": write_steady,
-           "big": write_big}
+           "blocks": write_blocks, "sidelong": write_sidelong, "inflating": write_inflating,
+           "digits": write_digits, "steady": write_steady, "big": write_big}
 
 
 def measure(path, args=()):

@@ -84,23 +84,101 @@ def _decompressed(raw, kind, name):
     return _Decompressing(raw, _engine_factory(kind, name), f"{name}: {kind} data")
 
 
+# What one step of decompression makes at most: a compressed capture of zeros (empty records) inflates a thousand to a
+# million times, so a step is bounded by what it makes, not by what it reads.
+STEP = 1 << 20
+# The largest window a compressed stream may ask of its decompressor (what it keeps of the bytes made before): zstd's
+# own default limit, and room for xz's largest preset dictionary (64 MiB). A stream that asks more is refused.
+MAX_WINDOW = 1 << 27
+
+
 def _engine_factory(kind, name):
-    """A function that makes a fresh incremental decompressor (one per gzip member, xz stream, frame)."""
+    """A function that makes a fresh incremental decompressor (one per gzip member, xz stream, frame), as a _Steps."""
     if kind == "gzip":
-        return lambda: zlib.decompressobj(wbits=31)
+        return _ZlibSteps
     if kind == "bzip2":
         import bz2  # imported for a capture that needs it, not at every start-up
 
-        return bz2.BZ2Decompressor
+        return lambda: _Steps(bz2.BZ2Decompressor())
     if kind == "xz":
         import lzma
 
-        return lzma.LZMADecompressor
+        return lambda: _Steps(lzma.LZMADecompressor(memlimit=MAX_WINDOW))
     if kind == "zstd":
         zstandard = _optional("zstandard", name, kind)
-        return lambda: zstandard.ZstdDecompressor().decompressobj()
+        return lambda: _ZstdSteps(zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW).decompressobj())
     lz4_frame = _optional("lz4.frame", name, kind)
-    return lz4_frame.LZ4FrameDecompressor
+    return lambda: _Steps(lz4_frame.LZ4FrameDecompressor())
+
+
+class _Steps:
+    """A decompressor that makes at most STEP bytes a step (``step``): one given its input when it ``wants_input``,
+    else called again without any to make what it still holds. bzip2, xz and lz4's decompressors keep the input they
+    have not used themselves (``max_length``, ``needs_input``)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    @property
+    def wants_input(self):
+        return self.engine.needs_input
+
+    @property
+    def eof(self):
+        return self.engine.eof
+
+    @property
+    def unused_data(self):
+        """What it was given past the end of its stream (lz4's says None for nothing)."""
+        return self.engine.unused_data or b""
+
+    def step(self, data):
+        return self.engine.decompress(data, STEP)
+
+
+class _ZlibSteps(_Steps):
+    """zlib's decompressor hands back the input it has not used (``unconsumed_tail``), and may hold output when a
+    step ends full."""
+
+    def __init__(self):
+        _Steps.__init__(self, zlib.decompressobj(wbits=31))
+        self.full = False
+
+    @property
+    def wants_input(self):
+        return not self.engine.unconsumed_tail and not self.full
+
+    def step(self, data):
+        out = self.engine.decompress(self.engine.unconsumed_tail + data, STEP)
+        self.full = len(out) == STEP
+        return out
+
+
+class _ZstdSteps(_Steps):
+    """python-zstandard's decompressor makes all it can of the input it is given: it is given ``FEED`` bytes a step.
+    Its smallest block is 4 bytes and makes at most 128 KiB, so a step makes at most 8 MiB. (A call costs about a
+    microsecond: 256 bytes a call add about 1% to reading a capture compressed five times.)"""
+
+    FEED = 256
+
+    def __init__(self, engine):
+        _Steps.__init__(self, engine)
+        self.data, self.at = b"", 0
+
+    @property
+    def wants_input(self):
+        return self.at >= len(self.data)
+
+    @property
+    def unused_data(self):
+        return self.engine.unused_data + self.data[self.at:]
+
+    def step(self, data):
+        if data:
+            self.data, self.at = data, 0
+        piece = self.data[self.at:self.at + self.FEED]
+        self.at += len(piece)
+        return self.engine.decompress(piece)
 
 
 def _optional(module, name, kind):
@@ -116,8 +194,8 @@ def _optional(module, name, kind):
 class _Decompressing(io.RawIOBase):
     """Uncompressed bytes from a compressed stream, as they come. Everything before a cut or damage is
     delivered first; then CaptureError says what went wrong. Several members or frames in a row (as
-    ``cat a.gz b.gz`` makes) are read in turn. Compressed input is taken a small chunk at a time, so
-    what one step may inflate to stays bounded."""
+    ``cat a.gz b.gz`` makes) are read in turn. Compressed input is read a small chunk at a time, and each
+    step of decompression makes at most STEP bytes (8 MiB for zstd), however far the input inflates."""
 
     CHUNK = 16384
 
@@ -127,6 +205,7 @@ class _Decompressing(io.RawIOBase):
         self.what = what
         self.engine = factory()
         self.started = False  # whether the current engine has been given any input
+        self.pending = b""    # input read and not yet given to an engine (what one left past its end)
         self.out = b""
         self.at = 0
 
@@ -143,23 +222,25 @@ class _Decompressing(io.RawIOBase):
         return size
 
     def _inflate(self):
-        """Decompress the next chunk into ``out``; False at the end of the data."""
-        chunk = self.raw.read(self.CHUNK)
-        if not chunk:
-            if self.started and not self.engine.eof:
-                raise CaptureError(f"{self.what} is cut short: the compressed stream ends before its end marker")
-            return False
-        out = []
+        """One step of decompression into ``out`` (it may make nothing); False at the end of the data."""
+        if self.engine.eof:  # the next member or frame, from what this one left
+            self.pending = self.engine.unused_data + self.pending
+            self.engine, self.started = self.factory(), False
+        data = b""
+        if self.engine.wants_input:
+            data, self.pending = self.pending or self.raw.read(self.CHUNK), b""
+            if not data:
+                if self.started:
+                    raise CaptureError(f"{self.what} is cut short: the compressed stream ends before its end marker")
+                return False
+            self.started = True
         try:
-            while chunk:
-                if self.engine.eof:  # the next member or frame
-                    self.engine = self.factory()
-                self.started = True
-                out.append(self.engine.decompress(chunk))
-                chunk = self.engine.unused_data if self.engine.eof else b""
+            self.out, self.at = self.engine.step(data), 0
         except Exception as exc:  # zlib.error, OSError, lzma.LZMAError, zstandard.ZstdError, RuntimeError
+            if "memory" in str(exc).lower():  # xz: "Memory usage limit was reached"; zstd: "... too much memory ..."
+                raise CaptureError(f"{self.what} asks for a window larger than the {MAX_WINDOW >> 20} MiB a "
+                                   f"decompressor may keep ({type(exc).__name__}: {exc})") from None
             raise CaptureError(f"{self.what} is damaged ({type(exc).__name__}: {exc})") from None
-        self.out, self.at = b"".join(out), 0
         return True
 
     def close(self):
