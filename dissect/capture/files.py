@@ -340,18 +340,8 @@ class _PcapngBlocks(_Chunks):
     def _skip_oversized(self, block_type, total):
         """A packet block too long for any record: read past it in chunks and return a corrupt Frame (with the
         block's time where its header gives one)."""
-        name, block_at, little = self.name, self.position, self.little
-        self.pos += 8
-        head = self._take(20)
-        left = self._skip(total - 8 - len(head) - 4)
-        trailer = self._take(4)
-        if left > 0 or len(head) < 20 or len(trailer) < 4:
-            raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
-        end = _u32(trailer, 0, little)
-        if end != total:
-            raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
-                               f"({total} at its start, {end} at its end)")
-        self.position = block_at + total
+        block_at = self.position
+        head = self._read_past(total, 20)
         ts, iface_id, linktype, wirelen = _block_header(block_type, head, self._order(), self.interfaces)
         return Frame(self.number, ts, 0, wirelen, linktype, b"", iface_id,
                      f"packet block at byte {block_at} is {total} bytes long, more than a record may be "
@@ -361,24 +351,31 @@ class _PcapngBlocks(_Chunks):
         """A block other than a packet's, longer than it may be held: read past it in chunks. An interface
         description keeps the options in its first ``MAX_OPTIONS`` bytes of them, and the note that the rest were
         not read."""
-        name, block_at = self.name, self.position
-        self.pos += 8
-        kept = self._take(MAX_INTERFACE_BLOCK - 12) if block_type == 1 else b""
-        left = self._skip(total - 12 - len(kept))
-        trailer = self._take(4)
-        if left > 0 or len(trailer) < 4:
-            raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
-        end = _u32(trailer, 0, self.little)
-        if end != total:
-            raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
-                               f"({total} at its start, {end} at its end)")
-        self.position = block_at + total
+        block_at = self.position
+        kept = self._read_past(total, MAX_INTERFACE_BLOCK - 12 if block_type == 1 else 0)
         if block_type == 1 and len(self.interfaces) < MAX_INTERFACES:
             iface = _interface(kept, self._order())
             iface.note = (f"interface {len(self.interfaces)}'s description block at byte {block_at} is {total} bytes "
                           f"long, more than {MAX_OPTIONS} bytes of options: the options past them were not read")
             self.interfaces.append(iface)
             self.notes += 1
+
+    def _read_past(self, total, keep):
+        """Read past the block of ``total`` bytes at ``pos`` in chunks, its trailer checked; the first ``keep`` bytes
+        of its body."""
+        name, block_at = self.name, self.position
+        self.pos += 8
+        kept = self._take(keep)
+        left = self._skip(total - 12 - len(kept))
+        trailer = self._take(4)
+        if left > 0 or len(kept) < keep or len(trailer) < 4:
+            raise CaptureError(f"{name}: block at byte {block_at} cut short: it claims {total} bytes")
+        end = _u32(trailer, 0, self.little)
+        if end != total:
+            raise CaptureError(f"{name}: block at byte {block_at} has inconsistent lengths "
+                               f"({total} at its start, {end} at its end)")
+        self.position = block_at + total
+        return kept
 
     def _tell_note(self, frame):
         """``frame`` carries its interface's note, where it is the interface's first packet and has no problem of
