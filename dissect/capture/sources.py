@@ -205,7 +205,6 @@ class _Decompressing(io.RawIOBase):
         self.what = what
         self.engine = factory()
         self.started = False  # whether the current engine has been given any input
-        self.pending = b""    # input read and not yet given to an engine (what one left past its end)
         self.out = b""
         self.at = 0
 
@@ -223,12 +222,12 @@ class _Decompressing(io.RawIOBase):
 
     def _inflate(self):
         """One step of decompression into ``out`` (it may make nothing); False at the end of the data."""
-        if self.engine.eof:  # the next member or frame, from what this one left
-            self.pending = self.engine.unused_data + self.pending
-            self.engine, self.started = self.factory(), False
         data = b""
-        if self.engine.wants_input:
-            data, self.pending = self.pending or self.raw.read(self.CHUNK), b""
+        if self.engine.eof:  # the next member or frame begins with what this one was given past its end
+            data = self.engine.unused_data
+            self.engine, self.started = self.factory(), False
+        if self.engine.wants_input:  # (a fresh engine always does)
+            data = data or self.raw.read(self.CHUNK)
             if not data:
                 if self.started:
                     raise CaptureError(f"{self.what} is cut short: the compressed stream ends before its end marker")
