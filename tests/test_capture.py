@@ -256,8 +256,7 @@ def test_pcapng_enhanced_block_header_fields(tmp_path):
     room = 20 + len(packet) + (-len(packet) % 4)  # what the block body holds before its trailer
     path = tmp_path / "fields.pcapng"
     path.write_bytes(
-        capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-        + capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535) + options)  # ms, from second 1,000,000
+        SHB + capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535) + options)  # ms, from second 1,000,000
         + capkit.pcapng_block(6, struct.pack("<IIIII", 0, 0, 1234, len(packet), 1500) + packet)
         + capkit.pcapng_block(6, struct.pack("<IIIII", 0, 0, 5678, room - 20 + 1, 1500) + packet))
     good, cut = list(open_capture(str(path)))
@@ -301,21 +300,23 @@ def test_pcapng_interface_out_of_range_resumes(tmp_path):
     assert records[2]["protocol"] == "netquake"
 
 
+SHB = capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+IDB = capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535))  # Ethernet, microseconds
+
+
+def _epb(interface, units, frame):
+    return capkit.pcapng_block(6, struct.pack("<IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(frame),
+                                              len(frame)) + frame)
+
+
 def test_pcapng_keeps_at_most_max_interfaces_a_section(tmp_path):
     """A section describing more interfaces than MAX_INTERFACES keeps the first ones: a packet on the last one kept
     is dissected, one on the next is a frame saying why it has no bytes, and the reading goes on."""
     from dissect.capture.files import MAX_INTERFACES
-    idb = capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535))
-    frame = capkit.ethernet(udp4())
-
-    def epb(interface, seconds):
-        micros = int(seconds * 1_000_000)
-        return capkit.pcapng_block(6, struct.pack("<IIIII", interface, micros >> 32, micros & 0xFFFFFFFF, len(frame),
-                                                  len(frame)) + frame)
+    frame, micros = capkit.ethernet(udp4()), int(TS * 1_000_000)
     path = tmp_path / "interfaces.pcapng"
-    path.write_bytes(capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-                     + idb * (MAX_INTERFACES + 2) + epb(MAX_INTERFACES - 1, TS) + epb(MAX_INTERFACES, TS + 1)
-                     + epb(0, TS + 2))
+    path.write_bytes(SHB + IDB * (MAX_INTERFACES + 2) + _epb(MAX_INTERFACES - 1, micros, frame)
+                     + _epb(MAX_INTERFACES, micros + 1_000_000, frame) + _epb(0, micros + 2_000_000, frame))
     code, out, err = run_cli("-T", "jsonl", path)
     assert code == 0 and err == ""
     records = [r for r in jsonl(out) if r["kind"] == "frame"]
@@ -324,14 +325,6 @@ def test_pcapng_keeps_at_most_max_interfaces_a_section(tmp_path):
     assert finding["code"] == "capture.corrupt" and (
         f"names interface {MAX_INTERFACES}, past the first {MAX_INTERFACES} of its section, which are all that are "
         f"kept (" in finding["message"])
-
-
-SHB = capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-
-
-def _epb(interface, units, frame):
-    return capkit.pcapng_block(6, struct.pack("<IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(frame),
-                                              len(frame)) + frame)
 
 
 def _idb(comment_bytes, offset_after=False):
@@ -392,14 +385,13 @@ def test_pcapng_long_blocks_other_than_packets_are_read_past(tmp_path, block_typ
     body = struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1) if block_type == 0x0A0D0D0A else b""
     long_block = capkit.pcapng_block(block_type, body + b"\xee" * (MAX_PACKET_BLOCK - len(body)))
     assert len(long_block) == MAX_PACKET_BLOCK + 12
-    idb = capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535))
-    middle = long_block + (idb if block_type == 0x0A0D0D0A else b"")
-    data = SHB + idb + _epb(0, 1_000_000, frame) + middle + _epb(0, 2_000_000, frame)
+    middle = long_block + (IDB if block_type == 0x0A0D0D0A else b"")
+    data = SHB + IDB + _epb(0, 1_000_000, frame) + middle + _epb(0, 2_000_000, frame)
     path = tmp_path / "long.pcapng"
     path.write_bytes(data)
     frames = list(open_capture(str(path)))
     assert [(f.ts, f.data, f.error) for f in frames] == [(1.0, frame, None), (2.0, frame, None)]
-    at = len(SHB) + len(idb) + len(_epb(0, 0, frame))
+    at = len(SHB) + len(IDB) + len(_epb(0, 0, frame))
     cut = tmp_path / "cut.pcapng"
     cut.write_bytes(data[:at + len(long_block) - 8])
     _check_fatal(cut, 1, f"block at byte {at} cut short: it claims {len(long_block)} bytes")

@@ -132,12 +132,17 @@ def write_pcapng_units(path, frames, linktypes, tsresol=6, tsoffset=None):
         handle.write(data)
 
 
+def pcap_header(linktype=1, snaplen=65535):
+    """A little-endian pcap file header (microseconds)."""
+    return struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype)
+
+
 def write_pcap_us(path, frames, linktype=1, snaplen=65535):
     """Stream ``frames``, (timestamp in whole microseconds, bytes) pairs, to a little-endian pcap file.
     Whole microseconds keep a long capture's times exact where float seconds near 1.7e9 would round."""
     record = struct.Struct("<IIII")
     with open(path, "wb") as handle:
-        handle.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype))
+        handle.write(pcap_header(linktype, snaplen))
         for ts_us, data in frames:
             seconds, micros = divmod(ts_us, 1_000_000)
             handle.write(record.pack(seconds, micros, len(data), len(data)))

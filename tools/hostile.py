@@ -14,7 +14,7 @@
 - sidelong:   pcapng whose interface description carries nearly 16 MiB of options, then N blocks of other kinds
               (name resolution, statistics, a custom block) of nearly 16 MiB each, each followed by a good frame:
               read past in chunks, the interface keeping the options in its first 64 KiB of them
-- inflating:  zstd-compressed pcap of N records of 256 KiB of zeros (a GiB at full size in 40 KB: a step of
+- inflating:  zstd-compressed pcap of N records of 256 KiB of zeros (a GiB at full size in 66 KB: a step of
               decompression is bounded by what it makes, not by what it reads)
 - digits:     N TeeFrame responses whose decimal strings are 5000 digits (not numbers) and 4000 digits
               (the longest read as a number)
@@ -160,34 +160,36 @@ def write_fragments(path, count):
     out.close()
 
 
+SECTION = capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))  # little-endian, version 1.0
+
+
+def _good_block(units):
+    """An enhanced packet block on interface 0 at ``units`` of its time resolution: a NetQuake server-info request."""
+    frame = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000, nq.ccreq_server_info()))
+    return capkit.pcapng_block(6, struct.pack("<IIIII", 0, units >> 32, units & 0xFFFFFFFF, len(frame), len(frame))
+                               + frame)
+
+
 def write_blocks(path, count, block_bytes=BLOCK_BYTES):
     """Each oversized enhanced packet block is written in pieces: the writer holds none of it either."""
-    good = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000,
-                                             b"\x80\x00\x00\x0c\x02QUAKE\x00\x03"))
     caplen = block_bytes - 32
     with open(path, "wb") as handle:
-        handle.write(capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
-        handle.write(capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535)))
+        handle.write(SECTION + capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535)))
         ts = int(capkit.DEFAULT_TS * 1e6)
         for _ in range(count):
             handle.write(struct.pack("<IIIIIII", 6, block_bytes, 0, ts >> 32, ts & 0xFFFFFFFF, caplen, caplen))
-            for start in range(0, caplen, 1 << 20):
-                handle.write(b"\xee" * min(1 << 20, caplen - start))
+            _write_repeated(handle, b"\xee", caplen)
             handle.write(struct.pack("<I", block_bytes))
-            ts += 10
-            handle.write(capkit.pcapng_block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(good),
-                                                            len(good)) + good))
-            ts += 10
+            handle.write(_good_block(ts + 10))
+            ts += 20
 
 
 def write_sidelong(path, count, block_bytes=BLOCK_BYTES):
     """The interface's options (``block_bytes`` in all): its time resolution first (nanoseconds), then empty comments;
     the other blocks cycle through types 4, 5 and 0x40000BAD, their bodies a byte repeated. Written in pieces."""
-    good = capkit.ethernet(capkit.udp_packet("10.0.0.7", 40000, "10.0.0.1", 26000,
-                                             b"\x80\x00\x00\x0c\x02QUAKE\x00\x03"))
     comments = (block_bytes - 20 - 8 - 4) // 4  # after the interface's fields and its resolution; before the end
     with open(path, "wb") as handle:
-        handle.write(capkit.pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        handle.write(SECTION)
         handle.write(struct.pack("<IIHHI", 1, block_bytes, 1, 0, 65535) + struct.pack("<HHB3x", 9, 1, 9))
         _write_repeated(handle, struct.pack("<HH", 1, 0), comments)
         handle.write(struct.pack("<HHI", 0, 0, block_bytes))
@@ -196,8 +198,7 @@ def write_sidelong(path, count, block_bytes=BLOCK_BYTES):
             handle.write(struct.pack("<II", (4, 5, 0x40000BAD)[n % 3], block_bytes))
             _write_repeated(handle, b"\xee", block_bytes - 12)
             handle.write(struct.pack("<I", block_bytes))
-            handle.write(capkit.pcapng_block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(good),
-                                                            len(good)) + good))
+            handle.write(_good_block(ts))
             ts += 10_000
 
 
@@ -206,7 +207,7 @@ def write_inflating(path, count):
     import zstandard
     record = struct.pack("<IIII", int(capkit.DEFAULT_TS), 0, MAX_RECORD, MAX_RECORD) + bytes(MAX_RECORD)
     with open(path, "wb") as handle, zstandard.ZstdCompressor().stream_writer(handle) as writer:
-        writer.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, MAX_RECORD, 1))
+        writer.write(capkit.pcap_header(snaplen=MAX_RECORD))
         for _ in range(count):
             writer.write(record)
 
