@@ -15,6 +15,7 @@ from .capture.reassembly import Chunk, Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS, TCP_FINDINGS
 from .core import AnalysisRecord
 from .core.fmt import endpoint
+from .plugin_guard import fault_record
 from .registry import dissect_message
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
@@ -123,13 +124,26 @@ class Pipeline:
         if self.first_ts is None:
             self.first_ts = frame.ts
         try:
-            return self._frame(frame, packet)
+            result = self._frame(frame, packet)
         except Exception as exc:  # a bug must cost one frame, not the capture
-            record = FrameRecord(frame, Packet(), self.first_ts)
-            record.info = "[internal error]"
-            record.findings.append(DISSECT_FINDINGS.internal_error.at(
-                f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
-            return record, []
+            result = self._failed(frame, exc), []
+        faults = self.registry.faults
+        if faults:  # what plugins' guards found outside their messages
+            result[0].findings.extend(faults)
+            faults.clear()
+        return result
+
+    def _failed(self, frame, exc):
+        """The record of a frame whose dissection raised ``exc``: its layers as far as they decode, and the error."""
+        try:
+            packet = decode_frame(frame.data, frame.linktype, self.tree) if frame.data else Packet()
+        except Exception:
+            packet = Packet()
+        record = FrameRecord(frame, packet, self.first_ts)
+        record.info = "[internal error]"
+        record.findings.append(DISSECT_FINDINGS.internal_error.at(
+            f"internal error while dissecting this frame: {type(exc).__name__}: {exc}"))
+        return record
 
     def payload(self, payload, key):
         """A bare message of protocol ``key`` (``--payload``, ``dissect_payload``): frame 1, no lower layers."""
@@ -141,6 +155,8 @@ class Pipeline:
         record.messages.append(msg)
         record.protocol = key
         record.info = msg.info
+        record.findings.extend(self.registry.faults)
+        self.registry.faults.clear()
         return record
 
     def skip(self, frame):
@@ -337,6 +353,8 @@ class Pipeline:
                 records += self._close_stream(stream, None, None)
         for analyzer in self.analyzers.values():
             records.extend(analyzer.finish())
+        records += [fault_record(finding) for finding in self.registry.faults]  # plugins' parsers closed at the end
+        self.registry.faults.clear()
         self.traffic.finish()  # its rules look across conversations: Session.finish concludes them
         return records
 

@@ -9,6 +9,7 @@ from dissect.core.model cimport Message, new_message
 cdef class Registry:
     cdef public object dissectors, forced, by_port, order
     cdef public dict plans
+    cdef public list faults
     @cython.locals(plans=tuple, plan_by_port=dict, plan=tuple)
     cpdef select(self, Packet packet, payload)
 

@@ -24,6 +24,7 @@ from .core.cursor import new_cursor
 from .core.escape import tell
 from .core.model import new_message
 from .core.tables import FieldTable, FindingTable
+from .plugin_guard import guard_analyzer, guard_dissector
 
 ENTRY_POINT_GROUP = "dissect.protocols"
 _GROUP_HEADER = f"[{ENTRY_POINT_GROUP}]"  # its section in a distribution's entry_points.txt
@@ -260,6 +261,9 @@ def check_protocol(cls, name):
         raise ValueError(f"{cls.key}: fields must be a FieldTable of protocol {cls.key!r}")
     if not isinstance(cls.findings, FindingTable) or cls.findings.protocol != cls.key:
         raise ValueError(f"{cls.key}: findings must be a FindingTable of protocol {cls.key!r}")
+    if f"{cls.key}.dissector_error" not in cls.findings:
+        raise ValueError(f"{cls.key}: findings must be a FindingTable made with messages=True (it declares "
+                         f"{cls.key}.dissector_error, which reports what the protocol's own code raises)")
     if cls.truncated is None or cls.truncated.code not in cls.findings:
         raise ValueError(f"{cls.key}: truncated must be an entry of its finding table")
     if any(getattr(spec, "code", None) not in cls.findings for spec in cls.cut_findings):
@@ -316,11 +320,16 @@ def protocol_key(name):
 class Registry:
     """One per run: holds the dissector instances and their per-run state."""
 
-    __slots__ = ("dissectors", "forced", "by_port", "order", "plans")
+    __slots__ = ("dissectors", "forced", "by_port", "order", "plans", "faults")
 
     def __init__(self, decode_as=None):
-        self.dissectors = {key: cls() for key, cls in load_protocols().items()}
-        self.forced = {k: self.dissectors[v] for k, v in (decode_as or {}).items()}
+        self.faults = []  # what plugins' guards found outside a message, for the pipeline to add to the frame
+        self.dissectors = {}
+        for key, cls in load_protocols().items():
+            dissector = self._made(key, cls)
+            if dissector is not None:
+                self.dissectors[key] = dissector
+        self.forced = {k: self.dissectors[v] for k, v in (decode_as or {}).items() if v in self.dissectors}
         self.by_port = {}
         for dissector in self.dissectors.values():
             for transport in dissector.transports:
@@ -331,6 +340,18 @@ class Registry:
         self.plans = {t: ({}, self._plan(t, ())) for t in self.order}
         for (transport, port), port_dissectors in self.by_port.items():
             self.plans[transport][0][port] = self._plan(transport, port_dissectors)
+
+    def _made(self, key, cls):
+        """The instance of protocol ``key`` for this run; a plugin's behind guards (plugin_guard), or None where
+        making it fails (said in one line: the other protocols work)."""
+        if key in BUILTINS:
+            return cls()
+        try:
+            dissector = cls()
+            return guard_dissector(dissector, self.faults, _observes(dissector))
+        except Exception as exc:
+            _problem(f"protocol {key} skipped: {type(exc).__name__}: {exc}")
+            return None
 
     def _plan(self, transport, port_dissectors):
         """(claims, on_port, dissector) for each heuristic to try: the dissectors of the port first, then
@@ -343,13 +364,13 @@ class Registry:
 
     def make_analyzers(self):
         """A fresh analyzer for each protocol, key -> analyzer."""
-        return {key: dissector.analyzer() for key, dissector in self.dissectors.items()}
+        return {key: dissector.analyzer() if key in BUILTINS else guard_analyzer(dissector)
+                for key, dissector in self.dissectors.items()}
 
     def observing(self):
         """The keys of the protocols whose ``observe`` is not Dissector's, which learns nothing (overridden by the
         class or set on the instance): the pipeline calls only theirs."""
-        return frozenset(key for key, dissector in self.dissectors.items()
-                         if getattr(dissector.observe, "__func__", None) is not Dissector.observe)
+        return frozenset(key for key, dissector in self.dissectors.items() if _observes(dissector))
 
     def select(self, packet, payload):
         """The dissector for this payload, or None."""
@@ -367,6 +388,11 @@ class Registry:
             if claims(payload, packet, on_port):
                 return dissector
         return None
+
+
+def _observes(dissector):
+    """Whether ``dissector``'s ``observe`` is not Dissector's, which learns nothing."""
+    return getattr(dissector.observe, "__func__", None) is not Dissector.observe
 
 
 def all_field_tables():

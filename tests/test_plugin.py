@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from capkit import ethernet, udp_packet, write_pcap
+from capkit import ethernet, tcp_packet, udp_packet, write_pcap
 from conftest import ROOT, capture, jsonl, run_cli
 
 EXAMPLE = os.path.join(ROOT, "examples", "dissect-quake3")
@@ -255,3 +255,210 @@ def test_a_protocol_that_overrides_observe_sees_each_message_after_its_decode(tm
         "frame 2 silent two",
         "observed echo [3] 7 40000 three", "frame 3 echo three",
         "own observed echo [4]", "frame 4 own own"]
+
+
+HOSTILE = """
+import sys
+from dissect import AnalysisRecord, Analyzer, Dissector, FieldTable, FindingTable, register
+from dissect.core.model import new_field
+
+F = FieldTable("hostile", messages=True, title="Hostile", entries=[("word", "Word", "bytes", "four bytes")])
+W = FindingTable("hostile", messages=True, entries=[("truncated", "error", "a message has bytes")])
+
+
+class Tracker(Analyzer):
+    def feed(self, record, msg, tree):
+        if record.number == 1:
+            raise KeyError("no such conversation")
+        return ["not a record"]
+
+    def finish(self):
+        raise RuntimeError("finish exploded")
+
+    def stats(self):
+        raise ValueError("no statistics")
+
+
+class Hostile(Dissector):
+    key, title, ports, examples = "hostile", "Hostile", (7,), (b"word",)
+    fields, findings, truncated, analyzer = F, W, W.truncated, Tracker
+
+    def claims(self, payload, packet, on_port):
+        if on_port:
+            return True
+        raise IndexError("payload too short")
+
+    def observe(self, packet, msg):
+        if packet.sport == 7:
+            raise ZeroDivisionError("division by zero")
+
+    def decode(self, cur, msg, packet):
+        msg.name, msg.info = 12345, b"bytes"
+        word = new_field("hostile.word", "Word", 0, 4, b"word", None)
+        word.children = [new_field("hostile.word", "Word", 2, 9, b"", None), word]  # out of bounds, and a cycle
+        msg.fields += [word, new_field("hostile.word", "Word", -5, 4, b"", None),
+                       new_field("hostile.word", "Word", 4, 10 ** 12, b"", None), "a string"]
+
+
+register(Hostile)
+from dissect.__main__ import run
+sys.argv = ["dissect", *sys.argv[1:]]
+sys.exit(run())
+"""
+NETQUAKE_REQUEST = bytes.fromhex("8000000c02515541" "4b450003")  # CCREQ_SERVER_INFO "QUAKE", version 3
+
+
+@pytest.fixture(scope="module")
+def hostile_pcap(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hostile") / "hostile.pcap"
+    write_pcap(path, [(1700000000.0, ethernet(udp_packet("10.0.0.2", 40000, "10.0.0.1", 7, b"word-word"))),
+                      (1700000000.5, ethernet(udp_packet("10.0.0.2", 40001, "10.0.0.1", 26000, NETQUAKE_REQUEST))),
+                      (1700000001.0, ethernet(udp_packet("10.0.0.2", 5555, "10.0.0.1", 5556, b"zz"))),
+                      (1700000001.5, ethernet(udp_packet("10.0.0.1", 7, "10.0.0.2", 40000, b"drow")))])
+    return path
+
+
+def _hostile(*args):
+    run = subprocess.run([sys.executable, "-c", HOSTILE, *map(str, args)], capture_output=True, text=True,
+                         timeout=120, env=_env(), cwd=ROOT)
+    return run.returncode, run.stdout, run.stderr
+
+
+RULE = ("(a bug in the protocol's own code (decoder, stream parser or analyzer), caught: what it made before is kept "
+        "and the capture goes on)")
+
+
+def test_a_plugins_failures_cost_its_own_work_and_the_run_goes_on(hostile_pcap):
+    """What a plugin's hooks raise, and what they hand back that the views cannot use, become its dissector_error
+    findings: its claims off its port leave the payload to UDP, its fields outside the message are dropped, its
+    analyzer's feed and finish are caught, and the built-ins' frames are as without it."""
+    code, out, err = _hostile("-T", "jsonl", hostile_pcap)
+    assert (code, err) == (0, "")
+    first, netquake, unclaimed, reply, end = jsonl(out)
+    msg = first["messages"][0]
+    assert (first["protocol"], first["info"], msg["message"]) == ("hostile", "unknown [Malformed]", "unknown")
+    word = msg["fields"][0]
+    assert (len(msg["fields"]), word["offset"], word["length"], word["value"], word["children"]) == \
+        (1, 0, 4, "776f7264", [])
+    assert [f["message"] for f in msg["findings"]] == [
+        f"the plugin set the message's name to int, not text: not shown {RULE}",
+        f"the plugin set the message's info to bytes, not text: not shown {RULE}",
+        f"5 of the plugin's fields are not Fields, lie outside the message's 9 bytes or are met twice in its tree: "
+        f"dropped (the first: hostile.word at [2:9]) {RULE}",
+        f"the plugin's analyzer's feed raised KeyError: 'no such conversation' {RULE}"]
+    assert {f["code"] for f in msg["findings"]} == {"hostile.dissector_error"}
+    assert (netquake["protocol"], netquake["info"], netquake["findings"]) == \
+        ("netquake", 'CCREQ_SERVER_INFO game="QUAKE" version=3', [])
+    assert (unclaimed["protocol"], unclaimed["sport"], unclaimed["dport"]) == ("udp", 5555, 5556)
+    assert [(f["code"], f["message"]) for f in unclaimed["findings"]] == [
+        ("hostile.dissector_error", f"the plugin's claims raised IndexError: payload too short: the payload was left "
+                                    f"to the other protocols {RULE}")]
+    assert [f["message"] for f in reply["messages"][0]["findings"][-2:]] == [
+        f"the plugin's observe raised ZeroDivisionError: division by zero {RULE}",
+        f"the plugin's analyzer's feed gave 1 object that is not an analysis record the views can show: dropped "
+        f"{RULE}"]
+    assert (end["kind"], end["protocol"], end["name"], end["findings"][0]["message"]) == \
+        ("analysis", "hostile", "dissector_error", f"the plugin's analyzer's finish raised RuntimeError: finish "
+                                                   f"exploded {RULE}")
+
+
+def test_a_plugins_failing_stats_show_as_its_error(hostile_pcap):
+    code, out, err = _hostile("--stats", hostile_pcap)
+    assert (code, err) == (0, "")
+    assert "\nHostile transactions: none shown: the plugin's analyzer's stats raised ValueError: no statistics\n" in out
+    assert "\nFindings\n  error    hostile.dissector_error" in out
+    code, out, err = _hostile("--stats", "-T", "json", hostile_pcap)
+    stats = json.loads(out)[-1]
+    assert stats["transactions"]["hostile"] == {"error": "the plugin's analyzer's stats raised ValueError: "
+                                                         "no statistics"}
+    assert stats["transactions"]["netquake"]["requests"] == 1
+
+
+def test_a_plugin_behind_its_guards_in_every_view_and_with_j(hostile_pcap):
+    """Every view shows the frames and the failures; -j gives one process's frames, and each of its processes runs
+    its own copy of the analyzer, so each copy's failure at the end is told."""
+    for view in ([], ["-V"], ["-x"], ["--stats"]):
+        code, out, err = _hostile(*view, hostile_pcap)
+        assert (code, err) == (0, ""), view
+        assert "hostile.dissector_error" in out or view == [], view
+        assert "CCREQ_SERVER_INFO" in out
+    _, one, _ = _hostile("-T", "jsonl", hostile_pcap)
+    code, two, err = _hostile("-j", "2", "-T", "jsonl", hostile_pcap)
+    assert (code, err) == (0, "")
+    one, two = jsonl(one), jsonl(two)
+    assert two[:4] == one[:4] and two[4:] == one[4:] * 2
+
+
+def test_a_protocol_without_its_dissector_error_is_refused():
+    script = REGISTER.replace("messages=True, entries=[(\"truncated\"", "messages=False, entries=[(\"truncated\"")
+    run = subprocess.run([sys.executable, "-c", script, "echo"], capture_output=True, text=True, timeout=60,
+                         env=_env())
+    assert run.stdout.splitlines() == [
+        "echo refused: echo: findings must be a FindingTable made with messages=True (it declares "
+        "echo.dissector_error, which reports what the protocol's own code raises)"]
+
+
+STREAM = """
+import sys
+from dissect import Dissector, FieldTable, FindingTable, register
+from dissect.core.model import new_message
+
+F = FieldTable("lines", messages=True, title="Lines", entries=[("text", "Text", "bytes", "a line")])
+W = FindingTable("lines", messages=True, entries=[("truncated", "error", "a line has bytes")])
+
+
+class Parser:
+    def feed(self, chunk, tree, packet):
+        data = bytes(chunk.data)
+        if data == b"bad":
+            yield new_message("lines", b"before", 0)
+            raise RuntimeError("cannot parse")
+        msg = new_message("lines", data, 0)
+        msg.name = msg.info = "line"
+        yield msg
+
+    def gap(self):
+        pass
+
+    def close(self, tree, packet):
+        return []
+
+
+class Lines(Dissector):
+    key, title, transports, ports, examples = "lines", "Lines", ("tcp",), (4444,), (b"line",)
+    fields, findings, truncated = F, W, W.truncated
+
+    def claims(self, payload, packet, on_port):
+        return on_port
+
+    def stream_parser(self):
+        return Parser()
+
+
+register(Lines)
+from dissect.__main__ import run
+sys.argv = ["dissect", *sys.argv[1:]]
+sys.exit(run())
+"""
+
+
+def test_a_plugins_stream_parser_that_raises_stops_its_side_of_the_stream(tmp_path):
+    """The messages it made before the failure are kept; that side's later bytes are not dissected, the other
+    side's are."""
+    client, server = ("10.0.0.2", 40000), ("10.0.0.1", 4444)
+    segments = [(client, server, b"one", 1), (client, server, b"bad", 4), (client, server, b"two", 7),
+                (server, client, b"back", 1)]
+    path = tmp_path / "lines.pcap"
+    write_pcap(path, [(1700000000.0 + n, ethernet(tcp_packet(*src, *dst, data, seq=seq)))
+                      for n, (src, dst, data, seq) in enumerate(segments)])
+    run = subprocess.run([sys.executable, "-c", STREAM, "-T", "jsonl", str(path)], capture_output=True, text=True,
+                         timeout=120, env=_env(), cwd=ROOT)
+    assert (run.returncode, run.stderr) == (0, "")
+    records = [record for record in jsonl(run.stdout) if record["kind"] == "frame"]
+    assert [record["info"] for record in records] == \
+        ["line", "", "40000 → 4444 [PSH, ACK] Seq=7 Len=3 [Lines line continues]", "line"]
+    assert [[msg["length"] for msg in record["messages"]] for record in records] == [[3], [6], [], [4]]
+    assert [f["message"] for f in records[1]["findings"]] == [
+        f"the plugin's stream parser's feed raised RuntimeError: cannot parse: this side of the stream is not "
+        f"dissected from here {RULE}"]
+    assert records[2]["findings"] == [] and records[3]["findings"] == []

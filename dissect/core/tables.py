@@ -181,8 +181,9 @@ class FindingTable(_Entries):
         self.protocol = protocol
         self.by_code = {}
         if messages:
-            entries = [("dissector_error", "error", "a bug in the dissector: the message is reported as far as it "
-                                                    "was read and the capture goes on"), *entries]
+            entries = [("dissector_error", "error", "a bug in the protocol's own code (decoder, stream parser or "
+                                                    "analyzer), caught: what it made before is kept and the capture "
+                                                    "goes on"), *entries]
         for suffix, severity, rule in entries:
             spec = FindingSpec(f"{protocol}.{suffix}", severity, rule)
             if spec.code in self.by_code:

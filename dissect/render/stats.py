@@ -141,6 +141,9 @@ class StatsCollector:
 
     @staticmethod
     def _transactions(w, key, stats):
+        if "error" in stats:  # a plugin's analyzer failed (see plugin_guard)
+            w(f"\n{protocol_title(key)} transactions: none shown: {safe(str(stats['error']))}\n")
+            return
         if not stats.get("requests") and not stats.get("servers"):
             return
         w(f"\n{protocol_title(key)} transactions: {stats['requests']} requests, {stats['answered']} answered\n")
