@@ -37,7 +37,8 @@ class Capture:
 
     Use it in a ``with`` block or call ``close()``. Files that cannot be opened raise CaptureError
     from ``open``; a file that cannot be read to its end stops there, the next one is read, and the
-    reason is kept in ``errors`` (the command prints these and exits 2)."""
+    reason is kept in ``errors`` (the command prints these and exits 2). A file object given is read, not
+    closed. Like a generator, a Capture is read by one thread at a time (two captures need no lock)."""
 
     def __init__(self, sources: Sequence[Source], filter: str | None = None,
                  decode_as: Iterable[str] = (), tree: bool = True, count: int | None = None):
@@ -52,6 +53,7 @@ class Capture:
                                 tree=tree, stats=True)
         self._records = self._run()
         self._done = False
+        self._closed = False
 
     @property
     def errors(self) -> list[str]:
@@ -77,6 +79,9 @@ class Capture:
         messages, analyses, findings, transactions. Reads the rest of the capture first, if the loop
         has not (those records are not kept)."""
         if not self._done:
+            if self._closed:
+                raise ValueError("stats() of a closed capture that was not read to its end: call it before close() "
+                                 "or the end of the with block (it reads the rest of the capture)")
             for _ in self._records:
                 pass
         return self._session.stats_dict()
@@ -94,6 +99,7 @@ class Capture:
 
     def close(self) -> None:
         self._records.close()
+        self._closed = True
 
     def __enter__(self) -> "Capture":
         return self

@@ -71,6 +71,55 @@ def test_several_paths_and_a_file_object_read_as_the_command_reads_them():
     assert numbers == list(range(1, 55))
 
 
+class _NoClose:
+    """A file-like object with read() and nothing else."""
+
+    def __init__(self, data):
+        self.stream = io.BytesIO(data)
+
+    def read(self, size=-1):
+        return self.stream.read(size)
+
+
+class _TextRead(_NoClose):
+    def read(self, size=-1):
+        return self.stream.read(size).decode("latin-1")
+
+
+def test_a_file_object_is_read_and_left_open_and_a_bad_one_stops_with_its_reason(tmp_path):
+    """As gzip.GzipFile leaves its fileobj: the caller's object stays open; one that is closed, write-only or whose
+    read() gives text stops that input with capture.errors saying why, the next input is read."""
+    data = open(capture("netquake-session.pcap"), "rb").read()
+    frames = 54
+    handle = io.BytesIO(data)
+    with dissect.open([handle, io.BytesIO(data)]) as cap:
+        assert sum(rec.kind == "frame" for rec in cap) == 2 * frames
+    assert not handle.closed and handle.tell() == len(data)
+    with dissect.open(_NoClose(data)) as cap:
+        assert sum(rec.kind == "frame" for rec in cap) == frames
+    closed = io.BytesIO(data)
+    closed.close()
+    write_only = open(tmp_path / "out.bin", "wb")
+    for bad, reason in ((closed, "input: cannot read: I/O operation on closed file."),
+                        (write_only, f"{write_only.name}: cannot read: it is not open for reading"),
+                        (_TextRead(data), "input: cannot read: its read() gave str, not bytes")):
+        with dissect.open([bad, io.BytesIO(data)]) as cap:
+            assert sum(rec.kind == "frame" for rec in cap) == frames
+            assert cap.errors == [reason]
+    write_only.close()
+
+
+def test_stats_of_a_capture_closed_before_its_end_raise_where_they_cannot_be_read():
+    with dissect.open(capture("netquake-session.pcap")) as cap:
+        next(iter(cap))
+    with pytest.raises(ValueError, match=r"stats\(\) of a closed capture that was not read to its end: call it before "
+                                         r"close\(\)"):
+        cap.stats()
+    with dissect.open(capture("netquake-session.pcap")) as cap:
+        records = list(cap)
+    assert cap.stats()["frames"] == sum(rec.kind == "frame" for rec in records) == 54
+
+
 def test_message_lookup_by_key():
     with dissect.open(capture("netquake-session.pcap")) as cap:
         reply = [r for r in cap if r.kind == "frame"][1]

@@ -58,6 +58,8 @@ def _decompressing(raw, source):
     except OSError as exc:
         raw.close()
         raise CaptureError(f"{source_name(source)}: cannot read: {exc.strerror or exc}") from None
+    except ValueError:  # standard input read already (a file object's own errors are _Borrowed's)
+        raise CaptureError(f"{source_name(source)}: cannot read: it is closed (an input is read once)") from None
     for magic, kind in MAGICS:
         if head.startswith(magic):
             return io.BufferedReader(_decompressed(raw, kind, source_name(source)), READ_BUFFER)
@@ -66,7 +68,7 @@ def _decompressing(raw, source):
 
 def _open_raw(source):
     if hasattr(source, "read"):
-        return source if hasattr(source, "peek") else io.BufferedReader(_Readable(source), READ_BUFFER)
+        return io.BufferedReader(_Borrowed(source, source_name(source)), READ_BUFFER)
     if source == STDIN:
         if sys.stdin is None:
             raise CaptureError("standard input: cannot read: it was closed when dissect started")
@@ -247,23 +249,30 @@ class _Decompressing(io.RawIOBase):
         super().close()
 
 
-class _Readable(io.RawIOBase):
-    """A file object without ``peek`` (a socket's makefile, a user's stream) as a raw stream."""
+class _Borrowed(io.RawIOBase):
+    """The caller's file object (the API's) as a raw stream: read, and left open when the capture is closed, as
+    gzip.GzipFile leaves the file object it is given."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, name):
         self.stream = stream
+        self.name = name
 
     def readable(self):
         return True
 
     def readinto(self, buffer):
-        data = self.stream.read(len(buffer))
+        try:
+            data = self.stream.read(len(buffer))
+        except io.UnsupportedOperation:
+            raise CaptureError(f"{self.name}: cannot read: it is not open for reading") from None
+        except ValueError as exc:  # closed
+            raise CaptureError(f"{self.name}: cannot read: {exc}") from None
+        if not isinstance(data, (bytes, bytearray)):
+            raise CaptureError(f"{self.name}: cannot read: its read() gave {type(data).__name__}, not bytes")
+        if len(data) > len(buffer):
+            raise CaptureError(f"{self.name}: cannot read: its read() gave more bytes than asked for")
         buffer[:len(data)] = data
         return len(data)
-
-    def close(self):
-        self.stream.close()
-        super().close()
 
 
 def open_capture(source):
