@@ -488,3 +488,20 @@ def test_a_reader_that_goes_away_stops_the_output_quietly(long_capture, unbuffer
     proc.stdout.close()  # as `| head -1` does
     assert proc.wait(timeout=120) == 0
     assert proc.stderr.read() == b""
+
+
+@pytest.mark.parametrize("name", ["out.pcap", "out.pcapng"])
+def test_a_record_of_no_interface_is_left_out_and_named(tmp_path, name):
+    """A pcapng packet block of an interface never described is read as a corrupt record with no link type and no
+    bytes: -w leaves it out (a pcap's one link type is then the first frame written's, not Ethernet made up for it),
+    writes the others as read, and ends with an error naming it."""
+    import netquake_peer as nq
+    frame = bytes(capkit.sll(capkit.udp_packet("10.0.0.2", 40000, "10.0.0.1", 26000, nq.ccreq_server_info())))
+    source = tmp_path / "lost.pcapng"
+    capkit.write_pcapng_units(source, [(5, 1_000_000, frame), (0, 2_000_000, frame), (7, 3_000_000, frame),
+                                       (0, 4_000_000, frame)], [113])
+    out = tmp_path / name
+    code, _, err = run_cli("-q", "-w", out, source)
+    assert (code, err) == (2, f"dissect: {out}: frame 1 is a corrupt record with no link type and no bytes: not "
+                              f"written; 1 more frame likewise\n")
+    assert _frames(out) == [(1, 2.0, frame, 113), (2, 4.0, frame, 113)]

@@ -59,6 +59,8 @@ class _Writer:
         self.count = 0
         self.outside = 0          # frames whose time the format cannot hold
         self.first_outside = None  # (frame number, its time, the time written)
+        self.unwritten = 0        # corrupt records with no link type (no bytes either): not written
+        self.first_unwritten = None  # frame number of the first
 
     def _micros(self, frame):
         """The frame's time in microseconds since 1970, within what the format holds."""
@@ -101,8 +103,18 @@ class _Writer:
 
     def close(self):
         self.finish()
-        if self.outside:
+        if self.outside or self.unwritten:
             raise WriteError(self.outside_error())
+
+    def _placeless(self, frame):
+        """A corrupt record the reader could not place (a pcapng packet block of an interface never described): it
+        has no link type, and no bytes, to write. It is left out, counted for the error ``close`` gives."""
+        if frame.linktype is not None:
+            return False
+        self.unwritten += 1
+        if self.first_unwritten is None:
+            self.first_unwritten = frame.number
+        return True
 
     def abandon(self):
         """After a WriteError: the output closed as it is, without telling its failure again (standard output
@@ -114,15 +126,19 @@ class _Writer:
                 pass
 
     def outside_error(self):
-        """The error of the times written as the nearest held (None while every time fit)."""
-        if not self.outside:
-            return None
-        number, ts, held = self.first_outside
-        more = self.outside - 1
-        more = f"; {more} more frame{'s' if more > 1 else ''} likewise" if more else ""
+        """The error of the times written as the nearest held and of the records left out (None while every frame
+        was written as read)."""
         name = "standard output" if self.path == "-" else self.path
-        return (f"{name}: frame {number}'s time {ts!r} is outside what {self.FORMAT} timestamps hold as dissect "
-                f"writes them (0 to {_seconds(self.MAX_MICROS)} s since 1970): written as {_seconds(held)}{more}")
+        errors = []
+        if self.outside:
+            number, ts, held = self.first_outside
+            errors.append(f"frame {number}'s time {ts!r} is outside what {self.FORMAT} timestamps hold as dissect "
+                          f"writes them (0 to {_seconds(self.MAX_MICROS)} s since 1970): written as "
+                          f"{_seconds(held)}{_likewise(self.outside)}")
+        if self.unwritten:
+            errors.append(f"frame {self.first_unwritten} is a corrupt record with no link type and no bytes: not "
+                          f"written{_likewise(self.unwritten)}")
+        return f"{name}: {'; '.join(errors)}" if errors else None
 
 
 class PcapWriter(_Writer):
@@ -141,7 +157,9 @@ class PcapWriter(_Writer):
 
     def write(self, frame):
         """``frame``: anything with number, ts, caplen, wirelen, linktype and data (a Frame, a FrameRecord)."""
-        linktype = frame.linktype if frame.linktype is not None else 1
+        if self._placeless(frame):
+            return
+        linktype = frame.linktype
         if self.linktype is None:
             self._header(linktype)
         elif linktype != self.linktype:
@@ -179,13 +197,21 @@ class PcapngWriter(_Writer):
         return interface
 
     def write(self, frame):
-        interface = self._interface(frame.linktype if frame.linktype is not None else 1, frame.number)
+        if self._placeless(frame):
+            return
+        interface = self._interface(frame.linktype, frame.number)
         stamp = self._micros(frame)
         data = bytes(frame.data)
         body = struct.pack("<IIIII", interface, stamp >> 32, stamp & 0xFFFFFFFF, len(data),
                            max(frame.wirelen, len(data))) + data + b"\0" * (-len(data) % 4)
         self._put(_block(0x00000006, body))
         self.count += 1
+
+
+def _likewise(count):
+    """What follows the first frame's error when ``count`` frames had it."""
+    more = count - 1
+    return f"; {more} more frame{'s' if more > 1 else ''} likewise" if more else ""
 
 
 def _cannot_write(path, exc):
