@@ -5,6 +5,7 @@ import errno
 import gc
 import io
 import os
+import re
 import sys
 
 from . import __version__
@@ -22,6 +23,9 @@ from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, check_thresholds
 from .session import Session, abuse_options, explain_failure, filter_fields
 
 MAX_JOBS = 256  # -j: worker processes at most (each holds the state of its conversations, up to the limits)
+# --dask ADDRESS: a scheduler's address has a scheme or a port; what has neither is a capture file it took
+SCHEME_ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+PORT_ADDRESS = re.compile(r"[^/\s]+:[0-9]{1,5}")
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -315,8 +319,9 @@ def _run(args, out):
         return _run_payload(args, out)
     if args.protocol:
         raise UsageError("--protocol goes with --payload or --payload-file")
-    if args.dask not in (None, "local") and (args.dask == "-" or os.path.exists(args.dask)):
-        # `--dask a.pcap b.pcap`: the optional ADDRESS took the first capture; --dask alone means local
+    if args.dask not in (None, "local") and not _scheduler_address(args.dask):
+        # `--dask a.pcap b.pcap`: the optional ADDRESS took the first capture (one that may not exist: its error is
+        # then the file's); --dask alone means local
         args.files, args.dask = [args.dask] + args.files, "local"
     args.files = args.files + args.read_file
     live_only = [flag for flag, value in (("-f", args.capture_filter), ("-a", args.autostop)) if value is not None]
@@ -352,10 +357,16 @@ def _run(args, out):
     return _run_files(args, out)
 
 
+def _scheduler_address(text):
+    """Whether ``text`` reads as a Dask scheduler's address (``tcp://host:8786``, ``host:8786``, ``[::1]:8786``)
+    rather than a path (which has no port, or a slash)."""
+    return bool(SCHEME_ADDRESS.fullmatch(text) or PORT_ADDRESS.fullmatch(text))
+
+
 def _run_scale(args, out):
     """``--to-parquet`` and ``--dask``: tables out, files as tasks (dissect/scale.py)."""
     ignored = [flag for flag, value in (("-V", args.verbose), ("-x", args.hex), ("-w", args.write),
-                                        ("-c", args.count), ("--html", args.html),
+                                        ("-c", args.count), ("--html", args.html), ("-j", args.jobs > 1),
                                         ("-T fields", args.format == "fields")) if value]
     if ignored:
         raise UsageError(f"{', '.join(ignored)} do not go with --to-parquet or --dask")

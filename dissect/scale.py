@@ -26,7 +26,7 @@ from .registry import UsageError, load_protocols
 from .core.escape import tell
 from .render.printer import Printer
 from .render.stats import StatsCollector
-from .session import Session
+from .session import Session, explain_failure
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler, and then for a worker to be there
 
@@ -93,6 +93,8 @@ def dissect_file(job):
             parts.abort()
         raise
     errors = [error.replace(source_name(job.path), job.name, 1) for error in files.errors]
+    if session.failed:  # each file numbers its frames from 1: the finding's place names its file
+        session.failed.where = f"{session.failed.where} of {job.name}"
     return {"index": job.index, "errors": errors, "failed": session.failed, "stats": session.stats,
             "analyzers": session.analyzers if job.stats else {}, "frames": frames,
             "seconds": time.perf_counter() - started, "cpu": time.thread_time() - cpu, "pid": os.getpid()}
@@ -147,6 +149,7 @@ def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=Fals
     outcome = merge.outcome
     for error in outcome.errors:
         tell(str(error))
+    explain_failure(outcome.failed, display_filter is not None)
     if stats:
         Printer(out if out is not None else sys.stdout, format=format, stats=True).close(
             outcome.stats, outcome.analyzers or {})

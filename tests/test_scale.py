@@ -213,9 +213,10 @@ def test_dask_alone_before_the_files_is_a_local_cluster(tmp_path):
 
 
 def test_a_scheduler_address_that_is_no_address_is_one_line(tmp_path):
-    code, _, err = run_cli("--to-parquet", tmp_path / "out", "--dask", "nosuchhost", capture("teeframe-session.pcap"))
+    code, _, err = run_cli("--to-parquet", tmp_path / "out", "--dask", "bogus://nosuchhost",
+                           capture("teeframe-session.pcap"))
     assert code == 2
-    assert err.startswith("dissect: --dask nosuchhost: not a scheduler address (tcp://HOST:PORT or local): ")
+    assert err.startswith("dissect: --dask bogus://nosuchhost: not a scheduler address (tcp://HOST:PORT or local): ")
     assert not (tmp_path / "out").exists()  # the address is tried before DIR is made
     assert err.count("\n") == 1 and "internal error" not in err
 
@@ -363,3 +364,26 @@ def test_a_plugins_analyzer_follows_a_later_file_by_its_merge():
     first, second = Counting(), Counting()
     first.follow(second)
     assert first.merged == [second]
+
+
+def test_a_capture_path_given_after_dask_stays_a_capture_even_when_it_is_missing(tmp_path):
+    """What has no scheme and no port is no scheduler's address: `--dask missing.pcap b.pcap` names the file that
+    cannot be opened, as the run without --dask does."""
+    code, _, err = run_cli("--to-parquet", tmp_path / "out", "--dask", "missing.pcap", capture("teeframe-session.pcap"))
+    assert code == 2  # (before the line, Dask may warn that its dashboard's port is taken)
+    assert err.splitlines()[-1] == "dissect: missing.pcap: cannot open: No such file or directory"
+    assert "scheduler" not in err
+
+
+def test_jobs_do_not_go_with_parquet(tmp_path):
+    """-j N would be ignored (files are tasks, --dask sizes the cluster): an error, as with -w and --html."""
+    code, _, err = run_cli("-j", "2", "--to-parquet", tmp_path / "out", capture("teeframe-session.pcap"))
+    assert (code, err) == (2, "dissect: -j do not go with --to-parquet or --dask\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_fail_on_names_the_finding_the_filter_hides_and_its_file(tmp_path):
+    files = [capture("netquake-session.pcap"), capture("teeframe-damaged.pcap")]
+    code, _, err = run_cli("--to-parquet", tmp_path / "out", "-Y", "frame.number == 1", "--fail-on", "warning", *files)
+    assert (code, err) == (1, f"dissect: --fail-on: frame 17 of {files[1]} has warning teeframe.reserved_nonzero "
+                              f"(not shown by the filter)\n")
