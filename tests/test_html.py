@@ -597,3 +597,24 @@ def test_the_recent_frames_table_forgets_its_oldest_past_its_limit():
     table.put(7, "ends 7")
     assert [table.get(number) for number in range(1, 8)] == [None, None, None, None, "ends 5", "ends 6", "ends 7"]
     assert len(table.items) == 3
+
+
+def test_a_large_frames_hex_pane_lays_out_its_first_bytes_and_the_rest_on_request(browser, tmp_path):
+    """A frame's first HEX_SHOWN bytes are laid out when it is picked (two elements a byte: a 256 KiB frame took
+    seconds); a button lays out the rest."""
+    from selenium.webdriver.common.by import By
+    import capkit
+    source = tmp_path / "large.pcap"
+    capkit.write_pcap(source, [(1700000000.0, capkit.ethernet(capkit.udp_packet("10.0.0.2", 40000, "10.0.0.1", 5000,
+                                                                                  b"\xab" * 20000)))])
+    page = str(tmp_path / "large.html")
+    make_report(page, source)
+    open_page(browser, page)
+    click_row(browser, seq_of(browser, 1))
+    count = "return document.querySelectorAll('#hex .b').length"
+    assert browser.execute_script(count) == 4096
+    more = browser.find_element(By.CSS_SELECTOR, "#hex .hexmore")
+    assert more.text == "Show all 20042 bytes (15946 more)"
+    more.click()
+    assert browser.execute_script(count) == 20042
+    assert browser.find_elements(By.CSS_SELECTOR, "#hex .hexmore") == []

@@ -96,6 +96,7 @@ svg .legend-box { fill: #fff; fill-opacity: 0.85; stroke: #e0e4e8; }
 #hex { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
 .hexblock + .hexblock { margin-top: 10px; }
 .hextitle { color: var(--muted); font-family: system-ui, sans-serif; margin-bottom: 3px; }
+.hexmore { margin-top: 4px; }
 .hexrow { white-space: pre; line-height: 17px; }
 .hexrow .off { color: #8a949e; margin-right: 10px; }
 .hexrow .b, .hexrow .a { cursor: pointer; }
@@ -489,7 +490,10 @@ function show(seq, d) {
 
 // -- hex dump -------------------------------------------------------------------------------------
 function hex2(byte) { return (byte < 16 ? "0" : "") + byte.toString(16); }
-function renderHex() {
+// Bytes of a frame laid out in the hex pane at first: each is two elements, and a frame of 256 KiB (half a million
+// elements) took seconds to pick; the rest are laid out on request, or when a field past them is picked.
+const HEX_SHOWN = 4096;
+function renderHex(whole) {
   hex.replaceChildren();
   cells = [];
   if (!sources.length) {
@@ -499,11 +503,12 @@ function renderHex() {
   }
   sources.forEach((source, s) => {
     const block = el("div", "hexblock"), bytes = source.bytes, hexCells = [], ascCells = [];
+    const laid = whole ? bytes.length : Math.min(bytes.length, HEX_SHOWN);
     block.append(el("div", "hextitle", source.title));
-    for (let row = 0; row < bytes.length; row += 16) {
+    for (let row = 0; row < laid; row += 16) {
       const line = el("div", "hexrow"), asc = el("span", "asc");
       line.append(el("span", "off", row.toString(16).padStart(4, "0")));
-      for (let i = row; i < Math.min(row + 16, bytes.length); i++) {
+      for (let i = row; i < Math.min(row + 16, laid); i++) {
         const b = el("span", "b" + (i - row === 8 ? " gap" : ""), hex2(bytes[i]));
         const a = el("span", "a", bytes[i] >= 0x20 && bytes[i] < 0x7f ? String.fromCharCode(bytes[i]) : ".");
         b.dataset.s = a.dataset.s = s;
@@ -516,8 +521,15 @@ function renderHex() {
       line.append(asc);
       block.append(line);
     }
+    if (laid < bytes.length) {
+      const more = el("button", "hexmore", "Show all " + bytes.length + " bytes (" + (bytes.length - laid) +
+                      " more)");
+      more.type = "button";
+      more.addEventListener("click", () => renderHex(true));
+      block.append(more);
+    }
     hex.append(block);
-    cells.push({hex: hexCells, asc: ascCells});
+    cells.push({hex: hexCells, asc: ascCells, whole: laid === bytes.length});
   });
 }
 function scrollWithin(container, item) {
@@ -528,8 +540,12 @@ function scrollWithin(container, item) {
 function highlight(src, off, len) {
   for (const cell of lit) cell.classList.remove("hl");
   lit = [];
-  const source = cells[src];
+  let source = cells[src];
   if (!source || len <= 0) return;
+  if (!source.whole && off + len > source.hex.length) {  // a field past the bytes laid out: lay them all out
+    renderHex(true);
+    source = cells[src];
+  }
   for (let i = off; i < Math.min(off + len, source.hex.length); i++) {
     source.hex[i].classList.add("hl");
     source.asc[i].classList.add("hl");
