@@ -24,6 +24,7 @@ from .capture.sources import STDIN, CaptureFiles, source_name
 from .columnar import EXTRA, Layout, MissingExtra, ParquetParts, TableSink, part_name, prepare_dir, require_arrow
 from .registry import UsageError, load_protocols
 from .core.escape import tell
+from .core.interrupt import defer_interrupt, take_signals
 from .render.printer import Printer
 from .render.stats import StatsCollector
 from .session import Session, explain_failure
@@ -79,11 +80,8 @@ def dissect_file(job):
     session = Session(sink or _Discard(), decode_as=job.decode_as, display_filter=job.display_filter,
                       tree=sink is not None, stats=job.stats, fail_on=job.fail_on)
     files = CaptureFiles([job.path])
-    frames = 0
     try:
-        for frame in files:
-            session.frame(frame)
-            frames += 1
+        frames, interrupted = _read(files, session)
         session.finish()
         if parts is not None:
             sink.close()
@@ -96,8 +94,34 @@ def dissect_file(job):
     if session.failed:  # each file numbers its frames from 1: the finding's place names its file
         session.failed.where = f"{session.failed.where} of {job.name}"
     return {"index": job.index, "errors": errors, "failed": session.failed, "stats": session.stats,
-            "analyzers": session.analyzers if job.stats else {}, "frames": frames,
+            "analyzers": session.analyzers if job.stats else {}, "frames": frames, "interrupted": interrupted,
             "seconds": time.perf_counter() - started, "cpu": time.thread_time() - cpu, "pid": os.getpid()}
+
+
+def _read(files, session):
+    """Dissect the file's frames; return how many, and whether a Ctrl-C stopped them. In this process's main thread
+    (the run without --dask), a Ctrl-C that comes while a frame is dissected stops the reading once the frame is
+    done, and the file is concluded and its rows written as at its end (as the command's views do); on a Dask worker
+    nothing takes SIGINT."""
+    guard = defer_interrupt(False)
+    frames = 0
+    try:
+        for frame in files:
+            if guard is not None:
+                guard.holding = True
+            session.frame(frame)
+            frames += 1
+            if guard is not None:
+                guard.holding = False
+                if guard.pending:
+                    raise KeyboardInterrupt
+            take_signals()
+    except KeyboardInterrupt:
+        return frames, True
+    finally:
+        if guard is not None:
+            guard.restore()
+    return frames, False
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -122,6 +146,7 @@ class Outcome:
         self.analyzers = None
         self.errors = []
         self.failed = False
+        self.interrupted = False  # a Ctrl-C stopped the run (in this process): exit 130
         self.tasks = [None] * count
 
 
@@ -138,8 +163,7 @@ def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=Fals
         jobs = make_jobs(paths, out_dir, (list(decode_as), display_filter, stats, fail_on))
         merge = _Merge(jobs, stats, TaskProgress(jobs, sys.stderr, progress))
         if client is None:
-            for job in jobs:
-                _in_process(job, merge)
+            merge.outcome.interrupted = _run_in_process(jobs, merge)
         else:
             _on_dask(jobs, client, merge)
     finally:
@@ -149,12 +173,25 @@ def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=Fals
     outcome = merge.outcome
     for error in outcome.errors:
         tell(str(error))
-    explain_failure(outcome.failed, display_filter is not None)
+    if not outcome.interrupted:
+        explain_failure(outcome.failed, display_filter is not None)
     if stats:
         Printer(out if out is not None else sys.stdout, format=format, stats=True).close(
             outcome.stats, outcome.analyzers or {})
-    outcome.code = 2 if outcome.errors else 1 if outcome.failed else 0
+    outcome.code = 130 if outcome.interrupted else 2 if outcome.errors else 1 if outcome.failed else 0
     return outcome
+
+
+def _run_in_process(jobs, merge):
+    """The files in turn in this process; True when a Ctrl-C stopped them (the file it came in is concluded and
+    written, the next ones are not read)."""
+    try:
+        for job in jobs:
+            if _in_process(job, merge):
+                return True
+    except KeyboardInterrupt:  # between files
+        return True
+    return False
 
 
 def check_usage(paths, out_dir, decode_as, display_filter, dask, stats):
@@ -181,12 +218,14 @@ def make_jobs(paths, out_dir, options):
 
 
 def _in_process(job, merge):
+    """Run one file's task here; True when a Ctrl-C stopped it."""
     try:
         summary = dissect_file(job)
     except Exception as exc:  # a task's failure costs its file, as on a cluster
         merge.failed(job, exc)
-    else:
-        merge.done(job, summary)
+        return False
+    merge.done(job, summary)
+    return summary["interrupted"]
 
 
 def require_dask():

@@ -250,3 +250,25 @@ def test_ctrl_c_during_a_frame_whose_write_then_fails_still_ends_the_run_as_ctrl
     proc = _run_interrupting(build, "-q", "-w", "/dev/full", source)
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "dissect: /dev/full: cannot write: No space left "
                                                                      "on device\n")
+
+
+def test_ctrl_c_under_parquet_writes_the_file_read_so_far_and_prints_the_statistics(tmp_path):
+    """--to-parquet in this process: the file the Ctrl-C came in is concluded and its rows written, as at its end;
+    the next file is not read; --stats prints what was read; the exit is 130."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    path, done = _fifo_with_frames(tmp_path, [nq.ccreq_server_info(), nq.ccreq_rule_info("")])
+    out_dir = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dissect", "--to-parquet", str(out_dir), "--stats", str(path),
+                             os.path.join(ROOT, "captures", "teeframe-session.pcap")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # both frames read (pyarrow loaded first); the reader now waits on the FIFO
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    done.set()
+    assert (proc.returncode, err) == (130, "")
+    assert out.startswith("Frames: 2, bytes: ")
+    assert "NetQuake transactions: 2 requests, 0 answered" in out and "TeeFrame" not in out
+    frames = pq.read_table(out_dir / "frames")
+    assert frames.column("frame").to_pylist() == [1, 2]
+    walk = pq.read_table(out_dir / "analysis").to_pylist()
+    assert [(row["name"], row["frames"]) for row in walk] == [("rule_walk", [2])]
