@@ -13,14 +13,14 @@ from .capture.sources import CaptureFiles, rereadable
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
 from .core.escape import tell
-from .core.interrupt import defer_interrupt, take_signals
+from .core.interrupt import defer_interrupt
 from .progress import Progress, on_terminal
 from .registry import UsageError, all_field_tables, all_finding_tables, load_protocols, protocol_key
 from .render.fields import FieldOptions
 from .render.output import BatchedOutput, OutputError
 from .render.printer import Printer
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, check_thresholds
-from .session import Session, abuse_options, explain_failure, filter_fields
+from .session import Session, abuse_options, explain_failure, filter_fields, read_frames
 
 MAX_JOBS = 256  # -j: worker processes at most (each holds the state of its conversations, up to the limits)
 # --dask ADDRESS: a scheduler's address has a scheme or a port; what has neither is a capture file it took
@@ -519,24 +519,11 @@ def _tune_garbage_collector():
 
 
 def _read_files(files, session, guard):
-    """Read the files in turn as one capture (frame numbers go on); ``files.errors`` says why any stopped. With
-    ``guard`` SIGINT's handler (not holding), a Ctrl-C that comes while a frame is dissected is raised once the frame
-    is done: the frame is written, and the analyses that the end of the run concludes are not left half updated. One
-    that comes while a frame is read is raised at once (a FIFO may keep the read waiting)."""
+    """Read the files in turn as one capture (frame numbers go on), a Ctrl-C taken as ``read_frames`` says;
+    ``files.errors`` says why any stopped."""
     progress = Progress(files.paths) if on_terminal() else None
     try:
-        for frame in files:
-            if guard is not None:
-                guard.holding = True
-                session.frame(frame)
-                guard.holding = False
-                if guard.pending:
-                    raise KeyboardInterrupt
-            else:
-                session.frame(frame)
-            take_signals()
-            if progress is not None and not frame.number & 0x3FFF:
-                progress.show(frame.number, *files.position())
+        read_frames(files, session, guard, progress)
     finally:
         if progress is not None:
             progress.done()

@@ -24,10 +24,10 @@ from .capture.sources import STDIN, CaptureFiles, source_name
 from .columnar import EXTRA, Layout, MissingExtra, ParquetParts, TableSink, part_name, prepare_dir, require_arrow
 from .registry import UsageError, load_protocols
 from .core.escape import tell
-from .core.interrupt import defer_interrupt, take_signals
+from .core.interrupt import defer_interrupt
 from .render.printer import Printer
 from .render.stats import StatsCollector
-from .session import Session, explain_failure
+from .session import Session, explain_failure, read_frames
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler, and then for a worker to be there
 
@@ -100,28 +100,17 @@ def dissect_file(job):
 
 def _read(files, session):
     """Dissect the file's frames; return how many, and whether a Ctrl-C stopped them. In this process's main thread
-    (the run without --dask), a Ctrl-C that comes while a frame is dissected stops the reading once the frame is
-    done, and the file is concluded and its rows written as at its end (as the command's views do); on a Dask worker
-    nothing takes SIGINT."""
+    (the run without --dask), a Ctrl-C is taken as the command takes it (``read_frames``), and the file is then
+    concluded and its rows written as at its end; on a Dask worker nothing takes SIGINT."""
     guard = defer_interrupt(False)
-    frames = 0
     try:
-        for frame in files:
-            if guard is not None:
-                guard.holding = True
-            session.frame(frame)
-            frames += 1
-            if guard is not None:
-                guard.holding = False
-                if guard.pending:
-                    raise KeyboardInterrupt
-            take_signals()
+        read_frames(files, session, guard)
     except KeyboardInterrupt:
-        return frames, True
+        return session.current, True  # the last frame's number: the file's frames are numbered from 1
     finally:
         if guard is not None:
             guard.restore()
-    return frames, False
+    return session.current, False
 
 
 # -- the run -------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 # the pipeline and its own record path in C.
 
 cimport cython
+from dissect.capture.files cimport Frame
+from dissect.core.interrupt cimport DeferredInterrupt, take_signals
 from dissect.pipeline cimport FrameRecord, Pipeline
 from dissect.render.printer cimport Printer
 from dissect.render.stats cimport StatsCollector
@@ -17,3 +19,6 @@ cdef class Session:
     @cython.locals(record=FrameRecord)
     cpdef _frame(self, record)
     cpdef analysis(self, rec)
+
+@cython.locals(frame=Frame)
+cpdef read_frames(files, Session session, DeferredInterrupt guard, progress=*)

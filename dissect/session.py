@@ -10,6 +10,7 @@ for the API.
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE, check_thresholds, is_abuse_record
 from .core import SEVERITY_RANK
 from .core.escape import tell
+from .core.interrupt import take_signals
 from .filter import compile_filter, evaluate, frame_values
 from .pipeline import Pipeline
 from .registry import Registry, UsageError, all_field_tables, parse_decode_as
@@ -160,6 +161,26 @@ def explain_failure(reason, filtered):
 def abuse_options(args):
     """The Session's abuse thresholds from the command's options (--abuse-rate, --abuse-window)."""
     return {"abuse_rate": args.abuse_rate, "abuse_window": args.abuse_window}
+
+
+def read_frames(files, session, guard, progress=None):
+    """Dissect the frames of ``files`` (CaptureFiles: the files in turn, as one capture) in ``session``. With
+    ``guard`` SIGINT's handler (a DeferredInterrupt, not holding), a Ctrl-C that comes while a frame is dissected is
+    raised once the frame is done: the frame is written, and the analyses that the end of the run concludes are not
+    left half updated. One that comes while a frame is read is raised at once (a FIFO may keep the read waiting).
+    ``progress``: a Progress, shown every 16,384 frames."""
+    for frame in files:
+        if guard is not None:
+            guard.holding = True
+            session.frame(frame)
+            guard.holding = False
+            if guard.pending:
+                raise KeyboardInterrupt
+        else:
+            session.frame(frame)
+        take_signals()
+        if progress is not None and not frame.number & 0x3FFF:
+            progress.show(frame.number, *files.position())
 
 
 def finish_order(rec):
