@@ -254,7 +254,7 @@ class GuardedAnalyzer(Analyzer):
         self.error = error
         self.inner = inner
         self.broken = broken  # why its statistics cannot be trusted: a failed __init__, merge or follow
-        super().__init__()  # its stats_off is the inner analyzer's (set after these)
+        # No Analyzer.__init__: it sets stats_off, which is the inner analyzer's (unpickled in -j's parent, too).
 
     def __reduce__(self):  # -j and the many-file runs send analyzers between processes
         return GuardedAnalyzer, (self.key, self.error, self.inner, self.broken)

@@ -247,6 +247,8 @@ def _resolve(target):
 
 
 def _problem(line):
+    if line in _PROBLEMS:  # a plugin that fails each time a run's Registry makes it is told once
+        return
     _PROBLEMS.append(line)
     tell(str(line))
 
