@@ -12,6 +12,7 @@ import teeframe_peer as tf
 from conftest import capture, jsonl, run_cli
 
 from dissect.capture.layers import Packet
+from dissect.dissectors.soldat import Soldat
 from dissect.capture.reassembly import (HISTORY, MAX_PENDING_PER_STREAM, MAX_STREAMS, PIECE_COST, SEGMENT_COST, Chunk,
                                         Gap, IPv4Defragmenter, TcpReassembler)
 
@@ -880,3 +881,23 @@ def test_bytes_a_side_sends_after_its_fin_are_still_dissected(tmp_path):
                                  ((*lobby, *client), server, 5000 + len(begin) + 100, 0x18)])
     ends = [(r["protocol"], r["name"]) for r in held if r["kind"] == "analysis"]
     assert ("soldat", "stream_end") in ends and ("soldat", "server_list") in ends
+
+
+def test_a_request_sent_a_byte_a_segment_on_the_lobbys_port_is_dissected_whole(tmp_path):
+    """On the lobby's port a stream's first byte, a line's type, is enough to take it as Soldat: a client that sends
+    its request a byte a segment (no separator in its first one) had its stream ignored, the lobby's list with it.
+    Off the port, the first segment must still show the separator."""
+    request, reply = sp.request(), sp.lobby_reply()
+    path = tmp_path / "bytes.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1 + i, request[i:i + 1], 0x18) for i in range(len(request))]
+                 + [(LOBBY, CLIENT, 1, reply, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    frames = [r for r in jsonl(out) if r["kind"] == "frame"]
+    (ask,) = [m for r in frames for m in r["messages"] if m["message"] == "request_list"]
+    assert (ask["frames"], ask["length"]) == (list(range(1, len(request) + 1)), len(request))
+    assert [m["message"] for m in frames[-1]["messages"]][:2] == ["list_begin", "server"]
+    (listing,) = server_lists(out)
+    assert (listing["result"]["received"], listing["findings"]) == (len(sp.SERVERS), [])
+    off_port = Soldat()
+    assert off_port.claims(request[:1], None, True) and not off_port.claims(request[:1], None, False)
+    assert off_port.claims(request[:2], None, False)

@@ -583,8 +583,11 @@ class Soldat(Dissector):
         self.remembered = {}  # line -> (name, values, info), see _decode_remembered
 
     def claims(self, payload, packet, on_port):
-        return len(payload) >= 2 and payload[0] in TYPES and \
-            separator_of(as_bytes(payload))[0] is not None
+        """A stream whose first bytes are a line's type byte and separator; on the lobby's port the type byte is
+        enough (a client that sends a byte a segment shows no separator in its first one)."""
+        if not payload or payload[0] not in TYPES:
+            return False
+        return on_port or len(payload) >= 2 and separator_of(as_bytes(payload))[0] is not None
 
     def stream_parser(self):
         return LineParser(self)
@@ -756,16 +759,31 @@ def info_line(msg, count):
     data = msg.values
     name = msg.name
     if name == "server":  # first: most lines are server entries
-        return (f'Server {clip(str(data.get("ip")))}:{decimal_text(data.get("port"))} "{clip(str(data.get("name")))}" '
-                f'map={clip(str(data.get("map")))} players {decimal_text(data.get("players"))}/'
-                f'{decimal_text(data.get("maxplayers"))}')
+        ip, port, title, where = data.get("ip"), data.get("port"), data.get("name"), data.get("map")
+        players, most = data.get("players"), data.get("maxplayers")
+        if ip is None or port is None or title is None or where is None or players is None or most is None:
+            return _cut_server_info(ip, port, title, where, players, most)
+        return (f'Server {clip(str(ip))}:{decimal_text(port)} "{clip(str(title))}" map={clip(str(where))} players '
+                f'{decimal_text(players)}/{decimal_text(most)}')
     if name == "request_list":
-        return f"Request List version={data.get('version')} gametype={data.get('gametype')}"
+        return f"Request List version={_or_unknown(data.get('version'))} gametype={_or_unknown(data.get('gametype'))}"
     if name == "list_begin":
-        return f"List begin: {data.get('servercount')} servers"
+        return f"List begin: {_or_unknown(data.get('servercount'))} servers"
     if name == "list_end":
         return "List End"
     return f"{count} fields"
+
+
+def _cut_server_info(ip, port, title, where, players, most):
+    """A server line's info where the line ends before some of its fields (a FIN, the capture's end): "?" for each
+    field it does not hold."""
+    return (f'Server {_or_unknown(ip)}:{_or_unknown(port)} "{_or_unknown(title)}" map={_or_unknown(where)} players '
+            f'{_or_unknown(players)}/{_or_unknown(most)}')
+
+
+def _or_unknown(value):
+    """A value's text for an info line, clipped; "?" for a field the line does not hold."""
+    return "?" if value is None else clip(decimal_text(value) if isinstance(value, int) else str(value))
 
 
 def _find_newline(data, start, stop):
