@@ -127,6 +127,14 @@ def test_unknown_type_bad_separator_unterminated():
     assert span(cut, "soldat.list.servercount") == (2, 1, 3)
 
 
+def test_a_line_cut_before_its_fields_shows_a_question_mark_for_each_in_its_info():
+    """A FIN or the capture's end may cut a line before its fields: the info says "?" for those, not None."""
+    server = dissect("soldat", sp.server_entry(sp.SERVERS[0])[:25])  # up to the players: no max, map or name
+    assert server.info == 'Server 192.0.2.10:23073 "?" map=? players 5/?'
+    assert dissect("soldat", b"e\xa9").info == "Request List version=? gametype=?"
+    assert dissect("soldat", b"f\xa9").info == "List begin: ? servers"
+
+
 def test_an_empty_line_is_terminated_and_has_no_type_byte():
     """A line that is only its \\n: the \\n is no type byte, and the line is not unterminated."""
     msg = dissect("soldat", b"\n")

@@ -205,8 +205,9 @@ class SoldatAnalyzer(Analyzer):
             findings.append(W.missing_end.at(f"the list never reached its end line h ({why})"))
         elif exchange.announced is not None and exchange.received != exchange.announced:
             findings.append(_count_finding(exchange))
+        announced = "?" if exchange.announced is None else exchange.announced  # no f line seen
         summary = (f"server list {exchange.lobby} → {exchange.client}: {exchange.received} servers"
-                   f" of {exchange.announced}" + ("" if exchange.ended else " (no end line)"))
+                   f" of {announced}" + ("" if exchange.ended else " (no end line)"))
         return AnalysisRecord("soldat", "server_list", exchange.frames, lambda: _result(stream, exchange), findings,
                               summary)
 
