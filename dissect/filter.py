@@ -42,6 +42,9 @@ _TOKEN = re.compile(r"""
       (?P<word>(?:[A-Za-z0-9_:\-/+]|\.(?!\.))+)
     )""", re.VERBOSE)
 
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", re.DOTALL)
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", '"': '"', "\\": "\\"}
+_HEX_BYTES = re.compile(r"[0-9A-Fa-f]{2}(?:[:.\-]?[0-9A-Fa-f]{2})*")
 _WORD_OPS = {"eq": "==", "ne": "!=", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "contains": "contains",
              "matches": "matches", "and": "&&", "or": "||", "not": "!", "in": "in"}
 _COMPARISONS = {"==", "!=", ">", "<", ">=", "<=", "contains", "matches"}
@@ -115,13 +118,29 @@ def _tokenize(text):
             raise UsageError(f"bad filter {_shown(text)}: unexpected character at position {at + 1}")
         pos = match.end()
         kind = match.lastgroup
+        start = match.start(kind) + 1
         raw = value = match.group(kind)
         if kind == "word" and value.lower() in _WORD_OPS:
             kind, value = "op", _WORD_OPS[value.lower()]
         elif kind == "string":
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        tokens.append((kind, value, raw, match.start(kind) + 1))
+            value = _ESCAPE.sub(lambda escape: _escaped(escape.group(1), text), value[1:-1])
+        tokens.append((kind, value, raw, start))
     return tokens
+
+
+def _escaped(code, text):
+    """The character of a string's escape ``\\code``, as tshark reads them: \\a \\b \\f \\n \\r \\t \\v, \\" and
+    \\\\, \\xHH and octal \\ooo (a byte past 7F stands for itself: it matches that byte of a bytes field). Any other is
+    an error, as in tshark: a regular expression's \\d is written \\\\d in a string."""
+    if code in _ESCAPES:
+        return _ESCAPES[code]
+    if code[0] in "01234567" or code[0] == "x" and len(code) > 1:
+        number = int(code[1:], 16) if code[0] == "x" else int(code, 8)
+        if number > 0xFF:
+            raise UsageError(f"bad filter {_shown(text)}: \\{code} is past \\377: not a byte")
+        return chr(number) if number < 0x80 else chr(0xDC00 + number)  # surrogateescape's byte
+    raise UsageError(f"bad filter {_shown(text)}: \\{code} is not a valid character escape sequence (in a regular "
+                     f"expression, write \\\\{code})")
 
 
 class _Parser:
@@ -175,7 +194,7 @@ class _Parser:
     def operand(self, operands, operators):
         """Read prefix ``!`` and ``(`` up to a test; push the test."""
         while True:
-            kind, value, _, pos = self.take()
+            kind, value, raw, pos = self.take()
             if kind == "op" and value == "!":
                 operators.append("!")
             elif kind == "lparen":
@@ -187,7 +206,7 @@ class _Parser:
                 operands.append(self.test(value, pos))
                 return
             else:
-                self.fail(f"expected a field key, found {value!r} at position {pos}" if kind else
+                self.fail(f"expected a field key, found {raw!r} at position {pos}" if kind else
                           "expression ends too early")
 
     def test(self, key, pos):
@@ -237,9 +256,11 @@ class _Parser:
             if field_type is not None and field_type not in _SEARCHABLE:
                 raise UsageError(f"bad filter: {key} is {_described(field_type)}: {op!r} applies to string, "
                                  f"address and bytes fields only")
+            if op == "contains" and field_type == "bytes" and lkind == "word":
+                return _over_values(key, _contains_bytes(self.byte_string(key, value, raw)))
             if op == "contains":
                 return _over_values(key, _contains(value.lower() if key in _CASELESS else value))
-            return _over_values(key, _matches(self.regex(value, re.IGNORECASE if key in _CASELESS else 0)))
+            return _over_values(key, _matches(self.regex(value, re.IGNORECASE)))  # tshark's matches ignores case
         if op == "!=":
             return _none_of(key, self.value_test(key, field_type, "==", (lkind, value, raw)))
         return _over_values(key, self.value_test(key, field_type, op, (lkind, value, raw)))
@@ -324,6 +345,13 @@ class _Parser:
         else:
             literal = _typed_literal(key, field_type, op, lkind, value, raw)
         return literal.lower() if key in _CASELESS and isinstance(literal, str) else literal
+
+    def byte_string(self, key, value, raw):
+        """An unquoted literal for a bytes field: its bytes, written in hex (01:ab, 01-ab, 01.ab or 01ab)."""
+        if not _HEX_BYTES.fullmatch(value):
+            self.fail(f"{key} is a bytes field: 'contains' takes bytes in hex (01:ab or 01ab) or a quoted string, "
+                      f"not {raw}")
+        return bytes.fromhex(re.sub(r"[:.\-]", "", value))
 
     def regex(self, pattern, flags=0):
         try:
@@ -616,7 +644,7 @@ def _address_order(compare, literal):
 
 
 def _contains(needle):
-    needle_bytes = needle.encode()
+    needle_bytes = needle.encode("utf-8", "surrogateescape")  # a byte \\xHH past 7F, or one not UTF-8 in argv
 
     def match(value):
         if value.__class__ is str:
@@ -624,6 +652,12 @@ def _contains(needle):
         if isinstance(value, _BYTES):
             return needle_bytes in value
         return value is not _PRESENT and needle in str(value)
+    return match
+
+
+def _contains_bytes(needle):
+    def match(value):
+        return isinstance(value, _BYTES) and needle in value
     return match
 
 
@@ -647,6 +681,7 @@ def frame_values(record):
         if value is not None:
             values.setdefault(key, []).append(value)
 
+    put("frame", True)
     put("frame.number", record.number)
     put("frame.len", record.wirelen)
     put("frame.cap_len", record.caplen)
@@ -676,4 +711,6 @@ def frame_values(record):
     for finding in record.all_findings():
         put("expert.code", finding.code)
         put("expert.severity", finding.severity)
+    if "expert.code" in values:
+        put("expert", True)
     return values

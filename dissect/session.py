@@ -196,6 +196,8 @@ def analysis_values(rec):
     for finding in rec.findings:
         values.setdefault("expert.code", []).append(finding.code)
         values.setdefault("expert.severity", []).append(finding.severity)
+    if rec.findings:
+        values["expert"] = [True]
     return values
 
 

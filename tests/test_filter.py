@@ -505,3 +505,46 @@ def test_cli_refuses_a_bad_member_in_one_line():
     assert code == 2 and out == ""
     assert cli_errors(err) == ['dissect: bad filter: udp.port is a number field (uint16): compare it with a number, '
                                'not "x"']
+
+
+def test_contains_on_a_bytes_field_takes_bytes_in_hex_as_tshark():
+    """An unquoted literal for a bytes field is its bytes (01:ab, 01-ab, 01ab); a quoted one is text."""
+    values, fields = {"odamex.key": [b"\x6e\x89\xd2\x7c"]}, {"odamex.key": "bytes"}
+    for literal in ("89:d2", "89d2", "6e-89-d2-7c", "D2.7C"):
+        assert passes(f"odamex.key contains {literal}", values, fields), literal
+    assert not passes("odamex.key contains 89d3", values, fields)
+    assert passes('odamex.key contains "n"', values, fields)  # 0x6e, as text
+    assert not passes('odamex.key contains "89d2"', values, fields)
+    assert refused("odamex.key contains 8", fields) == (
+        "bad filter 'odamex.key contains 8': odamex.key is a bytes field: 'contains' takes bytes in hex (01:ab or "
+        "01ab) or a quoted string, not 8")
+
+
+def test_string_escapes_are_tsharks_and_any_other_is_an_error():
+    assert passes(r'netquake.control.host_name matches "^dis\\w+ test"')
+    assert passes(r'netquake.control.host_name contains "\x74est"') and passes(r'netquake.control.host_name '
+                                                                                r'contains "\164est"')
+    assert passes('data contains "\\xff\\001"', {"data": [b"a\xff\x01"]})  # a byte past 7F is that byte
+    assert refused(r'netquake.control.host_name matches "\d"') == (
+        "bad filter 'netquake.control.host_name matches \"\\\\d\"': \\d is not a valid character escape sequence "
+        "(in a regular expression, write \\\\d)")
+    assert refused(r'data contains "\777"').endswith(r"\777 is past \377: not a byte")
+
+
+def test_matches_ignores_case_as_tsharks_does():
+    assert passes('netquake.control.host_name matches "DISSECT"')
+    assert not passes('netquake.control.host_name matches "(?-i:DISSECT)"')
+
+
+def test_a_word_operator_out_of_place_is_named_as_written():
+    assert refused("udp and and udp") == "bad filter 'udp and and udp': expected a field key, found 'and' at position 9"
+
+
+def test_frame_and_expert_alone_are_true_where_present(cli):
+    """Every frame has `frame`; `expert` holds where a finding does, as in tshark."""
+    path = capture("netquake-damaged.pcap")
+    count = lambda *args: len(cli(*args, path)[1].splitlines())  # noqa: E731
+    total = count()
+    assert count("-Y", "frame") == total and count("-Y", "not frame") == 0
+    assert 0 < count("-Y", "expert") == count("-Y", "expert.code") < total
+    assert count("-Y", "frame && !expert") == total - count("-Y", "expert")
