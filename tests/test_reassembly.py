@@ -901,3 +901,13 @@ def test_a_request_sent_a_byte_a_segment_on_the_lobbys_port_is_dissected_whole(t
     off_port = Soldat()
     assert off_port.claims(request[:1], None, True) and not off_port.claims(request[:1], None, False)
     assert off_port.claims(request[:2], None, False)
+
+
+def test_the_last_ack_of_a_closed_connection_keeps_its_stream_number(cli):
+    """The ACK after both FINs is a late segment of a finished connection: it shows nothing, yet it is the stream's,
+    as tshark numbers it (tcp.stream in filters and -T fields)."""
+    path = capture("soldat-session.pcap")  # two connections, each closed by both FINs and an ACK (frames 34, 72)
+    rows = [line.split("\t") for line in cli("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", path)[1]
+            .splitlines()]
+    assert (rows[33], rows[-1]) == (["34", "0"], ["72", "1"])
+    assert cli("-Y", "tcp && !tcp.stream", path)[1] == ""

@@ -26,7 +26,7 @@ MAX_PENDING_TOTAL = 32 * 1024 * 1024
 MAX_PENDING_SEGMENTS = 4096        # segments held behind a gap, per direction
 SEGMENT_COST = 256                 # bytes a held segment, or an uncaptured end ahead, costs beyond its data
 HISTORY = 4096                     # delivered bytes kept per direction, to check overlaps
-RECENTLY_CLOSED = 4096             # closed connections remembered, so late retransmissions stay quiet
+RECENTLY_CLOSED = 4096             # closed connections remembered (their stream numbers), so late segments stay quiet
 PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its data (bookkeeping)
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
@@ -142,8 +142,10 @@ class TcpReassembler:
             reused = popped(self.streams, key)  # its end was not captured: it ends here, and a new stream begins
             stream = None
         if stream is None:
-            if key in self.recently_closed and not packet.tcp_flags & SYN:
-                return None           # a late segment of a finished connection
+            closed = self.recently_closed.get(key)
+            if closed is not None and not packet.tcp_flags & SYN:
+                packet.tcp_stream = closed  # a late segment of a finished connection (its last ACK): of its stream
+                return None
             popped(self.recently_closed, key)
             stream = TcpStream(self.next_index, key, _client(packet))
             self.next_index += 1
@@ -187,7 +189,7 @@ class TcpReassembler:
         delivery.closed = True
         self._drop(stream)
         popped(self.streams, key)
-        put(self.recently_closed, key, True)
+        put(self.recently_closed, key, stream.index)
 
     def _segment(self, side, packet, frame, delivery):
         first_finding, first_piece = len(delivery.findings), len(delivery.pieces)
