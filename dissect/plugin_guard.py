@@ -25,6 +25,7 @@ from .core.model import SEVERITY_RANK, AnalysisRecord, Field, Finding, Message
 
 MAX_ERROR_TEXT = 200  # characters of an exception's text kept in a finding
 MAX_DEPTH = 64        # levels of a plugin's field tree: deeper fields are dropped
+MAX_MESSAGES = 65536  # messages a plugin's stream parser may make from one call (a line is at least its newline)
 
 
 def guard_dissector(dissector, faults, observes):
@@ -188,7 +189,12 @@ def _usable_finding(finding):
 # -- stream parsers ------------------------------------------------------------------------------------
 def _stream_parser(make, error, faults):
     def guarded():
-        return GuardedParser(make(), error, faults)
+        try:
+            return GuardedParser(make(), error, faults)
+        except Exception as exc:
+            broken = GuardedParser(None, error, faults)
+            broken._fail("stream_parser", exc)
+            return broken
     return guarded
 
 
@@ -221,7 +227,7 @@ class GuardedParser:
         try:
             getattr(self.parser, hook)()
         except Exception as exc:
-            self._fail(hook, exc)
+            self._fail(f"stream parser's {hook}", exc)
 
     def _messages(self, hook, args):
         out = []
@@ -229,6 +235,8 @@ class GuardedParser:
             return out
         try:
             for msg in getattr(self.parser, hook)(*args):
+                if len(out) >= MAX_MESSAGES:  # a parser that yields without end would hold the run
+                    raise RuntimeError(f"more than {MAX_MESSAGES} messages from one call")
                 if isinstance(msg, Message):
                     check_message(msg, self.error)
                     out.append(msg)

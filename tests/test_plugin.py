@@ -462,3 +462,32 @@ def test_a_plugins_stream_parser_that_raises_stops_its_side_of_the_stream(tmp_pa
         f"the plugin's stream parser's feed raised RuntimeError: cannot parse: this side of the stream is not "
         f"dissected from here {RULE}"]
     assert records[2]["findings"] == [] and records[3]["findings"] == []
+
+
+def test_a_stream_parser_that_cannot_be_made_or_never_stops_costs_its_side_of_the_stream(tmp_path):
+    client, server = ("10.0.0.2", 40000), ("10.0.0.1", 4444)
+    path = tmp_path / "lines.pcap"
+    write_pcap(path, [(1700000000.0, ethernet(tcp_packet(*client, *server, b"one", seq=1))),
+                      (1700000001.0, ethernet(tcp_packet(*server, *client, b"two", seq=1)))])
+    endless = STREAM.replace('''        data = bytes(chunk.data)''', '''        while chunk.data == b"one":
+            yield new_message("lines", b"x", 0)
+        data = bytes(chunk.data)''')
+    unmade = STREAM.replace('''    def stream_parser(self):
+        return Parser()''', '''    def stream_parser(self):
+        raise MemoryError("no room")''')
+    records = {}
+    for name, script in (("endless", endless), ("unmade", unmade)):
+        run = subprocess.run([sys.executable, "-c", script, "-T", "jsonl", str(path)], capture_output=True, text=True,
+                             timeout=120, env=_env(), cwd=ROOT)
+        assert (run.returncode, run.stderr) == (0, "")
+        records[name] = [record for record in jsonl(run.stdout) if record["kind"] == "frame"]
+    first, second = records["endless"]  # the client's side stops; the server's goes on
+    assert [f["message"] for f in first["findings"]] == [
+        f"the plugin's stream parser's feed raised RuntimeError: more than 65536 messages from one call: this side of "
+        f"the stream is not dissected from here {RULE}"]
+    assert len(first["messages"]) == 65536 and second["info"] == "line"
+    first, second = records["unmade"]  # both sides' parsers are made when the stream is taken
+    assert [f["message"] for f in first["findings"]] == 2 * [
+        f"the plugin's stream_parser raised MemoryError: no room: this side of the stream is not dissected from here "
+        f"{RULE}"]
+    assert (first["messages"], second["messages"], second["findings"]) == ([], [], [])
