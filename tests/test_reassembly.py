@@ -911,3 +911,20 @@ def test_the_last_ack_of_a_closed_connection_keeps_its_stream_number(cli):
             .splitlines()]
     assert (rows[33], rows[-1]) == (["34", "0"], ["72", "1"])
     assert cli("-Y", "tcp && !tcp.stream", path)[1] == ""
+
+
+def test_a_keep_alive_probe_is_a_note_not_an_overlap_conflict(tmp_path):
+    """One byte at the next expected byte less one (its value usually garbage) is a keep-alive probe: tshark's
+    "TCP Keep-Alive". It was compared with the byte delivered there: a false tcp.overlap_conflict."""
+    request = sp.request()
+    path = tmp_path / "alive.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, request, 0x18), (CLIENT, LOBBY, len(request), b"\x00", 0x10),
+                        (LOBBY, CLIENT, 1, sp.lobby_reply(), 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    probe = jsonl(out)[1]
+    assert [(f["code"], f["severity"], f["message"]) for f in probe["findings"]] == [
+        ("tcp.keep_alive", "note", "1 byte just before the next expected byte, not the byte delivered there (one byte "
+                                   "just before the next expected byte, other than the byte delivered there, is a "
+                                   "keep-alive probe (RFC 1122, 4.2.3.6), not data: no conflict)")]
+    (listing,) = server_lists(out)
+    assert (listing["result"]["received"], listing["findings"]) == (len(sp.SERVERS), [])

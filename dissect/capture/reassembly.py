@@ -223,6 +223,10 @@ class TcpReassembler:
             self._hold(side, side.next_off + rel, data, frame, offset, delivery)
             return
         if rel < 0:
+            if rel == -1 and len(data) == 1 and side.history[-1:] != data:
+                delivery.findings.append(TCP_FINDINGS.keep_alive.at("1 byte just before the next expected byte, not "
+                                                                    "the byte delivered there"))
+                return
             overlap = min(-rel, len(data))
             self._check_overlap(side, -rel, data[:overlap], delivery)
             if overlap == len(data):
