@@ -44,6 +44,7 @@ _TOKEN = re.compile(r"""
 
 _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", re.DOTALL)
 _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", '"': '"', "\\": "\\"}
+_BYTE_ESCAPES = {0xDC80 + byte: 0x80 + byte for byte in range(128)}  # \xHH past 7F in a string -> Latin-1
 _HEX_BYTES = re.compile(r"[0-9A-Fa-f]{2}(?:[:.\-]?[0-9A-Fa-f]{2})*")
 _WORD_OPS = {"eq": "==", "ne": "!=", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "contains": "contains",
              "matches": "matches", "and": "&&", "or": "||", "not": "!", "in": "in"}
@@ -260,7 +261,8 @@ class _Parser:
                 return _over_values(key, _contains_bytes(self.byte_string(key, value, raw)))
             if op == "contains":
                 return _over_values(key, _contains(value.lower() if key in _CASELESS else value))
-            return _over_values(key, _matches(self.regex(value, re.IGNORECASE)))  # tshark's matches ignores case
+            # tshark's matches ignores case; a byte escape past 7F matches that byte, one character per byte
+            return _over_values(key, _matches(self.regex(value.translate(_BYTE_ESCAPES), re.IGNORECASE)))
         if op == "!=":
             return _none_of(key, self.value_test(key, field_type, "==", (lkind, value, raw)))
         return _over_values(key, self.value_test(key, field_type, op, (lkind, value, raw)))
@@ -644,7 +646,7 @@ def _address_order(compare, literal):
 
 
 def _contains(needle):
-    needle_bytes = needle.encode("utf-8", "surrogateescape")  # a byte \\xHH past 7F, or one not UTF-8 in argv
+    needle_bytes = needle.encode("utf-8", "surrogateescape")  # a byte \xHH past 7F, or one not UTF-8 in argv
 
     def match(value):
         if value.__class__ is str:

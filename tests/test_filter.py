@@ -525,6 +525,7 @@ def test_string_escapes_are_tsharks_and_any_other_is_an_error():
     assert passes(r'netquake.control.host_name contains "\x74est"') and passes(r'netquake.control.host_name '
                                                                                 r'contains "\164est"')
     assert passes('data contains "\\xff\\001"', {"data": [b"a\xff\x01"]})  # a byte past 7F is that byte
+    assert passes('data matches "^a\\xff"', {"data": [b"a\xff\x01"]})
     assert refused(r'netquake.control.host_name matches "\d"') == (
         "bad filter 'netquake.control.host_name matches \"\\\\d\"': \\d is not a valid character escape sequence "
         "(in a regular expression, write \\\\d)")
