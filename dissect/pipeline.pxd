@@ -27,7 +27,6 @@ cdef class Pipeline:
     cdef public object tree, defrag, first_ts, last_ts
     cdef public TcpReassembler tcp
     cdef public TrafficAnalyzer traffic
-    @cython.locals(faults=list)
     cpdef frame(self, frame, packet=*)
     cpdef skip(self, frame)
     @cython.locals(frame=Frame, packet=Packet, record=FrameRecord)

@@ -127,10 +127,8 @@ class Pipeline:
             result = self._frame(frame, packet)
         except Exception as exc:  # a bug must cost one frame, not the capture
             result = self._failed(frame, exc), []
-        faults = self.registry.faults
-        if faults:  # what plugins' guards found outside their messages
-            result[0].findings.extend(faults)
-            faults.clear()
+        if self.registry.faults:  # what plugins' guards found outside their messages
+            result[0].findings.extend(self.registry.take_faults())
         return result
 
     def _failed(self, frame, exc):
@@ -155,8 +153,7 @@ class Pipeline:
         record.messages.append(msg)
         record.protocol = key
         record.info = msg.info
-        record.findings.extend(self.registry.faults)
-        self.registry.faults.clear()
+        record.findings.extend(self.registry.take_faults())
         return record
 
     def skip(self, frame):
@@ -353,8 +350,7 @@ class Pipeline:
                 records += self._close_stream(stream, None, None)
         for analyzer in self.analyzers.values():
             records.extend(analyzer.finish())
-        records += [fault_record(finding) for finding in self.registry.faults]  # plugins' parsers closed at the end
-        self.registry.faults.clear()
+        records += [fault_record(finding) for finding in self.registry.take_faults()]  # parsers closed at the end
         self.traffic.finish()  # its rules look across conversations: Session.finish concludes them
         return records
 

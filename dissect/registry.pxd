@@ -12,6 +12,7 @@ cdef class Registry:
     cdef public list faults
     @cython.locals(plans=tuple, plan_by_port=dict, plan=tuple)
     cpdef select(self, Packet packet, payload)
+    cpdef list take_faults(self)
 
 @cython.locals(msg=Message, cur=Cursor, decoded=Packet, snapped=bint)
 cpdef Message dissect_message(dissector, payload, tree, packet, offset)

@@ -364,6 +364,13 @@ class Registry:
     def get(self, key):
         return self.dissectors[key]
 
+    def take_faults(self):
+        """The plugin faults waiting for a record, and none left waiting (the list is emptied in place: the guards
+        hold it)."""
+        taken = list(self.faults)
+        self.faults.clear()
+        return taken
+
     def make_analyzers(self):
         """A fresh analyzer for each protocol, key -> analyzer."""
         return {key: dissector.analyzer() if key in BUILTINS else guard_analyzer(dissector)
