@@ -447,7 +447,7 @@ def _run_files(args, out):
         writer, printer.writer = printer.writer, None
         if writer is not None:
             writer.abandon()
-            outside = writer.outside_error()
+            outside = writer.not_as_read_error()
             if outside is not None:
                 files.errors.append(outside)
     if guard is not None and guard.pending:  # a Ctrl-C held during the frame whose write failed

@@ -117,7 +117,7 @@ class LiveCapture:
     @property
     def time_error(self):
         """The error of the -w times written as the nearest the file holds, or None."""
-        return self._output.outside_error() if self._output is not None else None
+        return self._output.not_as_read_error() if self._output is not None else None
 
     def stop(self, *_):
         self.stopped = True

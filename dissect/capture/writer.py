@@ -104,7 +104,7 @@ class _Writer:
     def close(self):
         self.finish()
         if self.outside or self.unwritten:
-            raise WriteError(self.outside_error())
+            raise WriteError(self.not_as_read_error())
 
     def _placeless(self, frame):
         """A corrupt record the reader could not place (a pcapng packet block of an interface never described): it
@@ -125,7 +125,7 @@ class _Writer:
             except OSError:
                 pass
 
-    def outside_error(self):
+    def not_as_read_error(self):
         """The error of the times written as the nearest held and of the records left out (None while every frame
         was written as read)."""
         name = "standard output" if self.path == "-" else self.path
