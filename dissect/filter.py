@@ -84,6 +84,12 @@ _SEARCHABLE = TEXT_TYPES | {"bytes"}
 _DESCRIBED = {"address": "an address field", "none": "a field without a value", "protocol": "a protocol"}
 
 _NUMBERS = (int, float, bool)
+# Number literals as tshark reads them (no Python forms: 1_000 and " 5" are not numbers).
+_INTEGER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|(0[0-7]*)|([1-9][0-9]*))")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_FRACTION_TYPES = frozenset({"float", "time"})
+_INTEGER_RANGES = {f"{sign}int{bits}": ((0, 2**bits - 1) if sign else (-2**(bits - 1), 2**(bits - 1) - 1))
+                   for sign in ("u", "") for bits in (8, 16, 32, 64)}
 _BYTES = (bytes, bytearray)
 
 
@@ -421,38 +427,69 @@ def _typed_literal(key, field_type, op, lkind, value, raw):
                          f"(write just {key})")
     if field_type == "bytes":
         return value.replace(":", "").lower()  # compared with the value in hex, as 01:ab or 01ab
-    literal = _literal(value)
     if field_type in NUMBER_TYPES:
-        if isinstance(literal, bool) or not isinstance(literal, (int, float)):
-            raise UsageError(f"bad filter: {key} is {_described(field_type)}: compare it with a number, "
-                             f"not {raw}")
-        return literal
+        return _number_of(key, field_type, value, raw)
     if field_type == "bool":
+        literal = _literal(value)
         if isinstance(literal, str) or literal not in (0, 1):
             raise UsageError(f"bad filter: {key} is a bool field: compare it with true, false, 1 or 0, not {raw}")
         return literal
-    if field_type in TEXT_TYPES:
-        if lkind == "string" or isinstance(literal, bool):
-            return value
-        if op in _ORDERING and isinstance(literal, (int, float)):
+    if field_type in TEXT_TYPES:  # an unquoted word is text, as in tshark: name == 10 is the text "10"
+        if op in _ORDERING and lkind != "string" and _number(value) is not None:
             raise UsageError(f"bad filter: {key} is {_described(field_type)}: compare it with a quoted string, "
                              f"not {raw}")
-    return literal
+        return value
+    return _literal(value)
+
+
+def _number_of(key, field_type, text, raw):
+    """The number literal ``text`` for a number field, read as tshark reads it: an integer field takes an
+    integer (decimal, 0x hex, 0b binary, 0 octal: 066 is 54) within its type's range; a float field a
+    decimal fraction (066 is 66.0) or a hex or binary integer."""
+    if field_type in _FRACTION_TYPES:
+        number = float(text) if _DECIMAL.fullmatch(text) else _integer(text)
+        if number is None:
+            raise UsageError(f"bad filter: {key} is {_described(field_type)}: compare it with a number, not {raw}")
+        return number
+    number = _integer(text)
+    if number is None:
+        raise UsageError(f"bad filter: {key} is {_described(field_type)}: compare it with an integer, not {raw}")
+    low, high = _INTEGER_RANGES.get(field_type, (number, number))
+    if not low <= number <= high:
+        raise UsageError(f"bad filter: {raw} is out of range for {key}, a {field_type} field ({low} to {high})")
+    return number
+
+
+def _integer(text):
+    """tshark's integer literal (a sign, then decimal, 0x hex, 0b binary or 0 octal) as an int; None if not one."""
+    match = _INTEGER.fullmatch(text)
+    if match is None:
+        return None
+    sign, hexadecimal, binary, octal, decimal = match.groups()
+    if hexadecimal:
+        number = int(hexadecimal, 16)
+    elif binary:
+        number = int(binary, 2)
+    else:
+        number = int(octal, 8) if octal else int(decimal)
+    return -number if sign == "-" else number
+
+
+def _number(text):
+    """An integer as _integer reads it, else a decimal fraction (1.5, 2e-3) as a float; None if neither."""
+    number = _integer(text)
+    if number is None and _DECIMAL.fullmatch(text):
+        number = float(text)
+    return number
 
 
 def _literal(text):
+    """A literal compared with a field of no known type: true or false, a number (see _number), or text."""
     lower = text.lower()
     if lower in ("true", "false"):
         return lower == "true"
-    try:
-        return int(text, 0)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    return text
+    number = _number(text)
+    return text if number is None else number
 
 
 def _address_literal(text, op):
@@ -563,10 +600,11 @@ def _loose(value, compare, literal):
         value = value.hex()
     if isinstance(literal, (int, float)):
         if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
+            number = _number(value)
+            if number is None:
                 literal = str(literal)
+            else:
+                value = number
     else:
         value = str(value)
     try:

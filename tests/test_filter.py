@@ -171,9 +171,9 @@ def test_every_type_may_be_tested_for_presence():
      "netquake.control.host_name is a string field: compare it with a quoted string, not 3"),
     ("ip.src >= 10", "ip.src is an address field: compare it with an address, not 10"),
     ("netquake.control.current_players == abc",
-     "netquake.control.current_players is a number field (uint8): compare it with a number, not abc"),
+     "netquake.control.current_players is a number field (uint8): compare it with an integer, not abc"),
     ('netquake.control.max_players != "eight"',
-     'netquake.control.max_players is a number field (uint8): compare it with a number, not "eight"'),
+     'netquake.control.max_players is a number field (uint8): compare it with an integer, not "eight"'),
     ("netquake.response_time < true",
      "netquake.response_time is a number field (float): compare it with a number, not true"),
     ('netquake.control.command contains "8"',
@@ -188,6 +188,19 @@ def test_every_type_may_be_tested_for_presence():
                             "soldat.servers)"),
     ('soldat.player == "x"', "soldat.player is a field without a value: test only whether it is present "
                              "(write just soldat.player)"),
+    # number literals as tshark reads them: no Python forms, and within the field's type
+    ("udp.port == 1_000", "udp.port is a number field (uint16): compare it with an integer, not 1_000"),
+    ("udp.port == 1e2", "udp.port is a number field (uint16): compare it with an integer, not 1e2"),
+    ("udp.port == 09", "udp.port is a number field (uint16): compare it with an integer, not 09"),
+    ("udp.port == 26000.0", "udp.port is a number field (uint16): compare it with an integer, not 26000.0"),
+    ("udp.port == 70000", "70000 is out of range for udp.port, a uint16 field (0 to 65535)"),
+    ("udp.port == -1", "-1 is out of range for udp.port, a uint16 field (0 to 65535)"),
+    ("netquake.control.current_players >= 0x100", "0x100 is out of range for netquake.control.current_players, "
+                                                   "a uint8 field (0 to 255)"),
+    ("netquake.response_time < 1_0", "netquake.response_time is a number field (float): compare it with a number, "
+                                     "not 1_0"),
+    ("netquake.response_time < inf", "netquake.response_time is a number field (float): compare it with a number, "
+                                     "not inf"),
 ])
 def test_type_mismatch(text, message):
     assert refused(text, FIELDS) == "bad filter: " + message
@@ -196,7 +209,9 @@ def test_type_mismatch(text, message):
 
 def test_typed_comparisons_that_fit():
     assert passes('netquake.control.current_players >= "3"', fields=FIELDS)  # a quoted number is a number
-    assert passes("netquake.control.host_name == 3", {"netquake.control.host_name": ["3.0"]}, FIELDS)
+    # an unquoted word is text on a text field, as in tshark: 3 is "3", not the number 3
+    assert passes("netquake.control.host_name == 3", {"netquake.control.host_name": ["3"]}, FIELDS)
+    assert not passes("netquake.control.host_name == 3", {"netquake.control.host_name": ["3.0"]}, FIELDS)
     assert passes('netquake.control.host_name < "e"', fields=FIELDS)
     assert not passes('netquake.control.host_name == "3"', {"netquake.control.host_name": ["3.0"]}, FIELDS)
     assert passes("netquake.data == 01:AB", {"netquake.data": [b"\x01\xab"]}, FIELDS)
@@ -204,6 +219,36 @@ def test_typed_comparisons_that_fit():
     assert passes("netquake.control.end_of_rules == true", {"netquake.control.end_of_rules": [True]}, FIELDS)
     assert passes('ip.src matches "^127\\\\."', fields=FIELDS)
     assert passes("netquake.control.host_name == true", {"netquake.control.host_name": ["true"]}, FIELDS)
+
+
+@pytest.mark.parametrize("text, port", [
+    ("udp.port == 062620", 26000),        # a leading 0 is octal, as in tshark (and C)
+    ("udp.port == 0x6590", 26000),
+    ("udp.port == 0b110010110010000", 26000),
+    ("udp.port == +26000", 26000),
+    ("udp.port == 066", 54),
+    ("udp.port in {066, 1}", 54),
+    ("udp.port in {065..066}", 54),
+])
+def test_integer_literals_read_as_tshark_reads_them(text, port):
+    assert passes(text, {"udp.port": [port]}, FIELDS)
+    assert not passes(text, {"udp.port": [port + 1]}, FIELDS)
+
+
+def test_a_float_field_takes_decimal_fractions_and_integers():
+    assert passes("netquake.response_time < 1e-3", {"netquake.response_time": [0.0009]}, FIELDS)
+    assert not passes("netquake.response_time < 1e-3", {"netquake.response_time": [0.0011]}, FIELDS)
+    assert passes("netquake.response_time == 066", {"netquake.response_time": [66.0]}, FIELDS)  # strtod's 066
+    assert passes("netquake.response_time == 0x10", {"netquake.response_time": [16.0]}, FIELDS)
+
+
+def test_a_literal_of_no_known_type_is_read_as_on_a_number_field():
+    assert passes("x == 066", {"x": [54]})
+    assert passes("x == 1.5", {"x": [1.5]})
+    assert passes("x == 066", {"x": ["54"]})      # a value given as text is a number when it is written as one
+    assert not passes("x == 10", {"x": ["1_0"]})  # not Python's forms
+    assert not passes("x == 5", {"x": [" 5"]})
+    assert passes("x == 1_0", {"x": ["1_0"]})     # no number: compared as text
 
 
 def session_frames():
@@ -373,8 +418,8 @@ def test_a_large_set_looks_values_up_and_still_compares_other_types():
 
 
 @pytest.mark.parametrize("text, message", [
-    ('udp.port in {26000 "x"}', 'udp.port is a number field (uint16): compare it with a number, not "x"'),
-    ("udp.port in {1..abc}", "udp.port is a number field (uint16): compare it with a number, not abc"),
+    ('udp.port in {26000 "x"}', 'udp.port is a number field (uint16): compare it with an integer, not "x"'),
+    ("udp.port in {1..abc}", "udp.port is a number field (uint16): compare it with an integer, not abc"),
     ("netquake.control.host_name in {1..3}",
      "netquake.control.host_name is a string field: compare it with a quoted string, not 1"),
     ("ip.addr in {10.0.0.0/8 abc}", "ip.addr is an address field: compare it with an address or a network "
@@ -503,7 +548,7 @@ def test_cli_sets_ranges_and_protocols_in_any_case(text, frames):
 def test_cli_refuses_a_bad_member_in_one_line():
     code, out, err = run_cli("-Y", 'udp.port in {26000 "x"}', SESSION)
     assert code == 2 and out == ""
-    assert cli_errors(err) == ['dissect: bad filter: udp.port is a number field (uint16): compare it with a number, '
+    assert cli_errors(err) == ['dissect: bad filter: udp.port is a number field (uint16): compare it with an integer, '
                                'not "x"']
 
 
