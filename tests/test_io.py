@@ -396,6 +396,12 @@ def test_field_columns_parse_as_csv():
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0] == ["frame.number", "ip.src", "netquake.control.host_name", "netquake.control.current_players"]
     assert rows[1] == ["2", "127.0.0.1", "dissect test server", "3"]
+    # as tshark writes them: the header and an empty column unquoted
+    assert out.splitlines()[:2] == ["frame.number,ip.src,netquake.control.host_name,netquake.control.current_players",
+                                    '"2","127.0.0.1","dissect test server","3"']
+    code, out, err = run_cli("-T", "fields", "-E", "quote=d", "-e", "frame.number", "-e", "netquake.control.host_name",
+                             "-c", "2", SESSION)
+    assert (code, out, err) == (0, '"1"\t\n"2"\t"dissect test server"\n', "")
 
 
 def test_frame_time_is_the_time_json_gives(tmp_path):
@@ -430,6 +436,10 @@ def test_field_columns_check_their_keys():
     (("-T", "fields",), "-T fields needs at least one -e KEY"),
     (("-e", "frame.number"), "-e and -E go with -T fields"),
     (("-E", "quote=x", "-T", "fields", "-e", "frame.number"), "bad -E 'quote=x': quote is one of d, s, n"),
+    (("-E", "separator=ab", "-T", "fields", "-e", "frame.number"),
+     "bad -E 'separator=ab': separator is one character, /t (a tab) or /s (a space)"),
+    (("-E", "aggregator=", "-T", "fields", "-e", "frame.number"),
+     "bad -E 'aggregator=': aggregator is one character, /t (a tab) or /s (a space)"),
 ])
 def test_options_a_view_would_ignore_are_errors(args, message):
     assert run_cli(*args, SESSION) == (2, "", f"dissect: {message}\n")

@@ -38,9 +38,10 @@ class FieldOptions:
             if not sep:
                 raise ValueError(f"bad -E {setting!r}: expected NAME=VALUE")
             if name in ("separator", "aggregator"):
-                if not value:
-                    raise ValueError(f"bad -E {setting!r}: {name} needs a character")
-                setattr(options, name, SEPARATORS.get(value, value))
+                value = SEPARATORS.get(value, value)
+                if len(value) != 1:
+                    raise ValueError(f"bad -E {setting!r}: {name} is one character, /t (a tab) or /s (a space)")
+                setattr(options, name, value)
             elif name in OPTIONS:
                 if value not in OPTIONS[name]:
                     raise ValueError(f"bad -E {setting!r}: {name} is one of {', '.join(OPTIONS[name])}")
@@ -63,8 +64,8 @@ class FieldsRenderer:
         self.out = out
         self.keys = list(keys)
         self.options = options
-        if options.header:
-            out.write(options.separator.join(self._quoted(key) for key in self.keys) + "\n")
+        if options.header:  # the keys unquoted, as tshark writes them
+            out.write(options.separator.join(self.keys) + "\n")
 
     def frame(self, record):
         values = frame_values(record)
@@ -74,8 +75,8 @@ class FieldsRenderer:
         pass
 
     def _column(self, found):
-        if not found:
-            return self._quoted("") if self.options.quote else ""
+        if not found:  # an empty column unquoted, as tshark writes it
+            return ""
         occurrence = self.options.occurrence
         chosen = found[:1] if occurrence == "f" else found[-1:] if occurrence == "l" else found
         return self._quoted(self.options.aggregator.join(_text(value) for value in chosen))
