@@ -2,6 +2,8 @@
 
 import struct
 
+import pytest
+
 import netquake_peer as nq
 from helpers import codes, dissect, field, span
 
@@ -164,6 +166,24 @@ def test_data_and_ack_packets():
     assert field(msg, "netquake.flags").display == "0x0009 (DATA|EOM)"
     ack = dissect("netquake", nq.data_packet(0x0002, 7))
     assert ack.name == "ack" and ack.info == "ACK seq=7" and ack.findings == []
+    nak = dissect("netquake", nq.data_packet(0x0004, 7))
+    assert nak.name == "nak" and nak.info == "NAK seq=7" and nak.findings == []
+
+
+@pytest.mark.parametrize("flags, name, info, shown", [
+    (0x0000, "unknown_data", "0x0000 seq=7 len=1", "0x0000 (none)"),
+    (0x0008, "unknown_data", "EOM seq=7 len=1", "0x0008 (EOM)"),          # EOM without DATA
+    (0x0003, "data", "DATA|ACK seq=7 len=1", "0x0003 (DATA|ACK)"),
+    (0x0014, "nak", "NAK|UNRELIABLE seq=7 len=1", "0x0014 (NAK|UNRELIABLE)"),
+])
+def test_data_flags_no_real_peer_sends_are_named_as_read_and_flagged(flags, name, info, shown):
+    """Forced (-d, --payload), a data packet whose flags are none of DATA, DATA|EOM, ACK, NAK and UNRELIABLE is named
+    by the first of DATA, ACK, NAK, UNRELIABLE it carries (it was "nak" for any without DATA, ACK or UNRELIABLE)."""
+    msg = dissect("netquake", nq.data_packet(flags, 7, b"x"))
+    assert (msg.name, msg.info) == (name, info)
+    assert [(f.code, f.severity, f.offset, f.length) for f in msg.findings] == [
+        ("netquake.unknown_data_flags", "warning", 0, 2)]
+    assert msg.findings[0].message.startswith(f"data packet flags are {shown} (beyond the spec")
 
 
 def test_length_mismatch():

@@ -139,16 +139,20 @@ def test_master_list_count_mismatch_and_partial_entry():
     msg = dissect("odamex", od.master_list([("10.0.0.1", 10666)], count=3))
     assert codes(msg) == ["odamex.count_mismatch"]
     assert (msg.findings[0].offset, msg.findings[0].length) == (4, 2)
-    assert msg.findings[0].message.startswith("server count says 3 but 1 entries are present (spec: ")
+    assert msg.findings[0].message.startswith("server count says 3 but 1 entry is present (spec: ")
     cut = dissect("odamex", od.master_list([("10.0.0.1", 10666), ("10.0.0.2", 1)])[:-3])
     assert codes(cut) == ["odamex.count_mismatch", "odamex.truncated"]
     partial = cut.fields_with("odamex.server.ip")[1]
     assert (partial.offset, partial.length, partial.value, partial.name) == (12, 3, bytes([10, 0, 0]),
                                                                              "Server IP [truncated]")
     assert partial.display == "0a 00 00"
-    # the entry cut short is closed as the others: its node spans the bytes it read, its value never set
-    assert [(s.offset, s.length, s.value) for s in cut.fields_with("odamex.server")] == [
-        (6, 6, "10.0.0.1:10666"), (12, 3, None)]
+    # the entry cut short is closed as the others: its node spans the bytes it read, its value never set, and the
+    # tree shows what it held ("?" where its address ends, "address:?" where its port does)
+    assert [(s.offset, s.length, s.value, s.display) for s in cut.fields_with("odamex.server")] == [
+        (6, 6, "10.0.0.1:10666", "10.0.0.1:10666"), (12, 3, None, "?")]
+    no_port = dissect("odamex", od.master_list([("10.0.0.1", 10666), ("10.0.0.2", 1)])[:-1])
+    assert [(s.offset, s.length, s.value, s.display) for s in no_port.fields_with("odamex.server")][1:] == [
+        (12, 5, None, "10.0.0.2:?")]
 
 
 # Entries 6-11, 12-17 and 18-23, then 2 bytes of a fourth.
@@ -644,10 +648,48 @@ def test_stats_list_servers_from_master_and_replies(tmp_path):
     path = tmp_path / "listed.pcap"
     capkit.write_pcap(path, [(capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet(
         "10.0.0.4", 15000, "10.0.0.9", 40000, od.master_list([("198.51.100.1", 10666)]))))])
+    _, out, _ = run_cli("--stats", path)
+    assert "  198.51.100.1:10666      responses 0  listed by 10.0.0.4:15000" in out.splitlines()
     _, out, _ = run_cli("--stats", "-T", "json", path)
     servers = [r for r in json.loads(out) if r["kind"] == "server"]
     assert servers == [{"kind": "server", "protocol": "odamex", "server": "198.51.100.1:10666",
                         "listed_by": ["10.0.0.4:15000"], "responses": 0, "last_frame": 1}]
+
+
+def test_a_reply_cut_short_shows_what_it_lacks_as_unknown(tmp_path):
+    """A reply cut before its name, or before its maximum players: "?" on the info line, in the analysis record's
+    summary and in --stats' servers seen, where those values would be (they read "None")."""
+    path = tmp_path / "cut.pcap"
+    launcher, server = ("10.0.0.9", 40001), ("10.0.0.3", 10666)
+    reply = real_reply(1, 0, 0, (3, 3))
+    frames = []
+    for index, cut in enumerate((8, 28)):  # tag and token only; then the name and the player count (head())
+        ts = capkit.DEFAULT_TS + index
+        frames += [(ts, capkit.ethernet(capkit.udp_packet(*launcher, *server, od.request()))),
+                   (ts + 0.01, capkit.ethernet(capkit.udp_packet(*server, *launcher, reply[:cut])))]
+    capkit.write_pcap(path, frames)
+    code, out, _ = run_cli(path)
+    lines = out.splitlines()
+    assert lines[1].endswith('Server info "?" map=? players ?/? ?  [error]')
+    assert lines[2].endswith('server info from 10.0.0.3:10666: "?" ?/? (frames 1,2)')
+    assert lines[4].endswith('Server info "Odamex test server" map=? players 2/? ?  [error]')
+    assert lines[5].endswith('server info from 10.0.0.3:10666: "Odamex test server" 2/? (frames 3,4)')
+    _, out, _ = run_cli("--stats", path)
+    assert '  10.0.0.3:10666          "Odamex test server"  players 2/?  responses 2  rtt 10.000 ms' in out.splitlines()
+
+
+def test_a_password_flag_not_0_or_1_is_a_bad_value():
+    extension = od.extension_block(2, spectators=[0, 1])
+    payload = bytearray(real_reply(1, 0, 0, (3, 3), extension))
+    at = field(dissect("odamex", bytes(payload)), "odamex.ext.password").offset
+    payload[at:at + 2] = i16(2)
+    msg = same_without_tree(bytes(payload))
+    assert span(msg, "odamex.ext.password") == (at, 2, 2)
+    assert [(f.code, f.offset, f.length) for f in msg.findings if f.code == "odamex.bad_value"] == [
+        ("odamex.bad_value", at, 2)]
+    assert msg.values["layout"] == "real"  # flagged, not a reason to read another layout
+    assert [f.message for f in msg.findings if f.code == "odamex.bad_value"][0].startswith(
+        "Password required is 2, not 0 or 1 (spec: ")
 
 
 def test_request_and_reply_are_paired(tmp_path):

@@ -370,3 +370,27 @@ def test_a_packet_after_the_response_is_complete_is_a_count_mismatch(tmp_path):
                                          "Clients records")
     assert [f["code"] for f in again] == ["teeframe.duplicate_packet"]
     assert [a["result"]["records"] for a in analyses(jsonl(out))] == [1]
+
+
+def test_values_a_reply_lacks_read_as_unknown(tmp_path):
+    """What a reply lacks reads "?" (it read "None"): a token that is no Decimal String on the info line, an iex+'s
+    packet number likewise, and the Num Clients of an iext cut before it in the response's summary and in its
+    incomplete_response finding."""
+    browser, server = ("10.0.0.2", 50000), ("10.0.0.1", 8303)
+    clients = [("a", "", -1, 1, 1)]
+    bad_token = (tf.HEADER + b"iext" + tf.iext_fields("x", name="srv", map_name="dm1", clients=clients)
+                 + tf.client_record(*clients[0]))
+    plus = tf.iex_plus(1193002, "x")
+    whole = tf.iext(1193002, name="srv", map_name="dm1")
+    cut = whole[:whole.index(b"dm1\0") + 4]  # ends after the map: no Num Clients
+    path = _write(tmp_path, "cut.pcap", [(server, browser, bad_token), (server, browser, plus),
+                                         (browser, server, tf.gie3(0x1234, 0x2A)), (server, browser, cut)])
+    code, out, _ = run_cli(path)
+    lines = out.splitlines()
+    assert lines[0].endswith('Server Information token=? "srv" map=dm1 clients 1/64  [error]')
+    assert lines[1].endswith("More Server Information token=1193002 packet=? clients +0  [error]")
+    assert lines[4].strip() == ("[teeframe server_info] server info 10.0.0.1:8303 token=1193002: 0/? clients in "
+                                "packets 0 INCOMPLETE (frames 4)")
+    assert lines[5].strip().startswith("warning: teeframe.incomplete_response: response token 1193002 from "
+                                       "10.0.0.1:8303 is incomplete: 0 of ? client records arrived before the "
+                                       "capture ended (spec: ")

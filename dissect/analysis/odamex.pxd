@@ -6,7 +6,7 @@ cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
 from dissect.core.bounded cimport BoundedDict, popped, put, refreshed
-from dissect.core.fmt cimport endpoint
+from dissect.core.fmt cimport endpoint, or_unknown
 from dissect.core.model cimport Message
 from dissect.dissectors.odamex cimport MasterEntries
 from dissect.capture.layers cimport Packet

@@ -6,7 +6,7 @@ from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, popped, put, refreshed
 from ..dissectors.odamex import (F, REAL, REAL_TEAM_NAMES, SPEC_TEAMS, MasterEntries, entry_text, full_values,
                                  real_teams)
-from ..core.fmt import endpoint
+from ..core.fmt import endpoint, or_unknown
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_latest, merge_timings
 
@@ -109,7 +109,8 @@ class OdamexAnalyzer(Analyzer):
             self.servers.update(server, frames[-1], (  # in SEEN_COLUMNS order
                 data.get("name"), data.get("map"), data.get("players"), data.get("max_players"), data.get("mode"),
                 data.get("layout"), result.get("response_time")))
-        summary = f'server info from {server}: "{data.get("name")}" {data.get("players")}/{data.get("max_players")}'
+        summary = (f'server info from {server}: "{or_unknown(data.get("name"))}" {or_unknown(data.get("players"))}/'
+                   f'{or_unknown(data.get("max_players"))}')
         # The message itself only where the rest of its reply is to be read (a reading without a tree): a record
         # that an API user keeps then holds its bytes, not a field tree.
         unread = msg if "unread" in data else None

@@ -13,7 +13,7 @@ held records longest is concluded early with teeframe.state_evicted).
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
-from ..core.fmt import decimal_text, endpoint
+from ..core.fmt import decimal_text, endpoint, or_unknown
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W, ClientRecords
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts
@@ -268,8 +268,8 @@ class TeeFrameAnalyzer(Analyzer):
                                                f"one holding records longest was concluded early"))
         if info and not self.stats_off:
             self._server_seen(response, info, response.elapsed())
-        summary = (f"server info {response.server} token={decimal_text(response.token)}: {decimal_text(collected)}/"
-                   f"{decimal_text(expected)} clients in packets {_packet_list(response.records)}"
+        summary = (f"server info {response.server} token={or_unknown(response.token)}: {decimal_text(collected)}/"
+                   f"{or_unknown(expected)} clients in packets {_packet_list(response.records)}"
                    f"{' complete' if complete else ' INCOMPLETE'}")
         return AnalysisRecord("teeframe", "server_info", response.frames, response.result, findings, summary)
 
@@ -306,7 +306,7 @@ class TeeFrameAnalyzer(Analyzer):
         else:
             why = "the capture ended"
         have = "no iext (packet 0) arrived" if response.info is None else \
-            f"{collected} of {expected} client records arrived"
+            f"{collected} of {or_unknown(expected)} client records arrived"
         return f"response token {response.token} from {response.server} is incomplete: {have} before {why}"
 
     def _server_seen(self, response, info, elapsed):

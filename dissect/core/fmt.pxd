@@ -233,6 +233,7 @@ cdef list DECIMALS
 cdef bint _COMPILED
 @cython.locals(text=str)
 cpdef str decimal_text(number)
+cpdef str or_unknown(value)
 cpdef dec_hex(value)
 cpdef hex_text(value, Py_ssize_t width)
 cpdef hex16(value)

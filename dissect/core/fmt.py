@@ -91,6 +91,13 @@ def decimal_text(number):
     return str(number) if text is None else text
 
 
+def or_unknown(value):
+    """A value's text on an info line, in a summary or a table: "?" for a field the message does not hold (None)."""
+    if value is None:
+        return "?"
+    return decimal_text(value) if type(value) is int else str(value)
+
+
 DECIMALS = [str(number) for number in range(4096)]
 _COMPILED = not __file__.endswith(".py")
 

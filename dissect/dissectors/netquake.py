@@ -130,6 +130,8 @@ W = FindingTable("netquake", messages=True, entries=[
     ("length_mismatch", "error",
      "the header's two bytes of length are 'the length of the packet inclusive of this header'"),
     ("bad_flags", "warning", "spec: 'for these control packets they will always be 0x80 0x00'"),
+    ("unknown_data_flags", "warning", "beyond the spec (control packets only): Quake's data packets carry DATA, "
+                                      "DATA|EOM, ACK, NAK or UNRELIABLE"),
     ("unknown_command", "warning", "spec: four requests 0x01-0x04 and five responses 0x81-0x85"),
     ("bad_game_name", "warning", 'spec: string game_name "QUAKE"'),
     ("bad_version", "warning", "spec: NET_PROTOCOL_VERSION is currently 3"),
@@ -250,14 +252,16 @@ def _decode(cur, msg):
 
 def _data(cur, msg, flags):
     names = [name for bit, name in DATA_FLAG_NAMES if flags & bit]
-    msg.name = "data" if flags & NETFLAG_DATA else ("ack" if flags & NETFLAG_ACK else
-                                                     "unreliable" if flags & NETFLAG_UNRELIABLE else "nak")
+    msg.name = ("data" if flags & NETFLAG_DATA else "ack" if flags & NETFLAG_ACK else "nak" if flags & NETFLAG_NAK
+                else "unreliable" if flags & NETFLAG_UNRELIABLE else "unknown_data")
+    if flags not in KNOWN_DATA_FLAGS:  # reached only where NetQuake is forced (-d, --payload): recognition needs them
+        cur.finding(W.unknown_data_flags, f"data packet flags are {_flags_text(flags)}", 0, 2)
     sequence = cur.number(U32BE, SEQUENCE)
     msg.values["sequence"] = sequence
     size = cur.remaining()
     if size:
         cur.rest(DATA)
-    msg.info = f"{'|'.join(names)} seq={sequence}" + (f" len={size}" if size else "")
+    msg.info = f"{'|'.join(names) or hex16(flags)} seq={sequence}" + (f" len={size}" if size else "")
 
 
 def _control(cur, msg, flags):

@@ -34,7 +34,7 @@ import struct
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict, peek, put
 from ..core.cursor import as_bytes, new_cursor
-from ..core.fmt import ValueTexts, decimal_text, hex_text, named
+from ..core.fmt import ValueTexts, decimal_text, hex_text, named, or_unknown
 from ..core.model import add_prepared, new_field, new_message, prepared_finding
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -382,7 +382,8 @@ def _master_list(cur, msg):
         cur.finding(W.truncated, f"{exc.available} bytes left where a server entry needs 6 (an IP of 4 bytes, "
                                  f"then a short port)", exc.offset, exc.available)
     if len(servers) != count:
-        cur.finding(W.count_mismatch, f"server count says {count} but {len(servers)} entries are present", 4, 2)
+        present = "1 entry is" if len(servers) == 1 else f"{len(servers)} entries are"
+        cur.finding(W.count_mismatch, f"server count says {count} but {present} present", 4, 2)
     msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
                                                                    f" (count says {count})")
 
@@ -423,9 +424,9 @@ def _server_info(keyed, cur, msg, packet):
         cur.add(LAYOUT, start, cur.end - start, choice.layout, display=_layout_text(choice, values),
                 generated=True)
     _layout_findings(msg, choice, broken)
-    msg.info = (f'Server info "{values.get("name")}" map={values.get("map")} players '
-                f'{decimal_text(values.get("players"))}/{decimal_text(values.get("max_players"))} '
-                f'{values.get("mode", "?")}')
+    msg.info = (f'Server info "{or_unknown(values.get("name"))}" map={or_unknown(values.get("map"))} players '
+                f'{or_unknown(values.get("players"))}/{or_unknown(values.get("max_players"))} '
+                f'{or_unknown(values.get("mode"))}')
 
 
 def _layout_findings(msg, choice, broken):
@@ -474,12 +475,17 @@ def _claims(payload, on_port):
 def _master_entry(cur):
     """One entry, field by field: the way for an entry cut short, whose field reports where it ends."""
     node = cur.open_subtree(LISTED_SERVER)
+    address = None
     try:
         address = _dotted(cur.raw(LISTED_IP, 4), 0)
         cur.set_last(address)
         entry = f"{address}:{cur.number(U16LE, LISTED_PORT)}"
         if node is not None:
             node.value = entry
+    except Truncated:
+        if node is not None:  # no value: the tree shows what the entry held before it ended
+            node.display = "?" if address is None else f"{address}:?"
+        raise
     finally:
         cur.close_subtree(node)
     return entry
@@ -818,6 +824,8 @@ def _walk_extension(data, pos, end, players):
     pos += players
     if not _is_marker(data, pos, end, EXTENSION_MARKER_2):
         return BROKE
+    if pos + 6 <= end and (data[pos + 4] > 1 or data[pos + 5]):
+        return BROKE  # the password flag (a short) not 0 or 1: read field by field, which flags it
     pos += 10  # the marker, password, game version
     if pos >= end:
         return BROKE
@@ -1130,7 +1138,9 @@ class _ServerInfo:
             ext["max_players"] = cur.number(I16LE, EXT_MAX_PLAYERS)
             ext["spectators"] = [self._bool(EXT_SPECTATOR) for _ in range(players)]
             self._marker(EXTENSION_MARKER_2)
-            ext["password"] = cur.number(I16LE, EXT_PASSWORD)
+            ext["password"] = password = cur.number(I16LE, EXT_PASSWORD)
+            if password not in (0, 1):  # flagged, not a broken layout: the markers around it placed it
+                cur.flag_last(W.bad_value, f"{EXT_PASSWORD.name} is {password}, not 0 or 1")
             ext["game_version"] = cur.number(U32LE, EXT_GAME_VERSION)
             patches = cur.u8(EXT_PATCH_COUNT)
             ext["patches"] = [cur.cstring(EXT_PATCH, "latin-1") for _ in range(patches)]

@@ -4,7 +4,7 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor, as_bytes, cut
-from dissect.core.fmt cimport dec_hex, decimal_text, hex_text
+from dissect.core.fmt cimport dec_hex, decimal_text, hex_text, or_unknown
 from dissect.core.model cimport Field, Message
 
 cdef Py_ssize_t NAME_LIMIT, CLAN_LIMIT, QUICK_DIGITS, PACKET_LIMIT, REQUEST_LENGTH

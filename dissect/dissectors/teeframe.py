@@ -26,7 +26,7 @@ from operator import index as _as_index
 
 from ..core import U16BE, Truncated
 from ..core.cursor import as_bytes, cut
-from ..core.fmt import ValueTexts, dec_hex, decimal_text, hex_text
+from ..core.fmt import ValueTexts, dec_hex, decimal_text, hex_text, or_unknown
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
 
@@ -485,9 +485,10 @@ def _legacy_05_reply(cur, msg, ident):
     _server_fields(cur, msg, ident)
     records = _client_records(cur, msg, LEGACY_CLIENT_FIELDS)
     info = msg.values
-    token_text = f" token={token}" if with_token else ""
-    msg.info = (f'{IDENTIFIERS[ident]}{token_text} "{info.get("name")}" map={info.get("map")} '
-                f'players {info.get("num_players")}/{info.get("max_players")} ({records} listed)')
+    token_text = f" token={or_unknown(token)}" if with_token else ""
+    msg.info = (f'{IDENTIFIERS[ident]}{token_text} "{or_unknown(info.get("name"))}" '
+                f'map={or_unknown(info.get("map"))} players {or_unknown(info.get("num_players"))}/'
+                f'{or_unknown(info.get("max_players"))} ({records} listed)')
 
 
 def _dtsf(cur, msg, ident):
@@ -502,9 +503,9 @@ def _dtsf(cur, msg, ident):
     if records > DTSF_MAX_RECORDS:
         cur.finding(W.too_many_records, f"{records} client records in a dtsf reply")
     info = msg.values
-    msg.info = (f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" clients {info.get("num_clients")}/'
-                f'{info.get("max_clients")} records {offset}-{offset + records - 1}' if records else
-                f'{IDENTIFIERS[ident]} token={token} "{info.get("name")}" offset={offset}, no records')
+    head = f'{IDENTIFIERS[ident]} token={or_unknown(token)} "{or_unknown(info.get("name"))}"'
+    msg.info = (f'{head} clients {or_unknown(info.get("num_clients"))}/{or_unknown(info.get("max_clients"))} '
+                f'records {offset}-{offset + records - 1}' if records else f'{head} offset={offset}, no records')
 
 
 def _packed_int(cur, spec):
@@ -533,8 +534,8 @@ def _iext(cur, msg):
     _check_counts(cur, msg, records, token)
     info = msg.values
     clients = info.get("num_clients")
-    msg.info = (f'Server Information token={decimal_text(token)} "{info.get("name")}" map={info.get("map")} '
-                f'clients {decimal_text(clients)}/{decimal_text(info.get("max_clients"))}'
+    msg.info = (f'Server Information token={or_unknown(token)} "{or_unknown(info.get("name"))}" '
+                f'map={or_unknown(info.get("map"))} clients {or_unknown(clients)}/{or_unknown(info.get("max_clients"))}'
                 f'{"" if records == clients else f" ({decimal_text(records)} in this packet)"}')
 
 
@@ -546,7 +547,7 @@ def _iex_plus(cur, msg):
         cur.flag_last(W.bad_packet_number, f"packet number {number}")
     _reserved(cur)
     records = _client_records(cur, msg, CLIENT_FIELDS)
-    msg.info = f"More Server Information token={token} packet={number} clients +{records}"
+    msg.info = f"More Server Information token={or_unknown(token)} packet={or_unknown(number)} clients +{records}"
 
 
 def _inf3(cur, msg):
@@ -557,8 +558,9 @@ def _inf3(cur, msg):
         cur.finding(W.too_many_records, f"{records} client records in an inf3 reply")
     _check_counts(cur, msg, records, token)
     info = msg.values
-    msg.info = (f'Server Information (vanilla) token={token} "{info.get("name")}" map={info.get("map")} '
-                f'clients {info.get("num_clients")}/{info.get("max_clients")}')
+    msg.info = (f'Server Information (vanilla) token={or_unknown(token)} "{or_unknown(info.get("name"))}" '
+                f'map={or_unknown(info.get("map"))} clients {or_unknown(info.get("num_clients"))}/'
+                f'{or_unknown(info.get("max_clients"))}')
 
 
 # replies' fields ------------------------------------------------------------------------------

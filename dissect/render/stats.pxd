@@ -3,7 +3,7 @@
 
 cimport cython
 from libc.stdint cimport int64_t
-from dissect.core.fmt cimport decimal_text
+from dissect.core.fmt cimport decimal_text, or_unknown
 from dissect.core.model cimport AnalysisRecord, Finding, Message
 from dissect.pipeline cimport FrameRecord
 from dissect.render.text cimport protocol_title, safe

@@ -2,7 +2,7 @@
 servers seen."""
 
 from ..capture.tables import ABUSE_FINDINGS, FRAME_FINDINGS
-from ..core.fmt import decimal_text
+from ..core.fmt import decimal_text, or_unknown
 from .text import protocol_title, safe
 
 _CORRUPT = FRAME_FINDINGS.corrupt.code
@@ -295,6 +295,7 @@ def _sets_clock(record):
     return bool(record.data) or not record.findings or record.findings[0].code != _CORRUPT
 
 
+LISTED_SHOWN = 3  # masters named on a server's line
 _LABELS = (("host_name", ""), ("name", ""), ("level_name", "map "), ("map", "map "), ("game_type", ""),
            ("version", "version "))  # the columns a server line shows first, each with its label
 
@@ -308,10 +309,10 @@ def server_line(server):
             parts.append(f'{label}"{value}"' if isinstance(value, str) and not label else f"{label}{value}")
     value = server.get("players")
     if value is not None:
-        parts.append(f"players {decimal_text(value)}/{decimal_text(server.get('max_players'))}")
+        parts.append(f"players {decimal_text(value)}/{or_unknown(server.get('max_players'))}")
     value = server.get("clients")
     if value is not None:
-        parts.append(f"clients {decimal_text(value)}/{decimal_text(server.get('max_clients'))}")
+        parts.append(f"clients {decimal_text(value)}/{or_unknown(server.get('max_clients'))}")
     value = server.get("password")
     if value is not None:
         parts.append("password" if value else "no password")
@@ -319,4 +320,8 @@ def server_line(server):
     value = server.get("response_time")
     if value is not None:
         parts.append(f"rtt {value * 1000:.3f} ms")
+    value = server.get("listed_by")
+    if value:  # the masters whose lists named the server (Odamex)
+        more = f" and {len(value) - LISTED_SHOWN} more" if len(value) > LISTED_SHOWN else ""
+        parts.append("listed by " + ", ".join(value[:LISTED_SHOWN]) + more)
     return "  ".join(parts)
