@@ -235,6 +235,20 @@ def test_integer_literals_read_as_tshark_reads_them(text, port):
     assert not passes(text, {"udp.port": [port + 1]}, FIELDS)
 
 
+def test_a_number_field_cut_short_matches_no_number():
+    """A number field that runs off the message's end holds its bytes (b"\\x61\\x62" of a uint16): no number compares
+    equal to it (6162 did, by its hex), it is present, and != holds."""
+    cut = {"udp.port": [b"\x61\x62"]}
+    for text in ("== 6162", ">= 0", "in {6162}", "== 0x6162"):
+        assert not passes(f"udp.port {text}", cut, FIELDS), text
+    assert passes("udp.port", cut, FIELDS)
+    assert passes("udp.port != 6162", cut, FIELDS)
+    code, out, _ = run_cli("--payload", "800000078191", "--protocol", "netquake", "-Y", "netquake.control.port == 91")
+    assert (code, out) == (0, "")
+    code, out, _ = run_cli("--payload", "800000078191", "--protocol", "netquake", "-Y", "netquake.control.port")
+    assert code == 0 and "    Port [truncated]: 91 (1 of 4 bytes) [5:1]" in out.splitlines()
+
+
 def test_a_float_field_takes_decimal_fractions_and_integers():
     assert passes("netquake.response_time < 1e-3", {"netquake.response_time": [0.0009]}, FIELDS)
     assert not passes("netquake.response_time < 1e-3", {"netquake.response_time": [0.0011]}, FIELDS)

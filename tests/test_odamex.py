@@ -145,7 +145,7 @@ def test_master_list_count_mismatch_and_partial_entry():
     partial = cut.fields_with("odamex.server.ip")[1]
     assert (partial.offset, partial.length, partial.value, partial.name) == (12, 3, bytes([10, 0, 0]),
                                                                              "Server IP [truncated]")
-    assert partial.display == "0a 00 00"
+    assert partial.display == "0a 00 00 (3 of 4 bytes)"
     # the entry cut short is closed as the others: its node spans the bytes it read, its value never set, and the
     # tree shows what it held ("?" where its address ends, "address:?" where its port does)
     assert [(s.offset, s.length, s.value, s.display) for s in cut.fields_with("odamex.server")] == [

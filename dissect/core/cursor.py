@@ -217,8 +217,10 @@ class Cursor:
     def _need(self, n, spec):
         if self.pos + n > self.end:
             available = self.end - self.pos
-            if available > 0:
-                self.add(spec, self.pos, available, self.data[self.pos:self.end], name=spec.name + " [truncated]")
+            if available > 0:  # its bytes, which a view shows as bytes whatever the field's type: not its value
+                part = self.data[self.pos:self.end]
+                self.add(spec, self.pos, available, part, display=f"{part.hex(' ')} ({available} of {n} bytes)",
+                         name=spec.name + " [truncated]")
             raise Truncated(spec.key, spec.name, self.pos, n, available)
 
     def number(self, st, spec):
