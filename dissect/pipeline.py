@@ -287,6 +287,9 @@ class Pipeline:
 
     def _stream_message(self, record, stream, direction, msg):
         _tag(stream, direction, msg)
+        frames = msg.frames
+        if msg.offset is not None and frames and frames[-1] != record.number:
+            msg.offset = None  # a line held behind a gap, shown in the frame that released it: its bytes are not there
         return self._add_message(record, msg)
 
     def _close_side(self, stream, direction, record, packet):

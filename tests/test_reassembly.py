@@ -571,9 +571,16 @@ def test_a_lost_lobby_segment_before_the_fin_resumes_at_the_next_line(tmp_path):
     fin = records[4]
     assert [f["code"] for f in fin["findings"]] == ["tcp.lost_segment"]
     assert "110 bytes of the stream never arrived" in fin["findings"][0]["message"]
-    assert _messages(records) == [("request_list", [1], 54), ("list_begin", [2], 54), ("server", [3], 68),
-                                  ("server", [3, 4], None), ("list_end", [4], 95)]
+    # the lines held behind the gap are shown in the FIN's frame, 5: their bytes are frames 3's and 4's, so no offset
+    # in frame 5 is theirs (-x dumps them apart, as reassembled lines)
+    assert fin["frame"] == 5
+    assert _messages(records) == [("request_list", [1], 54), ("list_begin", [2], 54), ("server", [3], None),
+                                  ("server", [3, 4], None), ("list_end", [4], None)]
     assert [m["findings"] for m in fin["messages"]] == [[], [], []]
+    _, dump, _ = run_cli("-x", "--color", "never", "-Y", "frame.number == 5", path)
+    assert [line for line in dump.splitlines() if line.startswith("Reassembled")] == [
+        "Reassembled soldat server from frame 3: 77 bytes", "Reassembled soldat server from frames 3,4: 70 bytes",
+        "Reassembled soldat list_end from frame 4: 7 bytes"]
     assert not [r for r in records if r["kind"] == "analysis" and r["name"] == "stream_end"]
     (listing,) = server_lists(out)
     assert (listing["result"]["announced"], listing["result"]["received"], listing["result"]["complete"]) == \

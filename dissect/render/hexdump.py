@@ -99,7 +99,7 @@ class HexRenderer:
         self._dump(record.data, frame_spans(record))
         for msg in record.messages:
             if msg.offset is None:
-                w(f"Reassembled {msg.protocol} {safe(msg.name or '')} from frames "
+                w(f"Reassembled {msg.protocol} {safe(msg.name or '')} from frame{'s' if len(msg.frames) > 1 else ''} "
                   f"{','.join(map(str, msg.frames))}: {msg.length} bytes\n")
                 self._dump(msg.payload, _coded(message_spans(msg)))
         for finding in record.all_findings():

@@ -424,7 +424,8 @@ function innermost(placed, off) {
 function message(m) {
   let src = 0, base = m.o;
   if (m.o === null) {
-    sources.push({title: "Reassembled " + m.p + " " + m.n + " from frames " + m.fr.join(",") + " (" + m.len + " bytes)",
+    const from = (m.fr.length > 1 ? " from frames " : " from frame ") + m.fr.join(",");
+    sources.push({title: "Reassembled " + m.p + " " + m.n + from + " (" + m.len + " bytes)",
                   bytes: bytesOf(m.pl)});
     src = sources.length - 1;
     base = 0;
