@@ -359,6 +359,26 @@ def _tcp_capture(path, segments):
     capkit.write_pcap(path, frames)
 
 
+def test_an_f_after_a_list_began_ends_that_list(tmp_path):
+    """A second f before the first list's h: the first list ends there, without its end line (it was dropped, its
+    server counted into the second list's, with no finding)."""
+    first = sp.list_begin(2) + sp.server_entry(sp.SERVERS[0])
+    second = sp.list_begin(1) + sp.server_entry(sp.SERVERS[1]) + sp.list_end()
+    path = tmp_path / "two.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(), 0x18), (LOBBY, CLIENT, 1, first, 0x18),
+                        (LOBBY, CLIENT, 1 + len(first), second, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    lists = server_lists(out)
+    assert [(r["frames"], r["result"]["announced"], r["result"]["received"], r["result"]["complete"],
+             [f["code"] for f in r["findings"]]) for r in lists] == [
+        ([1, 2], 2, 1, False, ["soldat.missing_end"]), ([3], 1, 1, True, [])]
+    assert lists[0]["findings"][0]["message"].startswith("the list never reached its end line h (a new list began "
+                                                        "(f)) (spec: ")
+    assert [r["result"]["servers"][0]["name"] for r in lists] == [sp.SERVERS[0][7], sp.SERVERS[1][7]]
+    _, text, _ = run_cli(path)
+    assert "server list 10.0.0.5:13073 → 10.0.0.9:40000: 1 server of 1 (frames 3)" in text
+
+
 def test_missing_end_and_unterminated_line(tmp_path):
     reply = sp.list_begin(2) + sp.server_entry(sp.SERVERS[0]) + b"g\xa942\xa9cut"
     path = tmp_path / "cut.pcap"

@@ -97,9 +97,10 @@ class SoldatAnalyzer(Analyzer):
         name = msg.name
         request = name == "request_list"
         exchange = peek(self.exchanges, stream)
-        if request or exchange is None:
-            if exchange is not None:
-                out.append(self._conclude(stream, exchange, "a new request arrived on the stream"))
+        if request or exchange is None or name == "list_begin" and (exchange.announced is not None or exchange.received):
+            if exchange is not None:  # a new request, or an f after a list began: the list before it ends here
+                why = "a new request arrived on the stream" if request else "a new list began (f)"
+                out.append(self._conclude(stream, exchange, why))
             exchange = self._open(stream, msg, out)
         if values.get("after_gap"):
             exchange.lost = True
@@ -206,7 +207,7 @@ class SoldatAnalyzer(Analyzer):
         elif exchange.announced is not None and exchange.received != exchange.announced:
             findings.append(_count_finding(exchange))
         announced = "?" if exchange.announced is None else exchange.announced  # no f line seen
-        summary = (f"server list {exchange.lobby} → {exchange.client}: {exchange.received} servers"
+        summary = (f"server list {exchange.lobby} → {exchange.client}: {_servers(exchange.received)}"
                    f" of {announced}" + ("" if exchange.ended else " (no end line)"))
         return AnalysisRecord("soldat", "server_list", exchange.frames, lambda: _result(stream, exchange), findings,
                               summary)
@@ -239,12 +240,16 @@ class SoldatAnalyzer(Analyzer):
 def _count_finding(exchange):
     """A list whose servers between f and h are not SERVERCOUNT: the peer's fault, unless lines were missing because
     the capture's snap length cut them (and no bytes were lost)."""
-    counts = f"{exchange.received} servers listed between f and h"
+    counts = f"{_servers(exchange.received)} listed between f and h"
     if exchange.uncaptured and not exchange.lost:
         return CUT_MESSAGE.at(f"{counts}, SERVERCOUNT is {exchange.announced}: the capture's snap length cut lines "
                               f"of the list")
     lost = "; bytes of the stream were lost" if exchange.lost else ""
     return W.count_mismatch.at(f"{counts}, but SERVERCOUNT is {exchange.announced}{lost}")
+
+
+def _servers(count):
+    return "1 server" if count == 1 else f"{count} servers"
 
 
 def _seen_columns(values):
