@@ -379,6 +379,18 @@ def test_an_f_after_a_list_began_ends_that_list(tmp_path):
     assert "server list 10.0.0.5:13073 → 10.0.0.9:40000: 1 server of 1 (frames 3)" in text
 
 
+def test_a_line_whose_separator_is_the_streams_other_encoding_is_flagged_on_its_separator(tmp_path):
+    """mixed_separators spans the line's own separator: A9 alone (1 byte) or C2 A9 (2 bytes)."""
+    for first, then, length in ((sp.UTF8, sp.LATIN1, 1), (sp.LATIN1, sp.UTF8, 2)):
+        reply = sp.list_begin(1, first) + sp.server_entry(sp.SERVERS[0], then) + sp.list_end(first)
+        path = tmp_path / f"mixed-{length}.pcap"
+        _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(encoding=first), 0x18), (LOBBY, CLIENT, 1, reply, 0x18)])
+        _, out, _ = run_cli("-T", "jsonl", path)
+        found = [(m["message"], f["offset"], f["length"]) for r in jsonl(out) if r["kind"] == "frame"
+                 for m in r["messages"] for f in m["findings"] if f["code"] == "soldat.mixed_separators"]
+        assert found == [("server", 1, length)]
+
+
 def test_missing_end_and_unterminated_line(tmp_path):
     reply = sp.list_begin(2) + sp.server_entry(sp.SERVERS[0]) + b"g\xa942\xa9cut"
     path = tmp_path / "cut.pcap"

@@ -966,4 +966,4 @@ class LineParser:
                        "lobby sent it)", 1, 2 if encoding == "utf-8" else 1)
         elif encoding and encoding != self.encoding:
             msg.report(W.mixed_separators, f"this line's separator is {encoding}, the stream began with "
-                                           f"{self.encoding}", 1, 2)
+                                           f"{self.encoding}", 1, 2 if encoding == "utf-8" else 1)
