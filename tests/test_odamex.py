@@ -17,7 +17,8 @@ import dissect as dissect_api
 from helpers import codes, dissect, field, span
 
 from dissect.dissectors.odamex import (CANDIDATES, ECHO_FIRST, ECHO_LAST, EXTENSION_BOOLS, NO_ECHO, F, W, MasterEntries,
-                                       _choose_layout, _tried_layout, entry_text, full_values)
+                                       _choose_layout, echo_order, entry_text, full_values,
+                                       trials_choice)
 
 
 def u8(value):
@@ -327,8 +328,10 @@ def test_extension_flags_read_at_once_are_the_flags_read_one_by_one():
         (first + i, 1, flag == 1) for i, flag in enumerate(flags)]
     bad = same_without_tree(real_reply(1, 0, 0, (3, 3), od.extension_block(2, flags=flags[:13] + (2,)),
                                        key=b"\x11\x22\x33\x44"))
+    # read on past the bad flag, the real layout reads the reply to its end: shown in it, no bad_layout
     assert [(f.code, f.offset, f.length) for f in bad.findings] == [("odamex.bad_value", first + 13, 1),
-                                                                   ("odamex.bad_layout", first + 13, 0)]
+                                                                   ("odamex.real_layout", 0, 0),
+                                                                   ("odamex.extension", 141, 0)]
     assert bad.findings[0].message.startswith("fragexitswitch is 2, not 0 or 1")
 
 
@@ -475,7 +478,10 @@ def spec_team_reply():
     return spec_reply(1, 0, (1, 2), i32(5) + u8(1) + i32(3) + u8(1) + i32(1) + u8(0))
 
 
-def test_bad_values_break_every_layout():
+def test_a_bad_value_is_flagged_in_the_layout_that_reads_past_it():
+    """One value out of range breaks every layout; read on past it, the reply's own layout reads it to its end, and
+    it is shown there with the value flagged, no bad_layout (the one that read furthest before a complaint was shown,
+    often another layout's garbage). A teamplay of 2 changes what follows: no layout reads past it."""
     good = spec_team_reply()
     for offset, value in ((48, 7), (49, 9), (50, 2), (65, 4), (113, 2), (151, 5)):
         data = bytearray(good)
@@ -483,7 +489,11 @@ def test_bad_values_break_every_layout():
         msg = dissect("odamex", bytes(data))
         bad = [f for f in msg.findings if f.code == "odamex.bad_value"]
         assert bad and bad[0].severity == "error", (offset, codes(msg))
-        assert "odamex.bad_layout" in codes(msg)
+        if offset == 50:
+            assert "odamex.bad_layout" in codes(msg)
+        else:
+            assert (msg.values["layout"], codes(msg)) == ("spec", ["odamex.bad_value"]), offset
+            assert (bad[0].offset, bad[0].length) == (offset, 1)
         assert field(msg, "odamex.map").value == "MAP01"  # every field before the break is still there
     msg = dissect("odamex", bytes(data))
     assert (msg.findings[0].offset, msg.findings[0].length) == (151, 1)
@@ -492,9 +502,10 @@ def test_bad_values_break_every_layout():
 
 def test_real_team_out_of_range():
     """A team byte no real server writes: a player's team in a game without teams, or past TEAM_NONE."""
-    for teams in ((0, 3), (5, 5)):
+    for teams, bad in (((0, 3), [66]), ((5, 5), [66, 80])):  # Doomguy's team byte at 66, Marine's at 80
         msg = dissect("odamex", real_reply(1, 0, 0, teams))
-        assert "odamex.bad_value" in codes(msg) and "odamex.bad_layout" in codes(msg), teams
+        assert msg.values["layout"] == "real" and "odamex.bad_layout" not in codes(msg), teams
+        assert [f.offset for f in msg.findings if f.code == "odamex.bad_value"] == bad
 
 
 def test_spec_team_while_teamplay_is_off():
@@ -537,12 +548,14 @@ def chosen(choice):
 
 def tried(data, keyed):
     """The trials' choice among the candidates tried for a request with a key (True), without one (False), or not
-    seen (None: an echoed key first where the name would start with control bytes)."""
+    seen (None: an echoed key first where the name would start with control bytes, which a name of up to three
+    letters and its terminator does not)."""
     if keyed is None:
-        order = ECHO_FIRST if any(byte < 0x20 for byte in data[8:12]) else ECHO_LAST
+        short_name = any(byte == 0 and all(b >= 0x20 for b in data[8:index]) for index, byte in enumerate(data[8:12], 8))
+        order = ECHO_FIRST if any(byte < 0x20 for byte in data[8:12]) and not short_name else ECHO_LAST
     else:
         order = ECHO_FIRST if keyed else NO_ECHO
-    return _tried_layout(data, CANDIDATES[order])
+    return trials_choice(data, CANDIDATES[order], keyed)
 
 
 def test_the_walk_decides_clean_replies_alone():
@@ -634,11 +647,11 @@ def test_damaged_capture_findings():
     frames = [r for r in jsonl(out) if r["kind"] == "frame"]
     per_frame = [sorted({f["code"] for f in r["messages"][0]["findings"]}) for r in frames]
     assert per_frame == [[], ["odamex.count_mismatch"], ["odamex.count_mismatch", "odamex.truncated"],
-                         ["odamex.bad_layout", "odamex.bad_value"], ["odamex.bad_hash"],
+                         ["odamex.bad_value"], ["odamex.bad_hash"],
                          ["odamex.too_many_players"],
                          ["odamex.bad_layout", "odamex.truncated"],
                          ["odamex.bad_layout", "odamex.trailing_bytes"],
-                         ["odamex.bad_layout", "odamex.bad_value"]]
+                         ["odamex.bad_value", "odamex.extension", "odamex.real_layout"]]
 
 
 def test_stats_list_servers_from_master_and_replies(tmp_path):
@@ -753,6 +766,9 @@ def test_a_short_named_reply_with_one_value_out_of_range_is_read_in_its_layout(l
         [("odamex.bad_value", bad, 1)]
     assert "odamex.bad_layout" not in codes(msg)
     assert [p["name"] for p in msg.values["player_list"]] == ["Doomguy"]
+    # no request seen: a short name's terminator among bytes 8-11 is no sign of a key (any other control byte is)
+    assert echo_order(payload, None) == ECHO_LAST
+    assert echo_order(payload[:8] + b"\x11\x22\x33\x44" + payload[8:], None) == ECHO_FIRST
 
 
 def test_heuristic():

@@ -618,10 +618,35 @@ def _choose_layout(data, keyed):
     index = _clean_fit(data, candidates)
     if index >= 0:
         return candidates[index], None, None
+    return trials_choice(data, candidates, keyed)
+
+
+def trials_choice(data, candidates, keyed):
+    """_choose_layout's answer where no candidate fits cleanly, from decoding the reply in each candidate (the walk
+    decides the clean fits alike). Where none fits and the reading that went furthest broke at a value out of range
+    (not at the reply's end, as a reply cut short does), a reading that flags at most MAX_LENIENT such values and
+    reads on past them to the reply's exact end is shown instead: one bad byte in a real reply no longer shows the
+    garbage of a layout that read a few bytes further before its first complaint."""
     choice = _tried_layout(data, candidates)
-    if keyed is None and choice[1] is not None and choice[0].echo and _short_name(data):
+    if choice[1] is None:
+        return choice
+    if keyed is None and choice[0].echo and _short_name(data):
         return _lenient_fit(data, CANDIDATES[NO_ECHO]) or choice
+    if _breaks_at_a_value(data, choice[0]):
+        return _lenient_fit(data, candidates) or choice
     return choice
+
+
+def _breaks_at_a_value(data, candidate):
+    """Whether reading the reply in ``candidate`` stops at a value out of range (not by running off its end)."""
+    msg = new_message("odamex", data, 0)
+    try:
+        _reader(new_cursor(msg, data, False, 4), msg, candidate).read()
+    except _Broken:
+        return True
+    except Truncated:
+        return False
+    return False
 
 
 def _short_name(data):
@@ -639,7 +664,7 @@ def echo_order(data, keyed):
     """Which CANDIDATES to try: an echoed key is likely when the launcher sent one, or, where its request was not
     seen, when the "name" would start with control bytes; a request seen without a key has none echoed."""
     if keyed is None:
-        return ECHO_FIRST if _has_control_byte(data, 8, 12) else ECHO_LAST
+        return ECHO_FIRST if _has_control_byte(data, 8, 12) and not _short_name(data) else ECHO_LAST
     return ECHO_FIRST if keyed else NO_ECHO
 
 
@@ -669,13 +694,13 @@ def _tried_layout(data, candidates):
 
 
 def _lenient_fit(data, candidates):
-    """Where no request was seen, no candidate reads the reply with valid values, and the one that read furthest
-    took bytes 8-11 for an echoed key though they hold a short name: the candidate that, reading on past each value
-    out of range (flagged as odamex.bad_value), reads the reply exactly to its end with the fewest such values, at
-    most MAX_LENIENT; ties to the earlier. A name of two or three letters puts its terminator among bytes 8-11, and a
-    reading that takes them for a key goes on a long way before it breaks: with one bad byte further on, that
-    misreading read furthest. (candidate, None, the trial message), or None."""
-    best, best_count = None, MAX_LENIENT + 1
+    """The candidate that, reading on past each value out of range (flagged as odamex.bad_value), reads the reply
+    exactly to its end with the fewest such values, at most MAX_LENIENT; of those, the one whose first bad value
+    comes furthest on (as the trials rank readings that break), then the earlier (see trials_choice). Also where no
+    request was seen and the reading that went furthest took bytes 8-11 for an echoed key though they hold a short
+    name: a name of two or three letters puts its terminator among them, and a reading that takes them for a key
+    goes on a long way before it breaks. (candidate, None, the trial message), or None."""
+    best, best_rank = None, None
     for candidate in candidates:
         lenient = _Candidate(candidate.layout, candidate.teams, candidate.echo, candidate.extension, True)
         msg = new_message("odamex", data, 0)
@@ -686,9 +711,12 @@ def _lenient_fit(data, candidates):
             continue
         if not cur.at_end():
             continue
-        count = sum(1 for finding in msg.findings if finding.code == BAD_VALUE)
-        if count < best_count:
-            best, best_count = (lenient, None, msg), count
+        bad = [finding.offset for finding in msg.findings if finding.code == BAD_VALUE]
+        if len(bad) > MAX_LENIENT:
+            continue
+        rank = (-len(bad), min(bad, default=len(data)))  # the fewest, then the first one furthest on
+        if best_rank is None or rank > best_rank:
+            best, best_rank = (lenient, None, msg), rank
     return best
 
 
