@@ -5,6 +5,7 @@ import bz2
 import csv
 import gzip
 import io
+import json
 import lzma
 import os
 import shutil
@@ -415,6 +416,16 @@ def test_frame_time_is_the_time_json_gives(tmp_path):
     whole.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
                       + struct.pack("<IIII", 1700000000, 0, 14, 14) + bytes(14))
     assert run_cli("-T", "fields", "-e", "frame.time", whole) == (0, "1700000000\n", "")
+
+
+def test_response_times_are_whole_microseconds_of_a_microsecond_capture():
+    """A response time is the difference of two float times near 1.8e9 s, which hold about 0.24 µs: 45 µs read
+    0.000045061 and 105 µs 0.00010514259338378906. In whole microseconds they are the capture's own."""
+    code, out, _ = run_cli("-T", "fields", "-e", "frame.number", "-e", "netquake.response_time", "-c", "4", SESSION)
+    assert (code, out) == (0, "1\t\n2\t0.000105\n3\t\n4\t0.000045\n")
+    _, stats, _ = run_cli("--stats", "-T", "json", SESSION)
+    times = json.loads(stats)[-1]["transactions"]["netquake"]["response_times"]["CCREQ_SERVER_INFO"]
+    assert (times["min"], times["max"]) == (0.000048, 0.000105)
 
 
 def test_field_occurrence_and_aggregator():

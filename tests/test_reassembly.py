@@ -391,6 +391,22 @@ def test_a_line_whose_separator_is_the_streams_other_encoding_is_flagged_on_its_
         assert found == [("server", 1, length)]
 
 
+def test_servers_seen_name_the_lobby_and_show_what_a_line_lacks(tmp_path):
+    """--stats' servers seen: each server's line names the lobby that listed it (its characters were listed one by
+    one), and a port that is no number shows as "?" (it showed "None")."""
+    _, out, _ = run_cli("--stats", capture("soldat-session.pcap"))
+    assert ('  192.0.2.10:23073        "Soldat CTF Classic"  map ctf_Ash  "CTF"  version 42  players 5/12  no password  '
+            'responses 2  listed by 127.0.0.1:13074') in out.splitlines()
+    fields = list(sp.SERVERS[0])
+    fields[2] = "PORT"
+    reply = sp.list_begin(1) + sp.server_entry(fields) + sp.list_end()
+    path = tmp_path / "port.pcap"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(), 0x18), (LOBBY, CLIENT, 1, reply, 0x18)])
+    _, out, _ = run_cli("--stats", path)
+    assert [line.split()[0] for line in out.splitlines() if "listed by 10.0.0.5:13073" in line] == [
+        f"{sp.SERVERS[0][1]}:?"]
+
+
 def test_missing_end_and_unterminated_line(tmp_path):
     reply = sp.list_begin(2) + sp.server_entry(sp.SERVERS[0]) + b"g\xa942\xa9cut"
     path = tmp_path / "cut.pcap"

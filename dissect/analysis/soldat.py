@@ -17,10 +17,10 @@ from sys import getsizeof
 from ..capture.tables import FRAME_FINDINGS
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
-from ..core.fmt import decimal_text
+from ..core.fmt import decimal_text, or_unknown
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip, server_values
 from .base import Analyzer
-from .common import ServersSeen, Timing, merge_counts
+from .common import ServersSeen, Timing, elapsed_seconds, merge_counts
 
 MAX_EXCHANGES = 4096
 MAX_SERVERS_PER_LIST = 10000
@@ -123,7 +123,7 @@ class SoldatAnalyzer(Analyzer):
         elif name == "list_end":
             exchange.ended = True
             if exchange.start_ts is not None and record.ts is not None:
-                exchange.elapsed = max(0.0, record.ts - exchange.start_ts)
+                exchange.elapsed = elapsed_seconds(exchange.start_ts, record.ts)
                 self.answered += 1
                 self.timing.add(exchange.elapsed)
             del self.exchanges[stream]
@@ -255,7 +255,7 @@ def _servers(count):
 def _seen_columns(values):
     """A server's address in the servers-seen table, and its columns there but the last (the lobby that listed it),
     in SEEN_COLUMNS order; ``values``: the server's values in SERVER_KEYS order."""
-    address = f"{clip(str(values[IP]), MAX_TEXT)}:{decimal_text(values[PORT])}"
+    address = f"{clip(or_unknown(values[IP]), MAX_TEXT)}:{or_unknown(values[PORT])}"
     passworded = values[PASSWORDED]
     return address, (_text(values[NAME]), _text(values[MAP]), values[PLAYERS], values[MAXPLAYERS],
                      GAME_STYLES.get(values[GAMESTYLE]), values[VERSION],

@@ -4,7 +4,7 @@
 
 cimport cython
 from dissect.analysis.base cimport Analyzer
-from dissect.analysis.common cimport ServersSeen, Timing, annotate_response
+from dissect.analysis.common cimport ServersSeen, Timing, annotate_response, elapsed_seconds
 from dissect.core.bounded cimport BoundedDict, peek, popped, put
 from dissect.core.fmt cimport decimal_text, endpoint, or_unknown
 from dissect.core.model cimport Message

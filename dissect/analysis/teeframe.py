@@ -16,7 +16,7 @@ from ..core.bounded import BoundedDict, peek, popped, put
 from ..core.fmt import decimal_text, endpoint, or_unknown
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W, ClientRecords
 from .base import Analyzer
-from .common import ServersSeen, Timing, annotate_response, merge_counts
+from .common import ServersSeen, Timing, annotate_response, elapsed_seconds, merge_counts
 
 MAX_PENDING = 4096          # responses being assembled at once
 MAX_REQUESTS = 4096         # requests waiting for their first reply: most that wait long never get one
@@ -70,7 +70,7 @@ class _Response:
 
     def elapsed(self):
         """Seconds from the matching request to the first packet; None without one."""
-        return max(0.0, self.first_ts - self.request[1]) if self.request is not None else None
+        return elapsed_seconds(self.request[1], self.first_ts) if self.request is not None else None
 
     def result(self):
         """A concluded response's result, built when a view reads it: nothing changes a response once concluded."""

@@ -321,7 +321,9 @@ def server_line(server):
     if value is not None:
         parts.append(f"rtt {value * 1000:.3f} ms")
     value = server.get("listed_by")
-    if value:  # the masters whose lists named the server (Odamex)
+    if value:  # the lobby that listed the server (Soldat), or the masters whose lists named it (Odamex)
+        if isinstance(value, str):
+            value = [value]
         more = f" and {len(value) - LISTED_SHOWN} more" if len(value) > LISTED_SHOWN else ""
         parts.append("listed by " + ", ".join(value[:LISTED_SHOWN]) + more)
     return "  ".join(parts)
