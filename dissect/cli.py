@@ -115,7 +115,8 @@ def build_parser():
     parser.add_argument("-F", dest="write_format", choices=("pcap", "pcapng"),
                         help="format of -w (default: pcapng when OUT ends in .pcapng, else pcap)")
     live = parser.add_argument_group("live capture")
-    live.add_argument("-i", "--interface", metavar="IFACE", help="capture live on this interface (needs root)")
+    live.add_argument("-i", "--interface", metavar="IFACE", action="append",
+                      help="capture live on this interface, by name or by its -D number (needs root)")
     live.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter, e.g. 'udp port 26000'")
     live.add_argument("-a", "--autostop", metavar="duration:SECONDS", type=_duration,
                       help="stop after this many seconds")
@@ -298,6 +299,7 @@ def _run(args, out):
     if args.list_fields:
         return _list_fields(args.list_fields, out)
     _check_views(args)
+    _one_interface(args)
     _tune_garbage_collector()
     if args.list_interfaces:
         from .capture.live import list_interfaces
@@ -336,7 +338,8 @@ def _run(args, out):
             raise UsageError("--to-parquet and --dask go with capture files (capture with -w, then convert the file)")
         return _run_live(args, out)
     if live_only:
-        raise UsageError(f"{', '.join(live_only)} go with -i IFACE (live capture)")
+        verb = "go" if len(live_only) > 1 else "goes"
+        raise UsageError(f"{', '.join(live_only)} {verb} with -i IFACE (live capture)")
     if not args.files:
         raise UsageError("no input: give a capture FILE (- for standard input), -i IFACE, or --payload HEX "
                          "--protocol PROTO (see --help)")
@@ -529,6 +532,15 @@ def _read_files(files, session, guard):
             progress.done()
 
 
+def _one_interface(args):
+    """``-i`` given once: its interface, as a string (tshark captures on every -i; dissect on one)."""
+    if args.interface is None:
+        return
+    if len(args.interface) > 1:
+        raise UsageError(f"-i {' -i '.join(args.interface)}: dissect captures on one interface at a time")
+    args.interface = args.interface[0]
+
+
 def _run_live(args, out):
     import signal
     from .capture.live import LiveCapture, LiveError
@@ -540,7 +552,7 @@ def _run_live(args, out):
     except LiveError as exc:
         raise UsageError(str(exc)) from None
     previous = {sig: signal.signal(sig, capture.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    tell(f"capturing on {args.interface}" + (f" ({args.capture_filter})" if args.capture_filter else ""))
+    tell(f"capturing on {capture.iface}" + (f" ({args.capture_filter})" if args.capture_filter else ""))
     try:
         for frame in capture.frames():
             session.frame(frame)
@@ -551,7 +563,7 @@ def _run_live(args, out):
             signal.signal(sig, handler)
     _conclude(session, printer)
     dropped = "" if capture.dropped is None else f", {capture.dropped} dropped by the kernel"
-    tell(f"{capture.received} packets captured on {args.interface}{dropped}")
+    tell(f"{capture.received} packets captured on {capture.iface}{dropped}")
     if capture.write_error:
         tell(f"{capture.write_error}: capture stopped")
     if capture.time_error:

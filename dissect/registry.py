@@ -306,6 +306,10 @@ def parse_decode_as(specs):
         if proto is None:
             raise UsageError(f"bad --decode-as {spec!r}: unknown protocol {name!r} "
                              f"(known: {', '.join(sorted(protocols))})")
+        transports = tuple(protocols[proto].transports)
+        if transport not in transports:  # as tshark: a protocol is forced only on the transport it runs on
+            raise UsageError(f"bad --decode-as {spec!r}: {protocols[proto].title or proto} runs over "
+                             f"{' and '.join(t.upper() for t in transports)}, not {transport.upper()}")
         table[(transport, port)] = proto
     return table
 

@@ -161,6 +161,11 @@ def test_decode_as_forces_a_port(tmp_path):
     assert code == 2 and "unknown protocol" in err
     code, _, err = run_cli("-d", "port 27500", path)
     assert code == 2 and "--decode-as" in err
+    # a protocol forced on a transport it does not run over is refused, as tshark refuses it (it did nothing)
+    code, _, err = run_cli("-d", "tcp.port==27500,netquake", path)
+    assert (code, err) == (2, "dissect: bad --decode-as 'tcp.port==27500,netquake': NetQuake runs over UDP, not TCP\n")
+    code, _, err = run_cli("-d", "udp.port==27500,Soldat", path)
+    assert (code, err) == (2, "dissect: bad --decode-as 'udp.port==27500,Soldat': Soldat runs over TCP, not UDP\n")
 
 
 def test_payload_mode():

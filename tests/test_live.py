@@ -287,7 +287,22 @@ def test_errors_are_one_line():
     code, _, err = run_cli("-a", "5s", "-i", "lo")
     assert code == 2 and "duration:SECONDS" in err
     code, _, err = run_cli("-f", "udp", "some.pcap")
-    assert code == 2 and "go with -i" in err
+    assert (code, err) == (2, "dissect: -f goes with -i IFACE (live capture)\n")
+    code, _, err = run_cli("-f", "udp", "-a", "duration:1", "some.pcap")
+    assert (code, err) == (2, "dissect: -f, -a go with -i IFACE (live capture)\n")
+    code, _, err = run_cli("-i", "lo", "-i", "eth0")  # tshark captures on both; dissect on one, and says so
+    assert (code, err) == (2, "dissect: -i lo -i eth0: dissect captures on one interface at a time\n")
+    code, _, err = run_cli("-i", "any")
+    assert code == 2 and err.startswith("dissect: no such interface: any (interfaces: ") and "1. lo" in err
+
+
+def test_an_interface_by_its_number_in_the_list():
+    """-i takes -D's number, as tshark does: lo's is its index."""
+    number = socket.if_nametoindex("lo")
+    code, _, err = run_cli("-i", str(number), "-a", "duration:1", "-q", "--stats")
+    lines = err.splitlines()
+    assert code == 0 and lines[0] == "dissect: capturing on lo"
+    assert lines[-1].startswith("dissect: ") and " packets captured on lo" in lines[-1]
 
 
 @pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux) to drop CAP_NET_RAW")

@@ -35,6 +35,21 @@ def list_interfaces():
     return sorted(socket.if_nameindex())
 
 
+def interface_name(iface):
+    """The interface ``-i`` names: by its name, or by its number in ``-D``'s list (as tshark takes them); else
+    LiveError listing them."""
+    try:
+        socket.if_nametoindex(iface)
+        return iface
+    except OSError:
+        pass
+    numbered = dict(list_interfaces())
+    if iface.isascii() and iface.isdigit() and int(iface) in numbered:
+        return numbered[int(iface)]
+    names = ", ".join(f"{index}. {name}" for index, name in sorted(numbered.items()))
+    raise LiveError(f"no such interface: {iface} (interfaces: {names}; one at a time, no 'any')")
+
+
 def _scapy_listen_socket():
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
     try:
@@ -63,7 +78,7 @@ def _widen_receive_buffer(sock):
 
 class LiveCapture:
     def __init__(self, iface, bpf=None, count=None, duration=None, write=None, write_format=None):
-        self.iface = iface
+        self.iface = iface = interface_name(iface)
         self.count = count
         self.duration = duration
         self.stopped = False
@@ -72,7 +87,6 @@ class LiveCapture:
         self.writer = None       # the -w writer while it takes frames
         self.write_error = None  # why writing -w failed (then capturing stopped), or None
         self._output = None      # the -w writer, kept after it is done for the times it could not hold
-        self._check_interface(iface)
         listen = _scapy_listen_socket()
         self.sock = self._open(listen, iface, bpf)
         _widen_receive_buffer(getattr(self.sock, "ins", None))
@@ -84,14 +98,6 @@ class LiveCapture:
         self.loopback = hatype == 772
         if write:
             self._open_writer(write, write_format)
-
-    @staticmethod
-    def _check_interface(iface):
-        try:
-            socket.if_nametoindex(iface)
-        except OSError:
-            names = ", ".join(name for _, name in list_interfaces())
-            raise LiveError(f"no such interface: {iface} (interfaces: {names})") from None
 
     @staticmethod
     def _open(listen, iface, bpf):
