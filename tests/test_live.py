@@ -99,6 +99,10 @@ def test_every_protocol_live_with_write_and_sigint(tmp_path):
     code, back, _ = run_cli("-T", "jsonl", written)
     assert code == 0
     assert [r["info"] for r in jsonl(back) if r["kind"] == "frame"] == [r["info"] for r in frames]
+    # live times are the file's, to the last digit (they were the socket's, finer than the file's microseconds)
+    assert [r["time"] for r in jsonl(back) if r["kind"] == "frame"] == [r["time"] for r in frames]
+    assert [r.get("result", {}).get("response_time") for r in jsonl(back) if r["kind"] == "analysis"] == [
+        r.get("result", {}).get("response_time") for r in records if r["kind"] == "analysis"]
     with open(written, "rb") as handle:
         stored = list(dpkt.pcap.Reader(handle))
     assert len(stored) == len(frames)

@@ -35,6 +35,13 @@ def list_interfaces():
     return sorted(socket.if_nameindex())
 
 
+def in_microseconds(ts):
+    """``ts`` to the microsecond, the float a pcap of it reads back as (seconds + micros * 1e-6): what the views show
+    of a live frame is what they show of it in the -w file."""
+    seconds, micros = divmod(int(round(ts * 1_000_000)), 1_000_000)
+    return seconds + micros * 1e-6
+
+
 def interface_name(iface):
     """The interface ``-i`` names: by its name, or by its number in ``-D``'s list (as tshark takes them); else
     LiveError listing them."""
@@ -182,7 +189,7 @@ class LiveCapture:
             return None, None
         if not data:
             return None, None
-        return bytes(data), ts if ts else time.time()
+        return bytes(data), in_microseconds(ts if ts else time.time())
 
     def close(self):
         """Stop, read the kernel's drop counter where the platform has one, flush and close the -w file."""
