@@ -80,6 +80,28 @@ def test_teeframe_record_cut_by_the_capture_is_no_split_record(tmp_path):
            [c for c in codes(split_msg["findings"]) if c[0] != "teeframe.split_record"]
 
 
+def test_a_teeframe_response_short_of_records_the_capture_cut_is_no_incomplete_response(tmp_path):
+    """The response's records the snap length cut never arrive: at the capture's end the response is short of them,
+    which a capture.cut_message note says, not teeframe.incomplete_response (a warning: the server's fault). A
+    response short of records with no packet cut is still incomplete."""
+    clients = tf.sample_clients(8)
+    payload = tf.iext(42, clients)
+    kept = len(payload) - sum(len(tf.client_record(*c)) for c in clients[5:]) - 3  # 4 whole records kept
+    snapped, short = tmp_path / "snapped.pcap", tmp_path / "short.pcap"
+    write_frame(snapped, payload, 8303, kept=kept)
+    write_frame(short, tf.iext(42, clients[:4], num_clients=8), 8303)
+    _, out, _ = run_cli("-T", "jsonl", snapped)
+    (response,) = [r for r in jsonl(out) if r["kind"] == "analysis" and r["name"] == "server_info"]
+    assert [(f["code"], f["severity"]) for f in response["findings"]] == [("teeframe.unmatched_token", "note"),
+                                                                         ("capture.cut_message", "note")]
+    assert response["findings"][1]["message"].startswith(
+        "4 of 8 client records of response token 42 from 10.0.0.1:8303: the capture's snap length cut packets of the "
+        "response (")
+    _, out, _ = run_cli("-T", "jsonl", short)
+    (response,) = [r for r in jsonl(out) if r["kind"] == "analysis" and r["name"] == "server_info"]
+    assert [f["code"] for f in response["findings"]] == ["teeframe.unmatched_token", "teeframe.incomplete_response"]
+
+
 def test_teeframe_packet_size_counts_the_bytes_the_capture_left_out(tmp_path):
     clients = tf.sample_clients(40)
     payload = tf.iext(42, clients)

@@ -43,7 +43,7 @@ cdef class _Response:
     cdef public tuple key
     cdef public dict info, records
     cdef public list frames, findings
-    cdef public bint clients_omitted, vanilla
+    cdef public bint clients_omitted, vanilla, cut
     cdef public Py_ssize_t held, dropped_records
     cpdef Py_ssize_t collected(self)
     cpdef bint complete(self) except -1

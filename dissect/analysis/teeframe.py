@@ -13,6 +13,7 @@ held records longest is concluded early with teeframe.state_evicted).
 
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
+from ..capture.tables import FRAME_FINDINGS
 from ..core.fmt import decimal_text, endpoint, or_unknown
 from ..dissectors.teeframe import F, INF3_MAX_RECORDS, W, ClientRecords
 from .base import Analyzer
@@ -34,9 +35,21 @@ SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players",
                 "response_time")
 
 
+CUT_MESSAGE = FRAME_FINDINGS.cut_message  # a response short of records the capture did not keep: no fault of the server
+
+
+def _cut_by_capture(msg):
+    """Whether the capture's snap length cut the message (its capture.cut_message note)."""
+    for finding in msg.findings:
+        if finding.code == CUT_MESSAGE.code:
+            return True
+    return False
+
+
 class _Response:
     __slots__ = ("server", "client", "token", "key", "info", "records", "frames", "first_ts", "request",
-                 "findings", "clients_omitted", "held", "dropped_records", "vanilla", "num_clients", "num_players")
+                 "findings", "clients_omitted", "held", "dropped_records", "vanilla", "num_clients", "num_players",
+                 "cut")
 
     def __init__(self, server, client, token, key):
         self.server = server
@@ -56,6 +69,7 @@ class _Response:
         self.vanilla = False        # packet 0 is a vanilla inf3
         self.num_clients = None     # packet 0's Num Clients and Num Players, read once
         self.num_players = None
+        self.cut = False            # the capture's snap length cut one of its packets: records may be missing
 
     def collected(self):
         return self.held + self.dropped_records
@@ -214,6 +228,8 @@ class TeeFrameAnalyzer(Analyzer):
             clients = []
         records = self._keep(response, clients, out)
         response.records[number] = records
+        if msg.findings and _cut_by_capture(msg):
+            response.cut = True
         if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
         if number == 0:
@@ -254,7 +270,11 @@ class TeeFrameAnalyzer(Analyzer):
         expected = response.num_clients
         if complete and not response.clients_omitted:
             self._check_complete(response, findings)
-        if not complete:
+        if not complete and response.cut:  # no fault of the server: the capture did not keep all it sent
+            findings.append(CUT_MESSAGE.at(f"{collected} of {or_unknown(expected)} client records of response token "
+                                           f"{response.token} from {response.server}: the capture's snap length cut "
+                                           f"packets of the response"))
+        elif not complete:
             findings.append(W.incomplete_response.at(self._incomplete_reason(
                 response, collected, expected, superseded_by, evicted)))
         if response.dropped_records:
