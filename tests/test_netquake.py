@@ -341,6 +341,18 @@ def test_one_player_is_singular_and_a_missing_reply_is_still_incomplete(tmp_path
     assert walks[0]["result"]["unanswered"] == [1] and walks[0]["result"]["complete"] is False
 
 
+def test_a_reply_no_request_asked_for_is_no_player_of_the_walk(tmp_path):
+    """Player 0 asked; the server answers for player 2, then answers 0 twice: one player, not three."""
+    packets = _walk_packets(["A", "B", "C"], [0], set())
+    packets += [(False, nq.ccrep_player_info(number, name, 0, 1, 2, "x")) for number, name in ((2, "C"), (0, "A"),
+                                                                                              (0, "A"))]
+    walks, summaries = _walks(_session_pcap(tmp_path, packets))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 1 player of 3 (incomplete) (frames 3,4,5,6)"]
+    result = walks[0]["result"]
+    assert [(p["player_number"], p["name"]) for p in result["players"]] == [(0, "A")]
+    assert result["requested"] == [0] and result["unanswered"] == []
+
+
 def test_one_rule_is_singular(tmp_path):
     packets = [(True, nq.ccreq_rule_info("")), (False, nq.ccrep_rule_info("fraglimit", "20")),
                (True, nq.ccreq_rule_info("fraglimit")), (False, nq.ccrep_rule_info())]

@@ -36,7 +36,7 @@ cdef class NetQuakeAnalyzer(Analyzer):
     @cython.locals(values=dict, walk=_Walk)
     cpdef _rule_reply(self, record, Message msg, _Conversation conv, list out)
     @cython.locals(values=dict, walk=_Walk)
-    cpdef _player_reply(self, record, Message msg, _Conversation conv, list out)
+    cpdef _player_reply(self, record, Message msg, _Conversation conv, list out, bint requested)
     @cython.locals(data=dict)
     cpdef _server_seen(self, server, record, Message msg)
     @cython.locals(conv=_Conversation)

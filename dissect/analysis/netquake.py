@@ -136,7 +136,7 @@ class NetQuakeAnalyzer(Analyzer):
         elif command == CCREP_RULE_INFO:
             self._rule_reply(record, msg, conv, out)
         elif command == CCREP_PLAYER_INFO:
-            self._player_reply(record, msg, conv, out)
+            self._player_reply(record, msg, conv, out, request is not None)
         return out
 
     def _match(self, conv, msg, command):
@@ -162,15 +162,26 @@ class NetQuakeAnalyzer(Analyzer):
             if len(walk.items) < MAX_WALK_ITEMS:
                 walk.items.append({"rule": rule, "value": values.get("value")})
 
-    def _player_reply(self, record, msg, conv, out):
+    def _player_reply(self, record, msg, conv, out, requested):
+        """A player's reply joins the walk when it answers a request (``requested``): a number no request asked for,
+        or a reply repeated after its request was answered, is not a player of the walk (it was counted as one)."""
         walk = conv.player_walk
         values = msg.values
         if walk is None or "address" not in values:
             return
         walk.add_frame(record.number)
-        if len(walk.items) < MAX_WALK_ITEMS:
-            walk.items.append({key: values.get(key) for key in
-                               ("player_number", "name", "colors", "frags", "connect_time", "address")})
+        if not requested:
+            return
+        player = {key: values.get(key) for key in ("player_number", "name", "colors", "frags", "connect_time",
+                                                     "address")}
+        items = walk.items
+        for index in range(len(items)):
+            if items[index]["player_number"] == player["player_number"]:
+                items[index] = player  # asked again and answered again: the latest answer
+                break
+        else:
+            if len(items) < MAX_WALK_ITEMS:
+                items.append(player)
         expected = conv.current_players
         if expected is not None and len({p["player_number"] for p in walk.items}) >= expected:
             walk.ended = True
