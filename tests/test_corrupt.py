@@ -26,6 +26,7 @@ EXPECTED = {
     "pcapng-unknown-block.pcapng": (3, 0, None),
     "pcapng-interface-out-of-range.pcapng": (3, 0, "capture.corrupt"),
     "pcapng-no-interface.pcapng": (3, 0, "capture.corrupt"),
+    "pcapng-option-overrun.pcapng": (3, 0, "capture.corrupt"),
 }
 
 
@@ -49,6 +50,18 @@ def test_damaged_file(name):
         assert reason in {f["code"] for r in records for f in r["findings"]}
     # the good frames around the damage are decoded as usual
     assert all(r["protocol"] == "netquake" for r in records if not r["findings"] and r["caplen"] > 0)
+
+
+def test_an_interface_option_that_runs_past_its_block_is_not_read():
+    """Its one byte of value was taken as the time resolution (0: seconds, a frame a million times later), without a
+    word; now the interface keeps microseconds and its first frame says the option was not read."""
+    _, out, _ = run_cli("-T", "jsonl", os.path.join(CORRUPT, "pcapng-option-overrun.pcapng"))
+    frames = [r for r in jsonl(out) if r["kind"] == "frame"]
+    _, good, _ = run_cli("-T", "jsonl", os.path.join(CORRUPT, "pcapng-unknown-block.pcapng"))
+    assert [r["time"] for r in frames] == [r["time"] for r in jsonl(good) if r["kind"] == "frame"]
+    assert [[(f["code"], f["message"].split(" (every record")[0]) for f in r["findings"]] for r in frames] == [
+        [("capture.corrupt", "interface 0's description block at byte 28 has an option (code 9) that runs past the "
+                             "block: it and the options after it were not read")], [], []]
 
 
 def test_good_frames_after_a_skipped_record_are_decoded():

@@ -105,6 +105,11 @@ def main():
     no_idb = bytearray(ng[:blocks(ng)[1][1]]) + ng[blocks(ng)[2][1]:]  # the interface block removed
     write("pcapng-no-interface.pcapng", no_idb)
 
+    # an if_tsresol option that claims 65535 bytes of a block of 28: its byte after the header is no resolution
+    body = struct.pack("<HHI", 1, 0, 65535) + struct.pack("<HH", 9, 0xFFFF) + b"\x00\x00\x00\x00"
+    overrun_idb = struct.pack("<II", 1, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+    write("pcapng-option-overrun.pcapng", ng[:blocks(ng)[1][1]] + overrun_idb + ng[blocks(ng)[2][1]:])
+
     bad_bom = bytearray(ng)
     bad_bom[8:12] = b"\x01\x02\x03\x04"
     write("pcapng-bad-byte-order.pcapng", bad_bom)

@@ -214,23 +214,29 @@ class _Interface:
 
 
 def _parse_options(body, order):
-    """Yield (code, value) of a pcapng options list."""
+    """Yield (code, value) of a pcapng options list; an option that runs past the list's end, as (code, None), last."""
     pos = 0
     end = len(body)
     while pos + 4 <= end:
         code, length = struct.unpack_from(order + "HH", body, pos)
         if code == 0:
             return
-        value = body[pos + 4:pos + 4 + length]
-        yield code, value
+        if pos + 4 + length > end:
+            yield code, None
+            return
+        yield code, body[pos + 4:pos + 4 + length]
         pos += 4 + ((length + 3) & ~3)
 
 
-def _interface(body, order):
+def _interface(body, order, where):
+    """The interface a description block's ``body`` describes; ``where`` names the block for its note."""
     linktype, _reserved, snaplen = struct.unpack_from(order + "HHI", body, 0)
     iface = _Interface(linktype, snaplen)
     for code, value in _parse_options(body[8:], order):
-        if code == 9 and len(value) >= 1:  # if_tsresol
+        if value is None:  # damaged: what it would say (a time resolution) is not taken
+            iface.note = (f"{where} has an option (code {code}) that runs past the block: it and the options after "
+                          f"it were not read")
+        elif code == 9 and len(value) >= 1:  # if_tsresol
             res = value[0]
             iface.scale = 2.0 ** -(res & 0x7F) if res & 0x80 else 10.0 ** -res
         elif code == 14 and len(value) >= 8:  # if_tsoffset, seconds
@@ -310,7 +316,10 @@ class _PcapngBlocks(_Chunks):
             if total < 20:
                 raise CaptureError(f"{name}: interface description block at byte {position} is too short")
             if len(self.interfaces) < MAX_INTERFACES:
-                self.interfaces.append(_interface(data[pos + 8:pos + total - 4], self._order()))
+                iface = _interface(data[pos + 8:pos + total - 4], self._order(),
+                                   f"interface {len(self.interfaces)}'s description block at byte {position}")
+                self.interfaces.append(iface)
+                self.notes += iface.note is not None
         elif _holds_packet(block_type):
             self.number += 1
             if block_type == 6 and total >= 32:
@@ -354,7 +363,7 @@ class _PcapngBlocks(_Chunks):
         block_at = self.position
         kept = self._read_past(total, MAX_INTERFACE_BLOCK - 12 if block_type == 1 else 0)
         if block_type == 1 and len(self.interfaces) < MAX_INTERFACES:
-            iface = _interface(kept, self._order())
+            iface = _interface(kept, self._order(), f"interface {len(self.interfaces)}'s description block")
             iface.note = (f"interface {len(self.interfaces)}'s description block at byte {block_at} is {total} bytes "
                           f"long, more than {MAX_OPTIONS} bytes of options: the options past them were not read")
             self.interfaces.append(iface)
