@@ -110,6 +110,29 @@ def test_a_truncated_compressed_capture_keeps_the_frames_before_the_cut(tmp_path
     assert "Traceback" not in err and len(out.splitlines()) > 5
 
 
+@pytest.mark.parametrize("suffix", ["gz", "xz", "lz4"])
+def test_a_damaged_compressed_capture_keeps_the_frames_made_before_the_damage(tmp_path, suffix):
+    """A few bytes damaged halfway through a compressed capture (the session 40 times, 160 KB; lz4 makes blocks of
+    64 KB): the frames decompressed before the damage come out, then one line says it is damaged (all were lost where
+    the first 16 KB chunk of input met the damage in one step, which loses what it would have made). The frames shown
+    are the capture's own first frames."""
+    session = open(SESSION, "rb").read()
+    data = session + session[24:] * 39
+    plain = tmp_path / "plain.pcap"
+    plain.write_bytes(data)
+    damaged = bytearray(COMPRESSORS[suffix](data))
+    middle = len(damaged) // 2
+    damaged[middle:middle + 4] = bytes(b ^ 0xFF for b in damaged[middle:middle + 4])
+    packed = tmp_path / f"damaged.pcap.{suffix}"
+    packed.write_bytes(bytes(damaged))
+    code, out, err = run_cli("-T", "jsonl", packed)
+    assert code == 2 and err.count("\n") == 1 and "damaged" in err and "Traceback" not in err
+    shown = [r for r in jsonl(out) if r["kind"] == "frame"]
+    whole = [r for r in jsonl(run_cli("-T", "jsonl", plain)[1]) if r["kind"] == "frame"]
+    assert 3 <= len(shown) < len(whole)
+    assert [r["info"] for r in shown] == [r["info"] for r in whole[:len(shown)]]
+
+
 ZEROS = 16 << 20  # records of zeros: a compressed capture of empty records inflates a thousand to a million times
 
 

@@ -200,6 +200,11 @@ class _Decompressing(io.RawIOBase):
     step of decompression makes at most STEP bytes (8 MiB for zstd), however far the input inflates."""
 
     CHUNK = 16384
+    # Compressed bytes a decompressor is given a step: where the stream is damaged, the step that meets the damage
+    # loses what it would have made, so what the bytes before it made comes out first. (A step costs about a
+    # microsecond: a gzip capture inflates at half the speed it did in 16 KiB steps, 10.7 MB in 67 ms rather than 34,
+    # which is about 3% of dissecting it.)
+    FEED = 256
 
     def __init__(self, raw, factory, what):
         self.raw = raw
@@ -209,6 +214,8 @@ class _Decompressing(io.RawIOBase):
         self.started = False  # whether the current engine has been given any input
         self.out = b""
         self.at = 0
+        self.held = b""       # compressed bytes read, from held_at not given to a decompressor yet
+        self.held_at = 0
 
     def readable(self):
         return True
@@ -226,14 +233,18 @@ class _Decompressing(io.RawIOBase):
         """One step of decompression into ``out`` (it may make nothing); False at the end of the data."""
         data = b""
         if self.engine.eof:  # the next member or frame begins with what this one was given past its end
-            data = self.engine.unused_data
+            self.held, self.held_at = self.engine.unused_data + self.held[self.held_at:], 0
             self.engine, self.started = self.factory(), False
         if self.engine.wants_input:  # (a fresh engine always does)
-            data = data or self.raw.read(self.CHUNK)
-            if not data:
-                if self.started:
-                    raise CaptureError(f"{self.what} is cut short: the compressed stream ends before its end marker")
-                return False
+            if self.held_at >= len(self.held):
+                self.held, self.held_at = self.raw.read(self.CHUNK), 0
+                if not self.held:
+                    if self.started:
+                        raise CaptureError(f"{self.what} is cut short: the compressed stream ends before its end "
+                                           f"marker")
+                    return False
+            data = self.held[self.held_at:self.held_at + self.FEED]
+            self.held_at += len(data)
             self.started = True
         try:
             self.out, self.at = self.engine.step(data), 0
