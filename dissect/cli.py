@@ -6,6 +6,7 @@ import gc
 import io
 import os
 import re
+import string
 import sys
 
 from . import __version__
@@ -604,16 +605,28 @@ def _run_payload(args, out):
     return 1 if session.failed else 0
 
 
+MAX_PAYLOAD = 1 << 20  # bytes of --payload-file: a message is at most a TCP stream's line of 64 KiB
+
+
 def _read_payload(args):
     if args.payload_file is not None:
+        name = args.payload_file
         try:
-            with open(args.payload_file, "rb") as handle:
-                return handle.read(1 << 20)
+            if name == "-":  # standard input, as -r - reads it
+                data = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+            else:
+                with open(name, "rb") as handle:
+                    data = handle.read(MAX_PAYLOAD + 1)
         except OSError as exc:
-            raise UsageError(f"{args.payload_file}: cannot read: {exc.strerror}") from None
+            raise UsageError(f"{name}: cannot read: {exc.strerror}") from None
+        if len(data) > MAX_PAYLOAD:
+            raise UsageError(f"{name}: more than {MAX_PAYLOAD} bytes: no message is that long")
+        return data
     text = "".join(args.payload.split()).replace(":", "")
     if text.lower().startswith("0x"):
         text = text[2:]
+    if len(text) % 2 and all(c in string.hexdigits for c in text):
+        raise UsageError(f"--payload has an odd number of hex digits ({len(text)}): each byte is two")
     try:
         return bytes.fromhex(text)
     except ValueError:

@@ -180,6 +180,24 @@ def test_payload_mode():
                                                                       "netquake.truncated"}
     assert run_cli("--payload", "zz", "--protocol", "netquake")[0] == 2
     assert run_cli("--payload", "8000", "--protocol", "nope")[0] == 2
+    assert run_cli("--payload", "800", "--protocol", "netquake") == (
+        2, "", "dissect: --payload has an odd number of hex digits (3): each byte is two\n")
+
+
+def test_payload_file_reads_standard_input_as_dash_and_refuses_more_than_a_mebibyte(tmp_path):
+    """--payload-file - reads standard input, as -r - does (it looked for a file named "-"); a file past 1 MiB is
+    refused (its first MiB was dissected, the rest dropped without a word)."""
+    import netquake_peer as nq
+    message = nq.ccreq_server_info()
+    proc = subprocess.run([sys.executable, "-m", "dissect", "--payload-file", "-", "--protocol", "netquake", "-T",
+                           "jsonl"], input=message, capture_output=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == b""
+    (record,) = jsonl(proc.stdout.decode())
+    assert (record["messages"][0]["message"], record["caplen"]) == ("CCREQ_SERVER_INFO", len(message))
+    big = tmp_path / "big.bin"
+    big.write_bytes(bytes((1 << 20) + 1))
+    assert run_cli("--payload-file", big, "--protocol", "netquake") == (
+        2, "", f"dissect: {big}: more than 1048576 bytes: no message is that long\n")
 
 
 @pytest.mark.parametrize("options, named", [(["-j", "2"], "-j"), (["-c", "1"], "-c"), (["-j", "2", "-c", "5"], "-j, -c"),
