@@ -297,6 +297,9 @@ def _session(args, printer):
 
 def _run(args, out):
     args.payload_mode = args.payload is not None or args.payload_file is not None
+    listing = "-G" if args.list_fields else "-D" if args.list_interfaces else None
+    if listing and (args.files or args.read_file):
+        raise UsageError(f"{listing} lists and exits: leave out the capture files")
     if args.list_fields:
         return _list_fields(args.list_fields, out)
     _check_views(args)

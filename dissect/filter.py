@@ -122,6 +122,8 @@ def _tokenize(text):
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
             at = len(text) - len(text[pos:].lstrip())
+            if text[at:at + 1] == '"':
+                raise UsageError(f"bad filter {_shown(text)}: the string at position {at + 1} has no closing quote")
             raise UsageError(f"bad filter {_shown(text)}: unexpected character at position {at + 1}")
         pos = match.end()
         kind = match.lastgroup

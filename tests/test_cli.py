@@ -184,6 +184,12 @@ def test_payload_mode():
         2, "", "dissect: --payload has an odd number of hex digits (3): each byte is two\n")
 
 
+def test_listing_options_refuse_capture_files():
+    """-G and -D list and exit: a capture file given beside them was ignored, exit 0."""
+    assert run_cli("-G", "fields", SESSION) == (2, "", "dissect: -G lists and exits: leave out the capture files\n")
+    assert run_cli("-D", "-r", SESSION) == (2, "", "dissect: -D lists and exits: leave out the capture files\n")
+
+
 def test_payload_file_reads_standard_input_as_dash_and_refuses_more_than_a_mebibyte(tmp_path):
     """--payload-file - reads standard input, as -r - does (it looked for a file named "-"); a file past 1 MiB is
     refused (its first MiB was dissected, the rest dropped without a word)."""

@@ -127,6 +127,8 @@ def test_syntax_errors():
     assert refused("") == "bad filter '': empty expression"
     assert refused("netquake.length ==") == "bad filter 'netquake.length ==': expected a value after '=='"
     assert refused("__import__('os')") == "bad filter \"__import__('os')\": unexpected character at position 12"
+    assert refused('a == "b') == "bad filter 'a == \"b': the string at position 6 has no closing quote"
+    assert refused('a == "b\\"') == "bad filter 'a == \"b\\\\\"': the string at position 6 has no closing quote"
     assert refused("a b") == "bad filter 'a b': unexpected 'b' at position 3"
     assert refused("(a") == "bad filter '(a': missing ')'"
     assert refused("a )") == "bad filter 'a )': unexpected ')' at position 3"
