@@ -171,6 +171,25 @@ def test_bad_header():
     assert (f.offset, f.length) == (0, 6)
 
 
+def test_a_map_crc_outside_32_bits_is_flagged():
+    for crc, codes_found in ((2 ** 32, ["teeframe.bad_map_crc"]), (-2 ** 31 - 1, ["teeframe.bad_map_crc"]),
+                             (2 ** 32 - 1, []), (-2 ** 31, ["teeframe.signed_map_crc"])):
+        msg = dissect("teeframe", small_iext(map_crc=crc))
+        assert [f.code for f in msg.findings] == codes_found, crc
+    msg = dissect("teeframe", small_iext(map_crc=2 ** 32))
+    crc = field(msg, "teeframe.map_crc")
+    assert (msg.findings[0].offset, msg.findings[0].length) == (crc.offset, crc.length)
+    assert msg.findings[0].message.startswith("map CRC 4294967296 (spec: Map CRC is the map's CRC, a 32-bit number")
+
+
+def test_a_request_header_neither_xe_nor_ff_says_both():
+    payload = bytes.fromhex("616212340000ffffffff676965332a")
+    msg = dissect("teeframe", payload)
+    assert [(f.code, f.offset, f.length) for f in msg.findings] == [("teeframe.bad_header", 0, 6)]
+    assert msg.findings[0].message.startswith("request header bytes 0-5 are 61 62 12 34 00 00, neither xe (78 65) "
+                                              "nor FF FF FF FF FF FF (spec: a response starts")
+
+
 def test_bad_decimal():
     payload = small_iext(map_crc=1).replace(b"5805\0", b"58x5\0")
     msg = dissect("teeframe", payload)
@@ -435,8 +454,9 @@ def test_a_server_field_cut_off_leaves_the_fields_before_it_once():
 
 @pytest.mark.parametrize("key, value, shown", [
     ("name", "srv", '"srv"'), ("name", "", '""'), ("name", None, ""), ("name", 7, "7"),
-    ("token", 0x12342A, "1193002 (0x12342a)"), ("token", -1, "-1 (unrequested)"), ("token", None, ""),
-    ("map_crc", -1, "-1 (0xffffffff)"), ("map_crc", 2 ** 40 + 10, "1099511627786 (0x0000000a)"),
+    ("token", 0x12342A, "1193002 (0x12342a)"), ("token", -1, "-1 (unrequested)"), ("token", -2, "-2"),
+    ("token", None, ""), ("map_crc", -1, "-1 (0xffffffff)"), ("map_crc", 2 ** 32 - 1, "4294967295 (0xffffffff)"),
+    ("map_crc", 2 ** 40 + 10, "1099511627786 (not 32 bits)"), ("map_crc", -2 ** 31 - 1, "-2147483649 (not 32 bits)"),
     ("client.is_player", 1, "1 (player)"), ("client.is_player", 0, "0 (spectator)"), ("client.is_player", 5, "5"),
     ("flags", 1, "1 (password required)"), ("flags", 3, "3"),
     ("identifier", b"iext", '"iext" (Server Information)'), ("identifier", bytearray(b"zzzz"), '"zzzz" (unknown)')])

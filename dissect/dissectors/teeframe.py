@@ -80,11 +80,20 @@ def _is_player_text(value):
 
 
 def _token_text(value):
-    return dec_hex(value) if value >= 0 else f"{value} (unrequested)"
+    if value >= 0:
+        return dec_hex(value)
+    return "-1 (unrequested)" if value == -1 else str(value)  # -1 alone says unrequested (others: bad_decimal)
 
 
 def _crc_text(value):
+    if not _a_crc(value):
+        return f"{value} (not 32 bits)"
     return f"{value} ({hex_text(value & 0xFFFFFFFF, 8)})"
+
+
+def _a_crc(value):
+    """Whether ``value`` is a 32-bit CRC, printed unsigned or signed (as real servers print it)."""
+    return -(1 << 31) <= value < 1 << 32
 
 
 def _flags_text(value):
@@ -151,7 +160,8 @@ W = FindingTable("teeframe", messages=True, entries=[
     ("unterminated_string", "error", "spec: Strings and Decimal Strings end with a null terminator (00)"),
     ("packet_too_large", "warning", "spec: 'the 1400-byte packet size limit includes the six-byte header, the message "
                                     "identifier and padding, and all encoded fields'"),
-    ("bad_header", "warning", "spec: 'byte[0-5] // FF FF FF FF FF FF' (a response's) and 'byte[6-9] // FF FF FF FF'"),
+    ("bad_header", "warning", "spec: a response starts 'byte[0-5] // FF FF FF FF FF FF' and a request 'byte[0-1] // "
+                              "78 65: ASCII \"xe\"' (a vanilla one as a response does), then 'byte[6-9] // FF FF FF FF'"),
     ("reserved_nonzero", "warning", "spec: 'Reserved bytes must be sent as zero and ignored by the receiver'"),
     ("bad_request_length", "error", "spec: 'the complete request is 15 bytes'"),
     ("unknown_identifier", "warning", "spec: the messages are gie3, iext and iex+ (older peers add inf3, gief, info, "
@@ -163,6 +173,8 @@ W = FindingTable("teeframe", messages=True, entries=[
     ("bad_decimal", "error", "spec: a Decimal String is 'the number written as decimal ASCII text, followed by a null "
                              "terminator'"),
     ("bad_version", "warning", "spec: the version 'must begin with 0.6 for protocol compatibility'"),
+    ("bad_map_crc", "warning", "spec: Map CRC is the map's CRC, a 32-bit number (real servers print it signed: "
+                               "-2147483648 to 4294967295 in all)"),
     ("signed_map_crc", "note", "spec: Map CRC is the CRC as a Decimal String; real servers print it as a signed "
                                "32-bit number"),
     ("bad_flags", "warning", "spec: 'flag value 1 means a password is required; 0 means no password is required'"),
@@ -405,7 +417,8 @@ def _header_ff6(cur, what):
         return
     header = cur.raw(HEADER, 6)
     if header != FF6:
-        cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, not FF FF FF FF FF FF")
+        wanted = "neither xe (78 65) nor FF FF FF FF FF FF" if what == "request" else "not FF FF FF FF FF FF"
+        cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, {wanted}")
 
 
 def _padding_and_identifier(cur, size):
@@ -697,7 +710,9 @@ def _check_server_field(cur, ident, spec, value, offset, length):
         if ident not in (b"info", b"inf2") and not text.startswith("0.6"):
             cur.finding(W.bad_version, f'version "{value}" does not begin with 0.6', offset, length)
     elif spec is MAP_CRC:
-        if value is not None and value < 0:
+        if value is not None and not _a_crc(value):
+            cur.finding(W.bad_map_crc, f"map CRC {decimal_text(value)}", offset, length)
+        elif value is not None and value < 0:
             cur.finding(SIGNED_MAP_CRC, f"map CRC printed as a signed number ({decimal_text(value)} = "
                                           f"{hex_text(value & 0xFFFFFFFF, 8)}), as real servers do", offset, length)
     elif spec is FLAGS:
