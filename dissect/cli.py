@@ -6,7 +6,6 @@ import gc
 import io
 import os
 import re
-import string
 import sys
 
 from . import __version__
@@ -608,6 +607,7 @@ def _run_payload(args, out):
     return 1 if session.failed else 0
 
 
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 MAX_PAYLOAD = 1 << 20  # bytes of --payload-file: a message is at most a TCP stream's line of 64 KiB
 
 
@@ -628,7 +628,7 @@ def _read_payload(args):
     text = "".join(args.payload.split()).replace(":", "")
     if text.lower().startswith("0x"):
         text = text[2:]
-    if len(text) % 2 and all(c in string.hexdigits for c in text):
+    if len(text) % 2 and all(c in HEX_DIGITS for c in text):
         raise UsageError(f"--payload has an odd number of hex digits ({len(text)}): each byte is two")
     try:
         return bytes.fromhex(text)
