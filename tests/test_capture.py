@@ -494,3 +494,23 @@ def test_several_inputs_number_their_frames_on_from_the_last_one_read(tmp_path):
     assert [frame.number for frame in CaptureFiles(inputs, limit=6)] == [1, 2, 3, 4, 5, 6]
     assert [frame.number for frame in CaptureFiles(inputs, limit=1)] == [1]
     assert list(CaptureFiles(inputs, limit=0)) == []  # not the one frame it read before counting down
+
+
+def test_one_time_reads_as_one_float_from_pcap_and_pcapng(tmp_path):
+    """A microsecond time is its whole seconds plus its fraction in either format: a pcapng's units were multiplied
+    by 1e-6 in one step, which differs from a pcap's seconds + micros * 1e-6 in the last bit for about a third of
+    this era's times (what a live capture showed then differed from its -w pcapng file)."""
+    from dissect.capture.files import Frame
+    from dissect.capture.writer import open_writer
+    micros = [1765113436_424411 + step * 7919 for step in range(200)]
+    times = [seconds + part * 1e-6 for seconds, part in (divmod(m, 1_000_000) for m in micros)]
+    read = {}
+    for kind in ("pcap", "pcapng"):
+        path = tmp_path / f"times.{kind}"
+        writer = open_writer(str(path), kind, 1)
+        for number, ts in enumerate(times, 1):
+            writer.write(Frame(number, ts, 14, 14, 1, bytes(14)))
+        writer.close()
+        read[kind] = [frame.ts for frame in open_capture(str(path))]
+    assert read["pcap"] == read["pcapng"] == times
+    assert any(m * 1e-6 != ts for m, ts in zip(micros, times))  # the one-step product is another float for some

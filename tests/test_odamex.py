@@ -495,6 +495,14 @@ def test_a_bad_value_is_flagged_in_the_layout_that_reads_past_it():
             assert (msg.values["layout"], codes(msg)) == ("spec", ["odamex.bad_value"]), offset
             assert (bad[0].offset, bad[0].length) == (offset, 1)
         assert field(msg, "odamex.map").value == "MAP01"  # every field before the break is still there
+    # a real reply's CTF bool (byte 51) at 2: the older spec reading also reaches the end, with a bad hash and a bad
+    # value further on; the fewest complaints win, so the real layout shows it (with the extension after it too)
+    for block in (b"", od.extension_block(2)):
+        real = bytearray(real_reply(1, 0, 0, (3, 3), block))
+        real[51] = 2
+        msg = dissect("odamex", bytes(real))
+        assert msg.values["layout"] == "real" and [(f.code, f.offset) for f in msg.findings if f.severity != "note"] \
+            == [("odamex.bad_value", 51)]
     msg = dissect("odamex", bytes(data))
     assert (msg.findings[0].offset, msg.findings[0].length) == (151, 1)
     assert msg.findings[0].message.startswith("Team in play? is 5, not 0 or 1 (spec: a bool is 'byte (1 or 0)'")

@@ -377,6 +377,14 @@ def test_an_f_after_a_list_began_ends_that_list(tmp_path):
     assert [r["result"]["servers"][0]["name"] for r in lists] == [sp.SERVERS[0][7], sp.SERVERS[1][7]]
     _, text, _ = run_cli(path)
     assert "server list 10.0.0.5:13073 → 10.0.0.9:40000: 1 server of 1 (frames 3)" in text
+    # an f whose SERVERCOUNT is no number began a list all the same
+    path = tmp_path / "count-x.pcap"
+    first = b"f\xa9x\n"
+    _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(), 0x18), (LOBBY, CLIENT, 1, first, 0x18),
+                        (LOBBY, CLIENT, 1 + len(first), second, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    assert [(r["frames"], r["result"]["received"], [f["code"] for f in r["findings"]]) for r in server_lists(out)] \
+        == [([1, 2], 0, ["soldat.missing_end"]), ([3], 1, [])]
 
 
 def test_a_line_whose_separator_is_the_streams_other_encoding_is_flagged_on_its_separator(tmp_path):

@@ -188,6 +188,9 @@ def test_a_request_header_neither_xe_nor_ff_says_both():
     assert [(f.code, f.offset, f.length) for f in msg.findings] == [("teeframe.bad_header", 0, 6)]
     assert msg.findings[0].message.startswith("request header bytes 0-5 are 61 62 12 34 00 00, neither xe (78 65) "
                                               "nor FF FF FF FF FF FF (spec: a response starts")
+    gief = dissect("teeframe", bytes.fromhex("786500000000ffffffff67696566"))  # a legacy request: FF only
+    assert [f.message.split(" (spec")[0] for f in gief.findings if f.code == "teeframe.bad_header"] == [
+        "request header bytes 0-5 are 78 65 00 00 00 00, not FF FF FF FF FF FF"]
 
 
 def test_bad_decimal():

@@ -34,6 +34,7 @@ cdef class _Exchange:
     cdef public list servers
     cdef public Py_ssize_t received, cost
     cdef public object ended, lost, uncaptured, cut_server
+    cdef public bint begun
 
 cdef dict GAME_STYLES  # imported from the dissector: a C global, read as a dict
 cdef Py_ssize_t IP, PORT, PASSWORDED, NAME, MAP, PLAYERS, MAXPLAYERS, GAMESTYLE, VERSION

@@ -55,7 +55,7 @@ def _cost(values):
 
 class _Exchange:
     __slots__ = ("client", "lobby", "filters", "announced", "servers", "received", "cost", "frames", "start_ts",
-                 "elapsed", "ended", "lost", "uncaptured", "cut_server")
+                 "elapsed", "ended", "lost", "uncaptured", "cut_server", "begun")
 
     def __init__(self, client, lobby):
         self.client = client
@@ -72,6 +72,7 @@ class _Exchange:
         self.lost = False            # bytes of the stream were lost while the list was open
         self.uncaptured = False      # bytes of the stream were not captured (snap length) while it was open
         self.cut_server = False      # the stream ended inside a server line, which is not counted
+        self.begun = False           # its f line came (its SERVERCOUNT may be no number)
 
 
 class SoldatAnalyzer(Analyzer):
@@ -97,7 +98,7 @@ class SoldatAnalyzer(Analyzer):
         name = msg.name
         request = name == "request_list"
         exchange = peek(self.exchanges, stream)
-        if request or exchange is None or name == "list_begin" and (exchange.announced is not None or exchange.received):
+        if request or exchange is None or name == "list_begin" and (exchange.begun or exchange.received):
             if exchange is not None:  # a new request, or an f after a list began: the list before it ends here
                 why = "a new request arrived on the stream" if request else "a new list began (f)"
                 out.append(self._conclude(stream, exchange, why))
@@ -119,6 +120,7 @@ class SoldatAnalyzer(Analyzer):
             self._hold(exchange, 0, _cost(exchange.filters))
             exchange.start_ts = record.ts
         elif name == "list_begin":
+            exchange.begun = True
             exchange.announced = values.get("servercount")
         elif name == "list_end":
             exchange.ended = True

@@ -203,14 +203,22 @@ def _u32(data, pos, little):
 
 
 class _Interface:
-    __slots__ = ("linktype", "snaplen", "scale", "offset", "note")
+    __slots__ = ("linktype", "snaplen", "scale", "per_second", "offset", "note")
 
     def __init__(self, linktype, snaplen, scale=1e-6, offset=0):
         self.linktype = linktype
         self.snaplen = snaplen
         self.scale = scale
+        self.per_second = 1_000_000  # its time units in a second (if_tsresol), whose length ``scale`` is
         self.offset = offset
         self.note = None  # what its first packet tells of its description (see _PcapngBlocks._pass_block)
+
+
+def _time(iface, units):
+    """The time ``units`` of ``iface``'s resolution stand for: whole seconds plus the fraction, added as a pcap's
+    seconds and fraction are, so that one time reads as the same float from either format."""
+    seconds, part = divmod(units, iface.per_second)
+    return seconds + part * iface.scale + iface.offset
 
 
 def _parse_options(body, order):
@@ -239,6 +247,7 @@ def _interface(body, order, where):
         elif code == 9 and len(value) >= 1:  # if_tsresol
             res = value[0]
             iface.scale = 2.0 ** -(res & 0x7F) if res & 0x80 else 10.0 ** -res
+            iface.per_second = 1 << (res & 0x7F) if res & 0x80 else 10 ** res
         elif code == 14 and len(value) >= 8:  # if_tsoffset, seconds
             iface.offset = struct.unpack(order + "q", value[:8])[0]
     return iface
@@ -343,7 +352,7 @@ class _PcapngBlocks(_Chunks):
         iface = interfaces[iface_id]
         high, low = _u32(data, pos + 12, little), _u32(data, pos + 16, little)
         ts_units = high << 32 | low
-        return new_frame(self.number, ts_units * iface.scale + iface.offset, caplen, _u32(data, pos + 24, little),
+        return new_frame(self.number, _time(iface, ts_units), caplen, _u32(data, pos + 24, little),
                          iface.linktype, cut(data, pos + 28, pos + 28 + caplen), iface_id, None)
 
     def _skip_oversized(self, block_type, total):
@@ -439,7 +448,7 @@ def _block_header(block_type, head, order, interfaces):
     if iface_id >= len(interfaces):
         return 0.0, iface_id, None, wirelen
     iface = interfaces[iface_id]
-    return ((hi << 32) | lo) * iface.scale + iface.offset, iface_id, iface.linktype, wirelen
+    return _time(iface, (hi << 32) | lo), iface_id, iface.linktype, wirelen
 
 
 def _packet_block(block_type, body, order, interfaces, number, block_at):
@@ -467,7 +476,7 @@ def _packet_block(block_type, body, order, interfaces, number, block_at):
         return Frame(number, ts_units * 1e-6, 0, wirelen, None, b"", iface_id,
                      f"packet block at byte {block_at} names interface {iface_id}, {kept}")
     iface = interfaces[iface_id]
-    ts = ts_units * iface.scale + iface.offset
+    ts = _time(iface, ts_units)
     if caplen > MAX_RECORD:
         return Frame(number, ts, 0, wirelen, iface.linktype, b"", iface_id,
                      f"packet block at byte {block_at} claims {caplen} captured bytes, more than any link "

@@ -384,8 +384,8 @@ def _master_list(cur, msg):
     if len(servers) != count:
         present = "1 entry is" if len(servers) == 1 else f"{len(servers)} entries are"
         cur.finding(W.count_mismatch, f"server count says {count} but {present} present", 4, 2)
-    msg.info = f"Master server list: {len(servers)} servers" + ("" if len(servers) == count else
-                                                                   f" (count says {count})")
+    listed = "1 server" if len(servers) == 1 else f"{len(servers)} servers"
+    msg.info = f"Master server list: {listed}" + ("" if len(servers) == count else f" (count says {count})")
 
 
 def _observe(keyed, packet, msg):
@@ -695,8 +695,9 @@ def _tried_layout(data, candidates):
 
 def _lenient_fit(data, candidates):
     """The candidate that, reading on past each value out of range (flagged as odamex.bad_value), reads the reply
-    exactly to its end with the fewest such values, at most MAX_LENIENT; of those, the one whose first bad value
-    comes furthest on (as the trials rank readings that break), then the earlier (see trials_choice). Also where no
+    exactly to its end with at most MAX_LENIENT such values and the fewest complaints in all (warnings and errors:
+    a bad hash too); of those, the one whose first complaint comes furthest on (as the trials rank readings that
+    break), then the earlier (see trials_choice). Also where no
     request was seen and the reading that went furthest took bytes 8-11 for an echoed key though they hold a short
     name: a name of two or three letters puts its terminator among them, and a reading that takes them for a key
     goes on a long way before it breaks. (candidate, None, the trial message), or None."""
@@ -711,10 +712,12 @@ def _lenient_fit(data, candidates):
             continue
         if not cur.at_end():
             continue
-        bad = [finding.offset for finding in msg.findings if finding.code == BAD_VALUE]
-        if len(bad) > MAX_LENIENT:
+        if sum(1 for finding in msg.findings if finding.code == BAD_VALUE) > MAX_LENIENT:
             continue
-        rank = (-len(bad), min(bad, default=len(data)))  # the fewest, then the first one furthest on
+        # the fewest complaints (bad values, bad hashes: a misreading makes both), then the first one furthest on
+        complaints = [finding.offset for finding in msg.findings
+                      if finding.severity in SEVERE and finding.code not in SHARED]
+        rank = (-len(complaints), min(complaints, default=len(data)))
         if best_rank is None or rank > best_rank:
             best, best_rank = (lenient, None, msg), rank
     return best

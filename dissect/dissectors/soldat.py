@@ -768,7 +768,8 @@ def info_line(msg, count):
     if name == "request_list":
         return f"Request List version={_or_unknown(data.get('version'))} gametype={_or_unknown(data.get('gametype'))}"
     if name == "list_begin":
-        return f"List begin: {_or_unknown(data.get('servercount'))} servers"
+        announced = data.get("servercount")
+        return f"List begin: {'1 server' if announced == 1 else f'{_or_unknown(announced)} servers'}"
     if name == "list_end":
         return "List End"
     return f"{count} fields"

@@ -386,7 +386,7 @@ def _gie3(cur, msg):
                 cur.flag_last(W.reserved_nonzero, f"reserved bytes 4-5 are {reserved.hex(' ')}")
     else:
         extra = 0
-        _header_ff6(cur, "request")
+        _header_ff6(cur, "gie3")
     msg.name = "gie3"
     _padding_and_identifier(cur, 4)
     if cur.end < REQUEST_LENGTH:
@@ -417,7 +417,10 @@ def _header_ff6(cur, what):
         return
     header = cur.raw(HEADER, 6)
     if header != FF6:
-        wanted = "neither xe (78 65) nor FF FF FF FF FF FF" if what == "request" else "not FF FF FF FF FF FF"
+        if what == "gie3":  # its own layout starts xe; a vanilla one, as a response does
+            what, wanted = "request", "neither xe (78 65) nor FF FF FF FF FF FF"
+        else:
+            wanted = "not FF FF FF FF FF FF"
         cur.flag_last(W.bad_header, f"{what} header bytes 0-5 are {header.hex(' ')}, {wanted}")
 
 
