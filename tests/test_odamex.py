@@ -559,7 +559,8 @@ def tried(data, keyed):
     seen (None: an echoed key first where the name would start with control bytes, which a name of up to three
     letters and its terminator does not)."""
     if keyed is None:
-        short_name = any(byte == 0 and all(b >= 0x20 for b in data[8:index]) for index, byte in enumerate(data[8:12], 8))
+        short_name = any(byte == 0 and all(b >= 0x20 for b in data[8:index])
+                         for index, byte in enumerate(data[8:12], 8))
         order = ECHO_FIRST if any(byte < 0x20 for byte in data[8:12]) and not short_name else ECHO_LAST
     else:
         order = ECHO_FIRST if keyed else NO_ECHO

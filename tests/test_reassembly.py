@@ -403,8 +403,8 @@ def test_servers_seen_name_the_lobby_and_show_what_a_line_lacks(tmp_path):
     """--stats' servers seen: each server's line names the lobby that listed it (its characters were listed one by
     one), and a port that is no number shows as "?" (it showed "None")."""
     _, out, _ = run_cli("--stats", capture("soldat-session.pcap"))
-    assert ('  192.0.2.10:23073        "Soldat CTF Classic"  map ctf_Ash  "CTF"  version 42  players 5/12  no password  '
-            'responses 2  listed by 127.0.0.1:13074') in out.splitlines()
+    assert ('  192.0.2.10:23073        "Soldat CTF Classic"  map ctf_Ash  "CTF"  version 42  players 5/12  '
+            'no password  responses 2  listed by 127.0.0.1:13074') in out.splitlines()
     fields = list(sp.SERVERS[0])
     fields[2] = "PORT"
     reply = sp.list_begin(1) + sp.server_entry(fields) + sp.list_end()

@@ -161,7 +161,8 @@ W = FindingTable("teeframe", messages=True, entries=[
     ("packet_too_large", "warning", "spec: 'the 1400-byte packet size limit includes the six-byte header, the message "
                                     "identifier and padding, and all encoded fields'"),
     ("bad_header", "warning", "spec: a response starts 'byte[0-5] // FF FF FF FF FF FF' and a request 'byte[0-1] // "
-                              "78 65: ASCII \"xe\"' (a vanilla one as a response does), then 'byte[6-9] // FF FF FF FF'"),
+                              "78 65: ASCII \"xe\"' (a vanilla one as a response does), then "
+                              "'byte[6-9] // FF FF FF FF'"),
     ("reserved_nonzero", "warning", "spec: 'Reserved bytes must be sent as zero and ignored by the receiver'"),
     ("bad_request_length", "error", "spec: 'the complete request is 15 bytes'"),
     ("unknown_identifier", "warning", "spec: the messages are gie3, iext and iex+ (older peers add inf3, gief, info, "
