@@ -44,7 +44,8 @@ def elapsed_seconds(start, end):
     Such a float holds a time of this era to about 0.24 microsecond, and a difference of two carries that noise (45 µs
     of a microsecond capture read 45.061 µs): whole microseconds are what most captures' clocks give, and no finer
     part of a difference would be exact."""
-    return max(0.0, round(end - start, 6))
+    micros = round((end - start) * 1_000_000)  # the microseconds, then the float nearest them: round(x, 6)'s value,
+    return max(0.0, micros / 1_000_000)          # without its decimal conversion
 
 
 def annotate_response(record, msg, tree, request_frame, request_ts, fields):
