@@ -11,6 +11,7 @@ cdef class Timing:
     cdef public object count, total_ns, low, high
     cpdef add(self, seconds)
 
+@cython.locals(micros=double)
 cpdef double elapsed_seconds(double start, double end)
 @cython.locals(spec=FieldSpec)
 cpdef annotate_response(record, Message msg, tree, request_frame, request_ts, fields)

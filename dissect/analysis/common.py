@@ -44,8 +44,9 @@ def elapsed_seconds(start, end):
     Such a float holds a time of this era to about 0.24 microsecond, and a difference of two carries that noise (45 µs
     of a microsecond capture read 45.061 µs): whole microseconds are what most captures' clocks give, and no finer
     part of a difference would be exact."""
-    micros = round((end - start) * 1_000_000)  # the microseconds, then the float nearest them: round(x, 6)'s value,
-    return max(0.0, micros / 1_000_000)          # without its decimal conversion
+    micros = (end - start) * 1_000_000 + 0.5
+    micros -= micros % 1.0  # the whole microseconds (in C when compiled: round(x, 6) converts to decimal digits)
+    return max(0.0, micros / 1_000_000)
 
 
 def annotate_response(record, msg, tree, request_frame, request_ts, fields):
