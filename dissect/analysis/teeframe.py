@@ -38,14 +38,6 @@ SEEN_COLUMNS = ("name", "map", "game_type", "version", "players", "max_players",
 CUT_MESSAGE = FRAME_FINDINGS.cut_message  # a response short of records the capture did not keep: no fault of the server
 
 
-def _cut_by_capture(msg):
-    """Whether the capture's snap length cut the message (its capture.cut_message note)."""
-    for finding in msg.findings:
-        if finding.code == CUT_MESSAGE.code:
-            return True
-    return False
-
-
 class _Response:
     __slots__ = ("server", "client", "token", "key", "info", "records", "frames", "first_ts", "request",
                  "findings", "clients_omitted", "held", "dropped_records", "vanilla", "num_clients", "num_players",
@@ -228,7 +220,7 @@ class TeeFrameAnalyzer(Analyzer):
             clients = []
         records = self._keep(response, clients, out)
         response.records[number] = records
-        if msg.findings and _cut_by_capture(msg):
+        if record.packet.cut:  # the snap length cut the datagram: its message has the capture.cut_message note
             response.cut = True
         if len(response.frames) < MAX_FRAMES:
             response.frames.append(record.number)
