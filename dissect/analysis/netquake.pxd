@@ -46,4 +46,3 @@ cdef class NetQuakeAnalyzer(Analyzer):
 cdef dict REPLY_TO, TIMED_AS
 
 cpdef bint _past_last_player(number, current_players) except -1
-cpdef str _count(count, noun)

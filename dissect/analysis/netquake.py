@@ -5,7 +5,7 @@ from ..core.bounded import BoundedDict, peek, put
 from ..dissectors.netquake import (CCREP_ACCEPT, CCREP_PLAYER_INFO, CCREP_REJECT, CCREP_RULE_INFO,
                                   CCREP_SERVER_INFO, CCREQ_CONNECT, CCREQ_PLAYER_INFO, CCREQ_RULE_INFO,
                                   CCREQ_SERVER_INFO, COMMANDS, F, W)
-from ..core.fmt import endpoint
+from ..core.fmt import counted, endpoint
 from .base import Analyzer
 from .common import ServersSeen, Timing, annotate_response, merge_counts, merge_timings
 
@@ -222,7 +222,7 @@ class NetQuakeAnalyzer(Analyzer):
             result = {"client": walk.client, "server": walk.server, "rules": walk.items, "complete": walk.ended}
             if not walk.ended:
                 findings.append(W.incomplete_walk.at("rule walk ended without the 5-byte end-of-rules reply"))
-            summary = f"rule walk {walk.client} → {walk.server}: {_count(len(walk.items), 'rule')}" + \
+            summary = f"rule walk {walk.client} → {walk.server}: {counted(len(walk.items), 'rule')}" + \
                 ("" if walk.ended else " (incomplete)")
         else:
             answered = {p["player_number"] for p in walk.items}
@@ -231,7 +231,7 @@ class NetQuakeAnalyzer(Analyzer):
             result = {"client": walk.client, "server": walk.server, "players": walk.items,
                       "requested": walk.requested, "unanswered": unanswered, "expected": expected,
                       "complete": walk.ended}
-            summary = f"player walk {walk.client} → {walk.server}: {_count(len(walk.items), 'player')}" + \
+            summary = f"player walk {walk.client} → {walk.server}: {counted(len(walk.items), 'player')}" + \
                 (f" of {expected}" if expected is not None else "") + ("" if walk.ended else " (incomplete)")
         return AnalysisRecord("netquake", walk.kind, walk.frames, result, findings, summary)
 
@@ -261,6 +261,3 @@ def _past_last_player(number, current_players):
     """Player numbers go from 0 to current_players - 1; the spec: a bad player number gets no reply."""
     return current_players is not None and number is not None and number >= current_players
 
-
-def _count(count, noun):
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

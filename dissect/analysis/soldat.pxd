@@ -6,7 +6,7 @@ cimport cython
 from dissect.analysis.base cimport Analyzer
 from dissect.analysis.common cimport ServersSeen, Timing, elapsed_seconds
 from dissect.core.bounded cimport BoundedDict, peek, popped, put
-from dissect.core.fmt cimport decimal_text, or_unknown
+from dissect.core.fmt cimport counted, decimal_text, or_unknown
 from dissect.core.model cimport Message
 from dissect.dissectors.soldat cimport clip, server_values
 

@@ -17,7 +17,7 @@ from sys import getsizeof
 from ..capture.tables import FRAME_FINDINGS
 from ..core import AnalysisRecord
 from ..core.bounded import BoundedDict, peek, popped, put
-from ..core.fmt import decimal_text, or_unknown
+from ..core.fmt import counted, decimal_text, or_unknown
 from ..dissectors.soldat import FILTER_KEYS, GAME_STYLES, SERVER_KEYS, W, clip, server_values
 from .base import Analyzer
 from .common import ServersSeen, Timing, elapsed_seconds, merge_counts
@@ -209,7 +209,7 @@ class SoldatAnalyzer(Analyzer):
         elif exchange.announced is not None and exchange.received != exchange.announced:
             findings.append(_count_finding(exchange))
         announced = "?" if exchange.announced is None else exchange.announced  # no f line seen
-        summary = (f"server list {exchange.lobby} → {exchange.client}: {_servers(exchange.received)}"
+        summary = (f"server list {exchange.lobby} → {exchange.client}: {counted(exchange.received, 'server')}"
                    f" of {announced}" + ("" if exchange.ended else " (no end line)"))
         return AnalysisRecord("soldat", "server_list", exchange.frames, lambda: _result(stream, exchange), findings,
                               summary)
@@ -242,16 +242,12 @@ class SoldatAnalyzer(Analyzer):
 def _count_finding(exchange):
     """A list whose servers between f and h are not SERVERCOUNT: the peer's fault, unless lines were missing because
     the capture's snap length cut them (and no bytes were lost)."""
-    counts = f"{_servers(exchange.received)} listed between f and h"
+    counts = f"{counted(exchange.received, 'server')} listed between f and h"
     if exchange.uncaptured and not exchange.lost:
         return CUT_MESSAGE.at(f"{counts}, SERVERCOUNT is {exchange.announced}: the capture's snap length cut lines "
                               f"of the list")
     lost = "; bytes of the stream were lost" if exchange.lost else ""
     return W.count_mismatch.at(f"{counts}, but SERVERCOUNT is {exchange.announced}{lost}")
-
-
-def _servers(count):
-    return "1 server" if count == 1 else f"{count} servers"
 
 
 def _seen_columns(values):

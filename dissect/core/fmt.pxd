@@ -234,6 +234,7 @@ cdef bint _COMPILED
 @cython.locals(text=str)
 cpdef str decimal_text(number)
 cpdef str or_unknown(value)
+cpdef str counted(count, noun)
 cpdef dec_hex(value)
 cpdef hex_text(value, Py_ssize_t width)
 cpdef hex16(value)

@@ -98,6 +98,12 @@ def or_unknown(value):
     return decimal_text(value) if type(value) is int else str(value)
 
 
+def counted(count, noun):
+    """``count`` and ``noun``, plural but for one ("1 server", "3 servers"); "?" for a count the message lacks."""
+    text = or_unknown(count)
+    return f"{text} {noun}" if count == 1 else f"{text} {noun}s"
+
+
 DECIMALS = [str(number) for number in range(4096)]
 _COMPILED = not __file__.endswith(".py")
 

@@ -4,7 +4,7 @@
 
 cimport cython
 from dissect.core.cursor cimport Cursor, as_bytes, new_cursor
-from dissect.core.fmt cimport decimal_text, hex_text, or_unknown
+from dissect.core.fmt cimport counted, decimal_text, hex_text, or_unknown
 from dissect.core.model cimport Field, Message, add_prepared, new_field, new_message, prepared_finding
 from dissect.core.tables cimport FieldSpec
 from dissect.core.bounded cimport BoundedDict, peek, put

@@ -34,7 +34,7 @@ import struct
 from ..core import I16LE, I32LE, U16LE, U32LE, Truncated
 from ..core.bounded import BoundedDict, peek, put
 from ..core.cursor import as_bytes, new_cursor
-from ..core.fmt import ValueTexts, decimal_text, hex_text, named, or_unknown
+from ..core.fmt import ValueTexts, counted, decimal_text, hex_text, named, or_unknown
 from ..core.model import add_prepared, new_field, new_message, prepared_finding
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector
@@ -384,8 +384,8 @@ def _master_list(cur, msg):
     if len(servers) != count:
         present = "1 entry is" if len(servers) == 1 else f"{len(servers)} entries are"
         cur.finding(W.count_mismatch, f"server count says {count} but {present} present", 4, 2)
-    listed = "1 server" if len(servers) == 1 else f"{len(servers)} servers"
-    msg.info = f"Master server list: {listed}" + ("" if len(servers) == count else f" (count says {count})")
+    msg.info = (f"Master server list: {counted(len(servers), 'server')}"
+                + ("" if len(servers) == count else f" (count says {count})"))
 
 
 def _observe(keyed, packet, msg):

@@ -7,7 +7,7 @@
 cimport cython
 from dissect.capture.layers cimport Packet
 from dissect.core.cursor cimport Cursor, as_bytes, cut
-from dissect.core.fmt cimport decimal_text
+from dissect.core.fmt cimport counted, decimal_text, or_unknown
 from dissect.core.model cimport Message, new_message
 from dissect.registry cimport dissect_message
 

@@ -28,7 +28,7 @@ from operator import itemgetter
 
 from ..capture.layers import Packet
 from ..core.cursor import as_bytes, cut
-from ..core.fmt import ValueTexts, decimal_text
+from ..core.fmt import ValueTexts, counted, decimal_text, or_unknown
 from ..core.model import new_message
 from ..core.tables import FieldTable, FindingTable
 from ..registry import Dissector, dissect_message
@@ -768,8 +768,7 @@ def info_line(msg, count):
     if name == "request_list":
         return f"Request List version={_or_unknown(data.get('version'))} gametype={_or_unknown(data.get('gametype'))}"
     if name == "list_begin":
-        announced = data.get("servercount")
-        return f"List begin: {'1 server' if announced == 1 else f'{_or_unknown(announced)} servers'}"
+        return f"List begin: {counted(data.get('servercount'), 'server')}"
     if name == "list_end":
         return "List End"
     return f"{count} fields"
@@ -784,7 +783,7 @@ def _cut_server_info(ip, port, title, where, players, most):
 
 def _or_unknown(value):
     """A value's text for an info line, clipped; "?" for a field the line does not hold."""
-    return "?" if value is None else clip(decimal_text(value) if isinstance(value, int) else str(value))
+    return clip(or_unknown(value))
 
 
 def _find_newline(data, start, stop):
