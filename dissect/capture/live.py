@@ -13,7 +13,7 @@ import sys
 import time
 
 from .files import Frame
-from .writer import WriteError, open_writer, pick_format
+from .writer import WriteError, open_writer, pick_format, whole_micros
 
 PACKET_OUTGOING = 4
 SOL_PACKET, PACKET_STATISTICS = 263, 6
@@ -38,7 +38,7 @@ def list_interfaces():
 def in_microseconds(ts):
     """``ts`` to the microsecond, the float a pcap of it reads back as (seconds + micros * 1e-6): what the views show
     of a live frame is what they show of it in the -w file."""
-    seconds, micros = divmod(int(round(ts * 1_000_000)), 1_000_000)
+    seconds, micros = divmod(whole_micros(ts), 1_000_000)
     return seconds + micros * 1e-6
 
 

@@ -64,7 +64,7 @@ class _Writer:
 
     def _micros(self, frame):
         """The frame's time in microseconds since 1970, within what the format holds."""
-        micros = _micros(frame.ts)
+        micros = whole_micros(frame.ts)
         if micros is not None and 0 <= micros <= self.MAX_MICROS:
             return micros
         held = self.MAX_MICROS if frame.ts > 0 else 0  # a NaN at 0
@@ -223,8 +223,9 @@ def _block(block_type, body):
     return struct.pack("<II", block_type, length) + body + struct.pack("<I", length)
 
 
-def _micros(ts):
-    """``ts`` (seconds) in whole microseconds; None for a time that is no finite number."""
+def whole_micros(ts):
+    """``ts`` (seconds) in whole microseconds, as the files written hold it; None for a time that is no finite
+    number."""
     if isinstance(ts, float) and not math.isfinite(ts):
         return None
     return int(round(ts * 1_000_000))
