@@ -627,25 +627,23 @@ def trials_choice(data, candidates, keyed):
     (not at the reply's end, as a reply cut short does), a reading that flags at most MAX_LENIENT such values and
     reads on past them to the reply's exact end is shown instead: one bad byte in a real reply no longer shows the
     garbage of a layout that read a few bytes further before its first complaint."""
-    choice = _tried_layout(data, candidates)
-    if choice[1] is None:
+    candidate, broken, trial, at_value = _tried_layout(data, candidates)
+    choice = candidate, broken, trial
+    if broken is None:
         return choice
-    if keyed is None and choice[0].echo and _short_name(data):
+    if keyed is None and candidate.echo and _short_name(data):
         return _lenient_fit(data, CANDIDATES[NO_ECHO]) or choice
-    if _breaks_at_a_value(data, choice[0]):
+    if at_value:
         return _lenient_fit(data, candidates) or choice
     return choice
 
 
-def _breaks_at_a_value(data, candidate):
-    """Whether reading the reply in ``candidate`` stops at a value out of range (not by running off its end)."""
-    msg = new_message("odamex", data, 0)
-    try:
-        _reader(new_cursor(msg, data, False, 4), msg, candidate).read()
-    except _Broken:
-        return True
-    except Truncated:
-        return False
+def _broke_at_a_value(reach, trial):
+    """Whether a trial that stopped at ``reach`` stopped at a value out of range (_Broken, raised where its bad_value
+    is), not by running off the reply's end or short of it."""
+    for finding in trial.findings:
+        if finding.code == BAD_VALUE and finding.offset == reach:
+            return True
     return False
 
 
@@ -669,8 +667,9 @@ def echo_order(data, keyed):
 
 
 def _tried_layout(data, candidates):
-    """_choose_layout's answer from decoding the reply in each of ``candidates`` in turn."""
-    fit, fit_warnings, best, best_rank = None, None, None, None
+    """_choose_layout's answer from decoding the reply in each of ``candidates`` in turn, and whether the reading shown
+    where none fits broke at a value out of range (see trials_choice)."""
+    fit, fit_warnings, best, best_rank, best_at_value = None, None, None, None, False
     heads, bodies = {}, {}
     for candidate in candidates:
         if candidate.echo not in heads:
@@ -679,7 +678,7 @@ def _tried_layout(data, candidates):
         if fits:
             warnings = _severe_count(trial.findings)
             if not warnings:
-                return candidate, None, trial
+                return candidate, None, trial, False
             if fit is None or warnings < fit_warnings:
                 fit, fit_warnings = (candidate, trial), warnings
             continue
@@ -687,10 +686,10 @@ def _tried_layout(data, candidates):
             continue  # no better than the same layout without the extension, which is tried too
         rank = _partial_rank(reach, trial)
         if best_rank is None or rank > best_rank:
-            best, best_rank = candidate, rank
+            best, best_rank, best_at_value = candidate, rank, _broke_at_a_value(reach, trial)
     if fit is not None:
-        return fit[0], None, fit[1]
-    return best, best_rank[1], None
+        return fit[0], None, fit[1], False
+    return best, best_rank[1], None, best_at_value
 
 
 def _lenient_fit(data, candidates):
