@@ -353,6 +353,18 @@ def test_a_reply_no_request_asked_for_is_no_player_of_the_walk(tmp_path):
     assert result["requested"] == [0] and result["unanswered"] == []
 
 
+def test_a_player_request_cut_before_its_number_asks_for_no_player(tmp_path):
+    """A CCREQ_PLAYER_INFO without its player byte is truncated: it starts no walk and joins none as a null."""
+    cut = nq.ccreq_player_info(0)[:-1]
+    walks, summaries = _walks(_session_pcap(tmp_path, [(True, cut)]))
+    assert walks == [] and summaries == []
+    packets = _walk_packets(["A"], [0], {0})
+    packets.insert(2, (True, cut))
+    walks, summaries = _walks(_session_pcap(tmp_path, packets))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 1 player of 1 (frames 4,5)"]
+    assert walks[0]["result"]["requested"] == [0] and walks[0]["result"]["unanswered"] == []
+
+
 def test_one_rule_is_singular(tmp_path):
     packets = [(True, nq.ccreq_rule_info("")), (False, nq.ccrep_rule_info("fraglimit", "20")),
                (True, nq.ccreq_rule_info("fraglimit")), (False, nq.ccrep_rule_info())]

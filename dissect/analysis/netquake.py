@@ -90,6 +90,8 @@ class NetQuakeAnalyzer(Analyzer):
 
     def _player_request(self, record, packet, msg, conv, out):
         number = msg.values.get("player_number")
+        if number is None:
+            return  # cut before its player number: it asks for no player a walk or a reply can name
         conv.players_pending[number] = (record.number, record.ts)
         walk = conv.player_walk
         if walk is None and _past_last_player(number, conv.current_players):
