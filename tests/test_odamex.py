@@ -354,6 +354,15 @@ def test_real_reply_with_key_and_extension():
     assert [(f.code, f.offset) for f in msg.findings] == [("odamex.real_layout", 0), ("odamex.extension", 141)]
 
 
+def test_game_version_shows_major_minor_patch():
+    """MAKEVER is major * 256 + minor * 10 + patch: the patch is the low byte's last digit, not the number's."""
+    for version, shown in ((4 * 256 + 3 * 10 + 6, "1060 (4.3.6)"), (259, "259 (1.0.3)"), (65541, "65541 (256.0.5)")):
+        extension = od.extension_block(2, game_version=version)
+        msg = same_without_tree(real_reply(1, 0, 0, (3, 3), extension, key=b"\x11\x22\x33\x44"))
+        assert span(msg, "odamex.ext.game_version") == (len(extension) + 141 - 5, 4, version)
+        assert field(msg, "odamex.ext.game_version").display == shown
+
+
 def test_real_layout_replaces_the_old_misreadings():
     """What the decoder made of a free-for-all reply before: "\\x02marine", a false bad_hash, a bad CTF bool."""
     for teams in ((2, 2), (3, 3), (4, 4)):

@@ -116,7 +116,7 @@ def _ip_text(value):
 
 def _version_text(value):
     # Odamex's MAKEVER: major * 256 + minor * 10 + patch
-    return f"{value} ({value // 256}.{value % 256 // 10}.{value % 10})"
+    return f"{value} ({value // 256}.{value % 256 // 10}.{value % 256 % 10})"
 
 
 def _marker_text(value):
