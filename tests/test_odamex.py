@@ -527,7 +527,31 @@ def test_real_team_out_of_range():
 
 def test_spec_team_while_teamplay_is_off():
     msg = dissect("odamex", spec_reply(0, 0, (1, 0), u8(0) * 3))
-    assert "odamex.bad_value" in codes(msg)
+    assert [(f.code, f.offset, f.length) for f in msg.findings] == [("odamex.bad_value", 65, 1)]
+    assert msg.findings[0].message.startswith("player team 1 is not one of 0 = None while teamplay is off (spec: ")
+
+
+def test_spec_modes_the_notes_rule_out():
+    """The spec's notes: CTF comes with teamplay and deathmatch, teamplay with deathmatch (game type 1 or 2)."""
+    scored = i32(3) + u8(1) + i32(2) + u8(1) + i32(0) + u8(0)  # limit 137, blue 141, red 146, gold 151
+    ctf_alone = same_without_tree(spec_reply(0, 1, (0, 0), scored))
+    assert msg_findings(ctf_alone) == [("odamex.mode_conflict", 113, 1, "CTF is on but teamplay is off")]
+    assert ctf_alone.values["layout"] == "spec" and ctf_alone.values["team_scores"] == {"blue": 2, "red": 0}
+    coop = bytearray(spec_reply(1, 1, (1, 2), scored))
+    coop[48] = 0  # game type COOP
+    coop = same_without_tree(bytes(coop))
+    assert msg_findings(coop) == [("odamex.mode_conflict", 50, 1, "teamplay is on in a COOP game"),
+                                  ("odamex.mode_conflict", 113, 1, "CTF is on in a COOP game")]
+    assert coop.findings[0].severity == "warning" and "'If Teamplay is enabled, then deathmatch" in \
+        coop.findings[0].message
+    for game_type in (1, 2):
+        valid = bytearray(spec_reply(1, 1, (1, 2), scored))
+        valid[48] = game_type
+        assert same_without_tree(bytes(valid)).findings == []
+
+
+def msg_findings(msg):
+    return [(f.code, f.offset, f.length, f.message.split(" (spec: ")[0]) for f in msg.findings]
 
 
 def test_bad_hash_and_too_many_players():

@@ -207,6 +207,8 @@ W = FindingTable("odamex", messages=True, entries=[
     ("real_layout", "note", "real Odamex servers write a deathmatch bool where the spec has the game type, the CTF "
                             "bool right after the teamplay bool (the spec: after the PWAD MD5 hashes), a team byte "
                             "for every player, and the team block only in team games"),
+    ("mode_conflict", "warning", "spec: 'If CTF is enabled, Teamplay will be enabled and deathmatch (2.0?)' and 'If "
+                                 "Teamplay is enabled, then deathmatch (2.0?) will be too'"),
     ("compact_layout", "note", "the spec's table lists a team byte for every player and the three team bools "
                                "always; this reply leaves them out while teamplay is off"),
     ("extension", "note", "beyond the spec: newer servers append version, e-mail, limits, flags, per-player stats "
@@ -1003,7 +1005,7 @@ class _ServerInfo:
             players.append(self._player(allowed))
         values["hashes"] = [self._hash() for _ in pwads]
         if self.layout != REAL:
-            values["ctf"] = self._bool(CTF)
+            self._spec_ctf()
             values["mode"] = _spec_mode(values)
         values["website"] = cur.cstring(WEBSITE, "latin-1")
         self._team_block()
@@ -1037,6 +1039,14 @@ class _ServerInfo:
         values["game_type"] = self._enum(GAME_TYPE, GAME_TYPES)
         values["skill"] = self._enum(SKILL, SKILLS)
         values["teamplay"] = self._bool(TEAMPLAY)
+        if values["teamplay"] and values["game_type"] == 0:
+            self.cur.flag_last(W.mode_conflict, "teamplay is on in a COOP game")
+
+    def _spec_ctf(self):
+        """The spec's CTF bool, after the PWAD hashes, and what the spec's notes say comes with it."""
+        cur, values = self.cur, self.values
+        values["ctf"] = self._bool(CTF)
+        _check_spec_ctf(cur, values, cur.last_offset)
 
     def _real_modes(self):
         cur, values = self.cur, self.values
@@ -1103,10 +1113,15 @@ class _ServerInfo:
         team = cur.u8(PLAYER_TEAM)
         if team not in allowed:
             self._out_of_range(f"player team {team} is not one of "
-                               f"{', '.join([f'{k} = {self.team_names[k]}' for k in allowed])}")
+                               f"{', '.join([f'{k} = {self.team_names[k]}' for k in allowed])}{self._team_context()}")
         if cur.tree:
             cur.set_last(team, f"{self._team_name(team)} ({decimal_text(team)})")
         return team
+
+    def _team_context(self):
+        if self._teams_on():
+            return ""
+        return " outside team games" if self.layout == REAL else " while teamplay is off"
 
     def _team_name(self, team):
         return self.team_names.get(team, "not a team")  # out of range: read on only in a lenient reading
@@ -1217,6 +1232,14 @@ class _ServerInfo:
             self._out_of_range(f"marker 0x{value:08x} is not 0x{expected:08x}")
 
 
+def _check_spec_ctf(cur, values, offset):
+    """The spec's notes on a CTF bool that is on (at ``offset``): teamplay and deathmatch come with it."""
+    if values["ctf"] and not values["teamplay"]:
+        cur.finding(W.mode_conflict, "CTF is on but teamplay is off", offset, 1)
+    if values["ctf"] and values["game_type"] == 0:
+        cur.finding(W.mode_conflict, "CTF is on in a COOP game", offset, 1)
+
+
 def _zeros_and_ones(data, start, stop):
     """Whether every byte of ``data[start:stop]`` is 0 or 1; ``stop`` within the data."""
     raw = data  # compiled, a C pointer to the bytes, as in _after_string
@@ -1229,7 +1252,8 @@ def _zeros_and_ones(data, start, stop):
 def _summary_read(cur, msg, choice):
     """A reply that the walk found to fit ``choice`` cleanly, read without a tree: its head and its game mode (what
     the info line and the servers seen show), the rest left for ``full_values`` (``values["unread"]`` says how to
-    read it). A clean fit has nothing to flag: what is left unread holds no finding."""
+    read it). A clean fit has no value out of range; the spec's notes on the game mode are checked here as in a
+    reading with a tree (``mode_conflict``), and what is left unread holds no finding."""
     reader = _reader(cur, msg, choice)
     reader.head()
     reader.modes()
@@ -1240,6 +1264,7 @@ def _summary_read(cur, msg, choice):
         pos = _after_strings(data, pos, end, len(values["pwads"]))  # the PWAD hashes
         if not real:
             values["ctf"] = data[pos] == 1
+            _check_spec_ctf(cur, values, pos)
             values["mode"] = _spec_mode(values)
             pos += 1
         if choice.extension:  # its note points there
