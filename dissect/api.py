@@ -90,7 +90,7 @@ class Capture:
         """The records the loop has not taken, as the tables ``--to-parquet`` writes: a dict of
         ``pyarrow.Table`` (frames, messages, findings, analysis). Needs pyarrow (the extra ``scale``)."""
         from .columnar import arrow_tables
-        return arrow_tables(self, lambda: self._files.paths[self._files.index])
+        return arrow_tables(self, self._files.source_of)
 
     def to_pandas(self) -> dict:
         """``to_arrow()`` as pandas DataFrames (needs pandas too)."""

@@ -489,20 +489,27 @@ class _MessageBuffer(_Buffer):
 
 # -- in memory: the API --------------------------------------------------------------------------
 def arrow_tables(records, file_of):
-    """The records as the four tables, name -> pyarrow.Table; ``file_of()`` names the file of the record
-    just taken (the API's ``capture.to_arrow``)."""
+    """The records as the four tables, name -> pyarrow.Table; ``file_of(number)`` names the file that frame
+    ``number`` came from, None the one being read (the API's ``capture.to_arrow``, where several files are one
+    capture: an analysis record concluded in a later file names the file of its first frame)."""
     require_arrow("to_arrow()")
     layout = Layout()
     batches = {name: [] for name in TABLES}
     sink = TableSink(lambda name, batch: batches[name].append(batch), layout)
     for record in records:
-        sink.file = source_name(file_of())
+        sink.file = source_name(file_of(_first_frame(record)))
         if record.kind == "frame":
             sink.frame(record)
         else:
             sink.analysis(record)
     sink.close()
     return {name: pa.Table.from_batches(batches[name], schema=layout.schemas[name]) for name in TABLES}
+
+
+def _first_frame(record):
+    if record.kind == "frame":
+        return record.number
+    return next((number for number in record.frames if number is not None), None)
 
 
 def pandas_frames(tables):

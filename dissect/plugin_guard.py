@@ -6,38 +6,45 @@ their frames' path pays for no guard). What a failure costs:
 
 - ``claims``: the payload is not the plugin's; the other protocols are asked.
 - ``decode``: caught as for every protocol (``dissect_message``); after it, the message is checked here: a name or
-  info that is not text is replaced, fields that lie outside the message's bytes (or are not Fields, or are met
-  twice in its tree) are dropped, findings placed outside it lose their position, and a message whose bytes or
-  position the decoder changed gets them back.
+  info that is not text is replaced, a protocol that is not text or names a built-in protocol is put back (a
+  built-in's analyzer would take the message as its own), fields that lie outside the message's bytes (or are not
+  Fields, or are met twice in its tree) are dropped, a field's value nested deeper than MAX_VALUE_DEPTH (or one that
+  holds itself) is dropped, findings placed outside it lose their position, and a message whose bytes or position
+  the decoder changed gets them back. An analysis record's result is held to the same depth.
 - ``observe`` and the analyzer's ``feed``: nothing learnt from that message, a finding on it.
 - A stream parser's ``feed``, ``gap``, ``uncaptured`` or ``close``: that side of the stream is not dissected after
   it; the messages made before the failure are kept.
 - The analyzer's ``stream_closed`` and ``finish``: an analysis record with the finding in place of what they
   concluded. ``stats``: ``{"error": ...}`` in place of its statistics; ``merge`` and ``follow`` (``-j``, many
-  files): its statistics are the error from then on.
+  files), and an analyzer that cannot be pickled to be sent between processes: its statistics are the error from
+  then on.
 
 Findings that belong to a frame but no message (``claims``, stream parsers) wait in the registry's ``faults`` for
 the pipeline to add to the frame's record.
 """
+
+import pickle
 
 from .analysis.base import Analyzer
 from .core.model import SEVERITY_RANK, AnalysisRecord, Field, Finding, Message
 
 MAX_ERROR_TEXT = 200  # characters of an exception's text kept in a finding
 MAX_DEPTH = 64        # levels of a plugin's field tree: deeper fields are dropped
+MAX_VALUE_DEPTH = 32  # levels of lists, tuples and dicts in a plugin's field value or analysis record's result
 MAX_MESSAGES = 65536  # messages a plugin's stream parser may make from one call (a line is at least its newline)
 
 
-def guard_dissector(dissector, faults, observes):
+def guard_dissector(dissector, faults, observes, reserved=frozenset()):
     """Put the hooks of ``dissector`` (a plugin's instance) behind guards; ``faults``: the registry's list;
-    ``observes``: its ``observe`` is its own (the pipeline calls only those)."""
+    ``observes``: its ``observe`` is its own (the pipeline calls only those); ``reserved``: the built-in
+    protocols' keys, which its messages may not take."""
     error = dissector.findings.dissector_error
     dissector.claims = _claims(dissector.claims, error, faults)
-    dissector.decode = _decode(dissector.decode, error)
+    dissector.decode = _decode(dissector.decode, error, reserved)
     if observes:
         dissector.observe = _observe(dissector.observe, error)
     if dissector.stream_parser is not None:
-        dissector.stream_parser = _stream_parser(dissector.stream_parser, error, faults)
+        dissector.stream_parser = _stream_parser(dissector.stream_parser, error, faults, reserved)
     return dissector
 
 
@@ -80,14 +87,14 @@ def _claims(claims, error, faults):
     return guarded
 
 
-def _decode(decode, error):
+def _decode(decode, error, reserved):
     def guarded(cur, msg, packet):
         given = (msg.payload, msg.offset, msg.length)
         try:
             decode(cur, msg, packet)
         finally:
             _restore(msg, given, error)
-            check_message(msg, error)
+            check_message(msg, error, reserved)
     return guarded
 
 
@@ -115,24 +122,75 @@ def _changed(now, given):
     return now is not given and (type(now) is not type(given) or now != given)
 
 
-def check_message(msg, error):
+def check_message(msg, error, reserved=frozenset()):
     """Make a plugin's message one the views can show: see the module's docstring."""
     for name in ("name", "info"):
         value = getattr(msg, name)
         if value is not None and not isinstance(value, str):
             setattr(msg, name, "")
             msg.report(error, f"the plugin set the message's {name} to {type(value).__name__}, not text: not shown")
-    if not isinstance(msg.protocol, str):
-        msg.report(error, f"the plugin set the message's protocol to {type(msg.protocol).__name__}, not a key: "
-                          f"put back")
-        msg.protocol = error.code.rpartition(".")[0]
+    _check_protocol(msg, error, reserved)
     dropped = []
     msg.fields[:] = _fields_inside(msg.fields, msg.length, 0, dropped, set())
     if dropped:
         msg.report(error, f"{len(dropped)} of the plugin's fields are not Fields, lie outside the message's "
                           f"{msg.length} bytes or are met twice in its tree: dropped (the first: "
                           f"{_described(dropped[0])})")
+    _check_values(msg, error)
     _check_findings(msg, error)
+
+
+def _check_protocol(msg, error, reserved):
+    own = error.code.rpartition(".")[0]
+    if not isinstance(msg.protocol, str):
+        msg.report(error, f"the plugin set the message's protocol to {type(msg.protocol).__name__}, not a key: "
+                          f"put back")
+        msg.protocol = own
+    elif msg.protocol in reserved:
+        msg.report(error, f"the plugin set the message's protocol to {msg.protocol!r}, a built-in protocol's key: "
+                          f"put back")
+        msg.protocol = own
+
+
+def _check_values(msg, error):
+    """A field whose value the views cannot write (see value_problem) keeps its place without its value."""
+    dropped = []
+    pending = list(msg.fields)
+    while pending:
+        field = pending.pop()
+        pending.extend(field.children)
+        problem = value_problem(field.value)
+        if problem:
+            field.value = None
+            dropped.append((field, problem))
+    if dropped:
+        field, problem = dropped[-1]  # the first met in the tree's order (the walk runs from its end)
+        msg.report(error, f"{len(dropped)} of the plugin's field values {'are' if len(dropped) > 1 else 'is'} "
+                          f"{problem}: dropped (the first: {_described(field)})")
+
+
+def value_problem(value):
+    """Why the views cannot write ``value`` ("" for nothing): lists, tuples and dicts nested deeper than
+    MAX_VALUE_DEPTH, which a container that holds itself is. Walked without recursion; a container met again no
+    deeper than it was walked at is not walked again (what lies under it was found within the depth from there), so
+    a shared one costs at most MAX_VALUE_DEPTH walks."""
+    walked = {}  # id -> the greatest depth it was walked at
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= MAX_VALUE_DEPTH:
+            return f"nested deeper than {MAX_VALUE_DEPTH} levels (or holding itself)"
+        if walked.get(id(item), -1) >= depth:
+            continue
+        walked[id(item)] = depth
+        pending.extend((child, depth + 1) for child in children)
+    return ""
 
 
 def _fields_inside(fields, length, depth, dropped, seen):
@@ -187,12 +245,12 @@ def _usable_finding(finding):
 
 
 # -- stream parsers ------------------------------------------------------------------------------------
-def _stream_parser(make, error, faults):
+def _stream_parser(make, error, faults, reserved):
     def guarded():
         try:
-            return GuardedParser(make(), error, faults)
+            return GuardedParser(make(), error, faults, reserved)
         except Exception as exc:
-            broken = GuardedParser(None, error, faults)
+            broken = GuardedParser(None, error, faults, reserved)
             broken._fail("stream_parser", exc)
             return broken
     return guarded
@@ -201,12 +259,13 @@ def _stream_parser(make, error, faults):
 class GuardedParser:
     """A plugin's stream parser for one side of a stream, behind a guard; after a failure it takes no more."""
 
-    __slots__ = ("parser", "error", "faults", "broken")
+    __slots__ = ("parser", "error", "faults", "reserved", "broken")
 
-    def __init__(self, parser, error, faults):
+    def __init__(self, parser, error, faults, reserved=frozenset()):
         self.parser = parser
         self.error = error
         self.faults = faults
+        self.reserved = reserved
         self.broken = False
 
     def feed(self, chunk, tree, packet):
@@ -238,7 +297,7 @@ class GuardedParser:
                 if len(out) >= MAX_MESSAGES:  # a parser that yields without end would hold the run
                     raise RuntimeError(f"more than {MAX_MESSAGES} messages from one call")
                 if isinstance(msg, Message):
-                    check_message(msg, self.error)
+                    check_message(msg, self.error, self.reserved)
                     out.append(msg)
                 else:
                     self.faults.append(self.error.at(f"the plugin's stream parser made a {type(msg).__name__}, "
@@ -265,6 +324,11 @@ class GuardedAnalyzer(Analyzer):
         # No Analyzer.__init__: it sets stats_off, which is the inner analyzer's (unpickled in -j's parent, too).
 
     def __reduce__(self):  # -j and the many-file runs send analyzers between processes
+        try:
+            pickle.dumps(self.inner, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # what it holds cannot be sent (a lock, a socket): its statistics cannot be merged
+            return GuardedAnalyzer, (self.key, self.error, Analyzer(),
+                                     self.broken or failure("analyzer, sent between processes,", exc))
         return GuardedAnalyzer, (self.key, self.error, self.inner, self.broken)
 
     def __getattr__(self, name):
@@ -376,8 +440,10 @@ def _records(out):
 
 
 def _usable(record):
-    """An analysis record the views can show: text where they read text, frame numbers, Findings."""
+    """An analysis record the views can show: text where they read text, frame numbers, Findings, a result they can
+    write."""
     return isinstance(record, AnalysisRecord) and isinstance(record.protocol, str) and isinstance(record.name, str) \
         and isinstance(record.summary, str) and isinstance(record.findings, list) \
         and all(_usable_finding(finding) for finding in record.findings) and isinstance(record.frames, list) \
-        and all(number is None or type(number) is int for number in record.frames)
+        and all(number is None or type(number) is int for number in record.frames) \
+        and not value_problem(record.result)

@@ -147,7 +147,7 @@ def load_protocols():
             if isinstance(getattr(cls, "analyzer", None), str):
                 cls.analyzer = _resolve(cls.analyzer)
             check_protocol(cls, name)
-        except Exception as exc:  # a plugin's bug: one line, never a traceback
+        except (Exception, SystemExit) as exc:  # a plugin's bug (or its sys.exit()): one line, never a traceback
             _problem(f"protocol {name} skipped: {type(exc).__name__}: {exc}")
             continue
         clash = _field_clash(cls)
@@ -274,10 +274,27 @@ def check_protocol(cls, name):
         raise ValueError(f"{cls.key}: analyzer must be a dissect.Analyzer subclass")
     if not cls.transports or not set(cls.transports) <= {"udp", "tcp"}:
         raise ValueError(f"{cls.key}: transports must be udp and/or tcp")
+    declared = _declared_problem(cls)
+    if declared:
+        raise ValueError(f"{cls.key}: {declared}")
     if not cls.examples or not all(isinstance(example, bytes) for example in cls.examples):
         raise ValueError(f"{cls.key}: examples must hold at least one valid message (bytes)")
     if "tcp" in cls.transports and cls.stream_parser is None:
         raise ValueError(f"{cls.key}: a TCP protocol needs a stream_parser")
+
+
+def _declared_problem(protocol):
+    """What is wrong with the title and ports a protocol (its class, or a plugin's instance) declares ("" for
+    nothing): the summary pads the title, the registry walks the ports."""
+    if not isinstance(protocol.title, str):
+        return f"title must be text, not a {type(protocol.title).__name__}"
+    ports = protocol.ports
+    if isinstance(ports, (str, bytes)) or not isinstance(ports, (tuple, list, set, frozenset)):
+        return f"ports must be a tuple of port numbers, not a {type(ports).__name__}"
+    bad = [port for port in ports if type(port) is not int or not 0 <= port <= 65535]
+    if bad:
+        return f"ports must be numbers from 0 to 65535 ({bad[0]!r:.40} is not)"
+    return ""
 
 
 def _field_clash(cls):
@@ -354,7 +371,10 @@ class Registry:
             return cls()
         try:
             dissector = cls()
-            return guard_dissector(dissector, self.faults, _observes(dissector))
+            declared = _declared_problem(dissector)  # its __init__ may set them anew
+            if declared:
+                raise ValueError(declared)
+            return guard_dissector(dissector, self.faults, _observes(dissector), frozenset(BUILTINS))
         except Exception as exc:
             _problem(f"protocol {key} skipped: {type(exc).__name__}: {exc}")
             return None

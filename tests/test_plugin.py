@@ -491,3 +491,151 @@ def test_a_stream_parser_that_cannot_be_made_or_never_stops_costs_its_side_of_th
         f"the plugin's stream_parser raised MemoryError: no room: this side of the stream is not dissected from here "
         f"{RULE}"]
     assert (first["messages"], second["messages"], second["findings"]) == ([], [], [])
+
+
+UNRULY = """
+import sys
+import threading
+from dissect import AnalysisRecord, Analyzer, Dissector, FieldTable, FindingTable, register
+from dissect.core.model import new_field
+
+F = FieldTable("unruly", messages=True, title="Unruly", entries=[("word", "Word", "bytes", "four bytes")])
+W = FindingTable("unruly", messages=True, entries=[("truncated", "error", "a message has bytes")])
+
+
+class Keeper(Analyzer):
+    def __init__(self):
+        super().__init__()
+        self.lock = threading.Lock()  # cannot be pickled: -j cannot send this analyzer to its parent
+        self.seen = 0
+
+    def feed(self, record, msg, tree):
+        self.seen += 1
+        result = {}
+        result["itself"] = result
+        return [AnalysisRecord("unruly", "loop", [record.number], result, [], "a result that holds itself")]
+
+    def stats(self):
+        return {"requests": self.seen}  # no count of answered requests
+
+
+class Unruly(Dissector):
+    key, title, ports, examples = "unruly", "Unruly", (7,), (b"word",)
+    fields, findings, truncated, analyzer = F, W, W.truncated, Keeper
+
+    def claims(self, payload, packet, on_port):
+        return on_port
+
+    def decode(self, cur, msg, packet):
+        loop = [1]
+        loop.append(loop)
+        deep = []
+        for _ in range(100000):
+            deep = [deep]
+        msg.name, msg.protocol = "word", "netquake"  # a built-in's key: NetQuake's analyzer would take it
+        msg.values.update(command=3, player_number=[1])
+        msg.fields += [new_field("unruly.word", "Word", 0, 2, loop, None),
+                       new_field("unruly.word", "Word", 2, 2, deep, None),
+                       new_field("unruly.word", "Word", 0, 4, [[1, 2], {"a": (3,)}], None)]
+
+
+register(Unruly)
+from dissect.__main__ import run
+sys.argv = ["dissect", *sys.argv[1:]]
+sys.exit(run())
+"""
+
+
+def _unruly(*args):
+    run = subprocess.run([sys.executable, "-c", UNRULY, *map(str, args)], capture_output=True, text=True,
+                         timeout=120, env=_env(), cwd=ROOT)
+    return run.returncode, run.stdout, run.stderr
+
+
+def test_a_plugins_values_the_views_cannot_write_and_a_built_ins_key_are_put_right(hostile_pcap):
+    """A field value that holds itself or is nested 100,000 deep (the compiled JSON writer would overflow the C
+    stack), an analysis result that holds itself, and a message that names NetQuake's key (whose analyzer would take
+    the plugin's values as its own): each is the plugin's dissector_error, and the run goes on."""
+    code, out, err = _unruly("-T", "jsonl", hostile_pcap)
+    assert (code, err) == (0, "")
+    first, netquake, unclaimed, reply = jsonl(out)
+    msg = first["messages"][0]
+    assert (first["protocol"], msg["protocol"], msg["message"]) == ("unruly", "unruly", "word")
+    assert [(f["offset"], f["length"], f["value"]) for f in msg["fields"]] == [
+        (0, 2, None), (2, 2, None), (0, 4, [[1, 2], {"a": [3]}])]
+    assert [f["message"] for f in msg["findings"]] == [
+        f"the plugin set the message's protocol to 'netquake', a built-in protocol's key: put back {RULE}",
+        f"2 of the plugin's field values are nested deeper than 32 levels (or holding itself): dropped (the first: "
+        f"unruly.word at [0:2]) {RULE}",
+        f"the plugin's analyzer's feed gave 1 object that is not an analysis record the views can show: dropped "
+        f"{RULE}"]
+    assert netquake["info"] == 'CCREQ_SERVER_INFO game="QUAKE" version=3' and reply["protocol"] == "unruly"
+    for view in (["-V"], ["-T", "fields", "-e", "unruly.word"], ["-T", "json"]):
+        code, out, err = _unruly(*view, hostile_pcap)
+        assert (code, err) == (0, "") and "dissector_error" in out or view[0] == "-T" and view[1] == "fields", view
+
+
+def test_a_plugins_partial_or_unsendable_statistics_leave_the_others_shown(hostile_pcap):
+    """Statistics without ``answered`` show it as 0; an analyzer that cannot be pickled costs, under -j, its own
+    statistics (said in their place), not the run."""
+    code, out, err = _unruly("--stats", hostile_pcap)
+    assert (code, err) == (0, "")
+    assert "\nUnruly transactions: 2 requests, 0 answered\n" in out
+    code, out, err = _unruly("-j", "2", "--stats", hostile_pcap)
+    assert (code, err) == (0, "")
+    assert "\nUnruly transactions: none shown: the plugin's analyzer, sent between processes, raised TypeError: " \
+           "cannot pickle '_thread.lock' object\n" in out
+    assert "\nNetQuake transactions: 1 requests, 0 answered\n" in out
+
+
+DECLARED = """
+import sys
+from dissect import Dissector, FieldTable, FindingTable, register
+
+
+def protocol(key, **declared):
+    class Echo(Dissector):
+        title = "Echo"
+        ports = (7,)
+        fields = FieldTable(key, messages=True, title="Echo", entries=[("text", "Text", "string", "the bytes")])
+        findings = FindingTable(key, messages=True, entries=[("truncated", "error", "a message has bytes")])
+        truncated = findings.truncated
+        examples = (b"hi",)
+    Echo.key = key
+    for name, value in declared.items():
+        setattr(Echo, name, value)
+    return Echo
+
+
+for key, declared in (("one", dict(ports=41001)), ("two", dict(ports=None)), ("three", dict(title=5)),
+                      ("four", dict(ports=(7, 70000))), ("five", dict(ports="7")), ("six", dict(ports=[7, 9]))):
+    try:
+        register(protocol(key, **declared))
+        print(key, "registered")
+    except ValueError as exc:
+        print(key, "refused:", exc)
+from dissect import dissect_payload
+print(dissect_payload(bytes.fromhex("8000000c02515541" "4b450003"), "netquake").info)
+"""
+
+
+def test_register_refuses_ports_and_titles_the_registry_cannot_use():
+    run = subprocess.run([sys.executable, "-c", DECLARED], capture_output=True, text=True, timeout=60, env=_env())
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "one refused: one: ports must be a tuple of port numbers, not a int",
+        "two refused: two: ports must be a tuple of port numbers, not a NoneType",
+        "three refused: three: title must be text, not a int",
+        "four refused: four: ports must be numbers from 0 to 65535 (70000 is not)",
+        "five refused: five: ports must be a tuple of port numbers, not a str",
+        "six registered",
+        'CCREQ_SERVER_INFO game="QUAKE" version=3']
+
+
+def test_a_plugin_that_exits_as_it_is_imported_is_skipped(tmp_path):
+    """A plugin module that calls sys.exit() when a dependency is missing is skipped like one that raises."""
+    _fake_dist(tmp_path, "leaving_plugin", "leaving = leaving_plugin:Leaving\n", "leaving_plugin",
+               "raise SystemExit('plugin says bye')\n")
+    code, out, err = run_cli(capture("netquake-session.pcap"), env=_env(tmp_path))
+    assert code == 0 and "CCREP_SERVER_INFO" in out
+    assert err == "dissect: protocol leaving skipped: SystemExit: plugin says bye\n"

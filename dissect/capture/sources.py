@@ -8,6 +8,7 @@ gzip, bzip2 and xz come with Python; zstd and lz4 need the packages ``zstandard`
 
 import io
 import os
+from bisect import bisect_right
 import stat
 import sys
 import zlib
@@ -278,6 +279,8 @@ class _Borrowed(io.RawIOBase):
             raise CaptureError(f"{self.name}: cannot read: it is not open for reading") from None
         except ValueError as exc:  # closed
             raise CaptureError(f"{self.name}: cannot read: {exc}") from None
+        except OSError as exc:  # a socket reset, a disk's I/O error
+            raise CaptureError(f"{self.name}: cannot read: {exc.strerror or exc}") from None
         if not isinstance(data, (bytes, bytearray)):
             raise CaptureError(f"{self.name}: cannot read: its read() gave {type(data).__name__}, not bytes")
         if len(data) > len(buffer):
@@ -304,6 +307,7 @@ class CaptureFiles:
         self.errors = []
         self.index = 0
         self.raw = None
+        self.starts = []  # per input read so far, the number of its first frame (inputs without any: the next's)
 
     def __iter__(self):
         base = 0
@@ -312,6 +316,7 @@ class CaptureFiles:
             return
         for self.index, source in enumerate(self.paths):
             frame = None
+            self.starts.append(base + 1)
             try:
                 self.raw = _open_raw(source)
                 for frame in read_capture(_decompressing(self.raw, source), source_name(source)):
@@ -324,8 +329,16 @@ class CaptureFiles:
                             return
             except CaptureError as exc:
                 self.errors.append(str(exc))
+            except OSError as exc:  # a file's I/O error part-way (one opened by path)
+                self.errors.append(f"{source_name(source)}: cannot read: {exc.strerror or exc}")
             if frame is not None:
                 base = frame.number  # the last frame's number, the inputs before it counted in
+
+    def source_of(self, number):
+        """The input that frame ``number`` came from (None: the one being read)."""
+        if number is None or not self.starts:
+            return self.paths[self.index]
+        return self.paths[max(bisect_right(self.starts, number) - 1, 0)]
 
     def position(self):
         """(index of the input being read, bytes of it read so far, compressed bytes for a compressed

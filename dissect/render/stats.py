@@ -146,7 +146,8 @@ class StatsCollector:
             return
         if not stats.get("requests") and not stats.get("servers"):
             return
-        w(f"\n{protocol_title(key)} transactions: {stats['requests']} requests, {stats['answered']} answered\n")
+        w(f"\n{protocol_title(key)} transactions: {stats.get('requests', 0)} requests, {stats.get('answered', 0)} "
+          f"answered\n")
         for name, timing in stats.get("response_times", {}).items():
             if timing["count"]:
                 w(f"  {name:<24} {timing['count']:>6} replies  response time min {timing['min'] * 1000:.3f} ms  "
