@@ -109,6 +109,33 @@ def test_a_file_object_is_read_and_left_open_and_a_bad_one_stops_with_its_reason
     write_only.close()
 
 
+class _Reset(io.RawIOBase):
+    """A socket-like file object: 300 bytes of a capture, then a connection reset."""
+
+    def __init__(self, data):
+        self.data = data[:300]
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if not self.data:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        size = min(len(buffer), len(self.data))
+        buffer[:size], self.data = self.data[:size], self.data[size:]
+        return size
+
+
+def test_a_file_object_that_fails_part_way_stops_there_and_the_next_input_is_read():
+    data = open(capture("netquake-session.pcap"), "rb").read()
+    odamex = capture("odamex-session.pcap")
+    with dissect.open([_Reset(data), odamex]) as cap:
+        records = [rec for rec in cap if rec.kind == "frame"]
+        assert cap.errors == ["input: cannot read: Connection reset by peer"]
+    odamex_frames = sum(rec.kind == "frame" for rec in dissect.open(odamex))
+    assert 0 < len(records) - odamex_frames < 54 and records[-1].protocol == "odamex"
+
+
 def test_stats_of_a_capture_closed_before_its_end_raise_where_they_cannot_be_read():
     with dissect.open(capture("netquake-session.pcap")) as cap:
         next(iter(cap))

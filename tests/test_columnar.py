@@ -355,6 +355,20 @@ def test_to_arrow_names_each_file_of_a_capture_read_as_one():
     assert frames.column("frame").to_pylist() == list(range(1, frames.num_rows + 1))  # numbers go on
 
 
+def test_to_arrow_names_the_file_of_an_analysis_record_concluded_in_the_next():
+    """A TeeFrame response left incomplete in the first file is concluded while the second is read (or at the end):
+    its row names the file its frames came from, not the one being read."""
+    paths = [capture("teeframe-damaged.pcap"), capture("netquake-session.pcap")]
+    with dissect.open(paths) as cap:
+        frames = sum(1 for rec in dissect.open(paths[0]) if rec.kind == "frame")
+        analysis = cap.to_arrow()["analysis"].to_pylist()
+    assert analysis and {row["protocol"] for row in analysis} == {"teeframe", "netquake"}
+    for row in analysis:
+        assert row["file"] == paths[0 if row["frame"] <= frames else 1], row
+    late = [row for row in analysis if row["protocol"] == "teeframe" and row["frame"] in (6, 22)]
+    assert len(late) == 2
+
+
 def test_to_pandas_gives_data_frames():
     pytest.importorskip("pandas")
     with dissect.open(capture("teeframe-session.pcap")) as cap:
