@@ -452,6 +452,8 @@ def _number_of(key, field_type, text, raw):
         number = float(text) if _DECIMAL.fullmatch(text) else _integer(text)
         if number is None:
             raise UsageError(f"bad filter: {key} is {_described(field_type)}: compare it with a number, not {raw}")
+        if number in (_INFINITY, -_INFINITY):  # 1e400: a float field holds no such value, as inf is refused
+            raise UsageError(f"bad filter: {raw} is out of range for {key}, a {field_type} field")
         return number
     number = _integer(text)
     if number is None:
@@ -460,6 +462,9 @@ def _number_of(key, field_type, text, raw):
     if not low <= number <= high:
         raise UsageError(f"bad filter: {raw} is out of range for {key}, a {field_type} field ({low} to {high})")
     return number
+
+
+_INFINITY = float("inf")
 
 
 def _integer(text):

@@ -203,6 +203,8 @@ def test_every_type_may_be_tested_for_presence():
                                      "not 1_0"),
     ("netquake.response_time < inf", "netquake.response_time is a number field (float): compare it with a number, "
                                      "not inf"),
+    ("netquake.response_time < 1e400", "1e400 is out of range for netquake.response_time, a float field"),
+    ("netquake.response_time > -1e309", "-1e309 is out of range for netquake.response_time, a float field"),
 ])
 def test_type_mismatch(text, message):
     assert refused(text, FIELDS) == "bad filter: " + message
