@@ -940,6 +940,18 @@ def test_listed_servers_evict_the_least_recently_listed(tmp_path, monkeypatch):
                                                       "198.51.100.2:10666", "203.0.113.255:65535", "198.51.100.4:1"]
 
 
+def test_masters_list_a_server_in_the_order_they_first_listed_it_in_one_process_and_merged(tmp_path, monkeypatch):
+    """Master a lists the server, then b, then a again: listed by a, then b, in one process and in two workers (each
+    read one master's lists) merged, where a's listing is the newer."""
+    a, b, server = "10.0.0.4", "10.0.0.5", ("198.51.100.1", 10666)
+    for lists, masters in (([(a, [server]), (b, [server]), (a, [server])], ["10.0.0.4:15000", "10.0.0.5:15000"]),
+                           ([(a, [server]), (b, [server]), (b, [server]), (a, [server])],
+                            ["10.0.0.4:15000", "10.0.0.5:15000"]),
+                           ([(b, [server]), (a, [server]), (a, [server])], ["10.0.0.5:15000", "10.0.0.4:15000"])):
+        _, stats, merged = _listings(tmp_path, lists, monkeypatch, 10)
+        assert stats == merged == [("198.51.100.1:10666", masters, len(lists))]
+
+
 def test_master_list_results_are_lists_of_texts_with_and_without_a_tree(tmp_path):
     results = _results_both_ways(tmp_path / "master.pcap", ("10.0.0.4", 15000), MASTER_BYTES)
     assert len(results) == 1

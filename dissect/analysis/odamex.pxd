@@ -30,7 +30,7 @@ cdef class OdamexAnalyzer(Analyzer):
     cpdef _server_info(self, server, Message msg, dict result, list frames)
 
 cdef class _Listing:
-    cdef public list masters
+    cdef public list masters, firsts
     cdef public object last_frame
 
 # What a server-info record's result reads, when a view reads it: its values as a dict in C.

@@ -88,6 +88,7 @@ class OdamexAnalyzer(Analyzer):
         for listing in listings:
             if master not in listing.masters:
                 listing.masters = (listing.masters + [master])[-MAX_MASTERS:]
+                listing.firsts = (listing.firsts + [frame])[-MAX_MASTERS:]
             listing.last_frame = frame
 
     def _listings(self, keys, frame):
@@ -98,7 +99,7 @@ class OdamexAnalyzer(Analyzer):
         for key in keys:
             listing = refreshed(listed, key)
             if listing is None:
-                listing = _Listing([], frame)
+                listing = _Listing([], [], frame)
                 put(listed, key, listing)
             listings.append(listing)
         return listings
@@ -126,7 +127,7 @@ class OdamexAnalyzer(Analyzer):
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
         self.servers.merge(other.servers, later)
-        merge_latest(self.listed, other.listed, _merge_listings, later)
+        merge_latest(self.listed, other.listed, _follow_listings if later else _merge_listings, later)
         self.latest_list = None  # the merge reorders the listings
 
     def follow(self, other):
@@ -150,12 +151,14 @@ NO_ENTRIES = MasterEntries(b"")
 
 
 class _Listing:
-    """A server as master replies listed it: the masters (the latest MAX_MASTERS) and the frame of the latest."""
+    """A server as master replies listed it: the masters in the order they first listed it (the latest MAX_MASTERS),
+    the frame of each one's first listing (``firsts``), and the frame of the latest listing."""
 
-    __slots__ = ("masters", "last_frame")
+    __slots__ = ("masters", "firsts", "last_frame")
 
-    def __init__(self, masters, last_frame):
+    def __init__(self, masters, firsts, last_frame):
         self.masters = masters
+        self.firsts = firsts
         self.last_frame = last_frame
 
 
@@ -180,9 +183,27 @@ def _server_result(data, unread, result):
 
 
 def _merge_listings(older, newer):
-    """One server listed in two workers: the masters of both, the newer listing's last."""
-    masters = [m for m in older.masters if m not in newer.masters] + newer.masters
-    return _Listing(masters[-MAX_MASTERS:], newer.last_frame)
+    """One server listed in two ``-j`` workers: the masters of both in the order they first listed it, as one process
+    has them (each worker saw some of the masters' lists), the latest MAX_MASTERS."""
+    first = dict(zip(newer.masters, newer.firsts))
+    for master, frame in zip(older.masters, older.firsts):
+        if frame < first.get(master, frame + 1):
+            first[master] = frame
+    ordered = sorted(first.items(), key=_second)[-MAX_MASTERS:]
+    return _Listing([master for master, _ in ordered], [frame for _, frame in ordered], newer.last_frame)
+
+
+def _follow_listings(mine, theirs):
+    """One server listed in this capture file and the next: this file's masters, then the next file's that are new
+    (as a reading of the files in turn lists them), the latest MAX_MASTERS. A first frame is its own file's."""
+    new = [index for index, master in enumerate(theirs.masters) if master not in mine.masters]
+    masters = (mine.masters + [theirs.masters[index] for index in new])[-MAX_MASTERS:]
+    firsts = (mine.firsts + [theirs.firsts[index] for index in new])[-MAX_MASTERS:]
+    return _Listing(masters, firsts, theirs.last_frame)
+
+
+def _second(pair):
+    return pair[1]
 
 
 def _named_teams(data):
