@@ -375,7 +375,8 @@ def _run_scale(args, out):
                                         ("-c", args.count), ("--html", args.html), ("-j", args.jobs > 1),
                                         ("-T fields", args.format == "fields")) if value]
     if ignored:
-        raise UsageError(f"{', '.join(ignored)} do not go with --to-parquet or --dask")
+        verb = "does" if len(ignored) == 1 else "do"
+        raise UsageError(f"{', '.join(ignored)} {verb} not go with --to-parquet or --dask (the tables are the output)")
     if args.format != "text" and not args.stats:
         raise UsageError(f"-T {args.format} formats --stats' record under --to-parquet or --dask (the tables are "
                          f"Parquet): add --stats, or leave -T out")

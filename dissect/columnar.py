@@ -563,18 +563,20 @@ class ParquetParts:
 
 
 def prepare_dir(out_dir):
-    """Make DIR and its four table folders; refuse a DIR that holds parts of an earlier run (they would
-    mix with these)."""
-    for name in TABLES:
-        folder = os.path.join(out_dir, name)
-        try:
+    """Make DIR and its four table folders; refuse a DIR whose table folders hold parts of an earlier run (they
+    would mix with these), before any folder is made."""
+    folders = [os.path.join(out_dir, name) for name in TABLES]
+    try:
+        for folder in folders:
+            taken = os.path.isdir(folder) and any(entry.endswith(".parquet") and not entry.startswith(".")
+                                                  for entry in os.listdir(folder))
+            if taken:
+                raise UsageError(f"--to-parquet {out_dir}: {folder} already holds Parquet files; "
+                                 f"give a new or empty directory")
+        for folder in folders:
             os.makedirs(folder, exist_ok=True)
-            taken = any(entry.endswith(".parquet") and not entry.startswith(".") for entry in os.listdir(folder))
-        except OSError as exc:
-            raise UsageError(f"--to-parquet {out_dir}: cannot write there: {exc.strerror or exc}") from None
-        if taken:
-            raise UsageError(f"--to-parquet {out_dir}: {folder} already holds Parquet files; "
-                             f"give a new or empty directory")
+    except OSError as exc:
+        raise UsageError(f"--to-parquet {out_dir}: cannot write there: {exc.strerror or exc}") from None
 
 
 def part_name(index, count):

@@ -227,6 +227,12 @@ def test_a_directory_with_parts_of_an_earlier_run_is_refused(tmp_path):
     with pytest.raises(UsageError, match=r"frames already holds Parquet files; give a new or empty directory$"):
         run([capture("netquake-session.pcap")], str(out))
     assert pq.read_table(out / "frames").num_rows == 11
+    other = tmp_path / "other"
+    (other / "messages").mkdir(parents=True)
+    (other / "messages" / "old.parquet").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"messages already holds Parquet files"):
+        run([capture("netquake-session.pcap")], str(other))
+    assert sorted(os.listdir(other)) == ["messages"]  # refused before any table's folder is made
 
 
 @pytest.mark.parametrize("args, message", [
@@ -378,8 +384,10 @@ def test_a_capture_path_given_after_dask_stays_a_capture_even_when_it_is_missing
 def test_jobs_do_not_go_with_parquet(tmp_path):
     """-j N would be ignored (files are tasks, --dask sizes the cluster): an error, as with -w and --html."""
     code, _, err = run_cli("-j", "2", "--to-parquet", tmp_path / "out", capture("teeframe-session.pcap"))
-    assert (code, err) == (2, "dissect: -j do not go with --to-parquet or --dask\n")
+    assert (code, err) == (2, "dissect: -j does not go with --to-parquet or --dask (the tables are the output)\n")
     assert not (tmp_path / "out").exists()
+    code, _, err = run_cli("-c", "5", "-V", "--to-parquet", tmp_path / "out", capture("teeframe-session.pcap"))
+    assert (code, err) == (2, "dissect: -V, -c do not go with --to-parquet or --dask (the tables are the output)\n")
 
 
 def test_fail_on_names_the_finding_the_filter_hides_and_its_file(tmp_path):
