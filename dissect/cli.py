@@ -382,7 +382,8 @@ def _run_scale(args, out):
                          f"Parquet): add --stats, or leave -T out")
     from .scale import run_to_parquet
     return run_to_parquet(args.files, args.to_parquet, decode_as=args.decode_as, display_filter=args.filter,
-                          dask=args.dask, stats=args.stats, out=out, format=args.format, fail_on=args.fail_on)
+                          dask=args.dask, stats=args.stats, out=out, format=args.format, fail_on=args.fail_on,
+                          abuse=(args.abuse_rate, args.abuse_window))
 
 
 def _check_frame_views(args):

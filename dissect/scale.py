@@ -7,7 +7,9 @@ of each table (``DIR/<table>/part-NNNNN.parquet``, see columnar.py) and returns 
 the ``--stats`` counts, the analyzers, the errors. The merge goes in file order whatever order the
 tasks end in, so one process, a ``LocalCluster`` and a cluster of many hosts give the same files and
 the same statistics; each file's analyzers are folded in as the newest (``Analyzer.follow``), whatever
-their frame numbers.
+their frame numbers. In a run of several files the abuse analysis's rules run once, on the files' analyses folded
+(a flood split across files is one): its records and their findings go to a part of their own
+(``DIR/<table>/part-run.parquet``, ``file`` null), to ``--stats`` and to ``--fail-on``.
 
 On a cluster every worker must have dissect (the same version, the same plugins) and see the
 capture files and DIR at the same paths (a shared file system).
@@ -20,6 +22,7 @@ import sys
 import time
 import uuid
 
+from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, KEY as ABUSE
 from .capture.sources import STDIN, CaptureFiles, source_name
 from .columnar import EXTRA, Layout, MissingExtra, ParquetParts, TableSink, part_name, prepare_dir, require_arrow
 from .registry import UsageError, load_protocols
@@ -30,21 +33,23 @@ from .render.stats import StatsCollector
 from .session import Session, explain_failure, read_frames
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler, and then for a worker to be there
+RUN_PART = "part-run"   # the part of the abuse rules run on several files folded: it sorts after the files' parts
 
 
 class Job:
     """One task: a capture file, where its rows go, and the run's options (sent to a worker)."""
 
     __slots__ = ("index", "path", "name", "out_dir", "part", "decode_as", "display_filter", "stats", "fail_on",
-                 "protocols")
+                 "abuse", "folded", "protocols")
 
-    def __init__(self, index, path, name, out_dir, part, options, protocols):
+    def __init__(self, index, path, name, out_dir, part, options, protocols, folded=False):
         self.index = index
         self.path = path          # absolute: a worker's working directory is not the client's
         self.name = name          # as the user gave it: what the file column and messages say
         self.out_dir = out_dir
         self.part = part
-        self.decode_as, self.display_filter, self.stats, self.fail_on = options
+        self.decode_as, self.display_filter, self.stats, self.fail_on, self.abuse = options
+        self.folded = folded      # one file of several: the abuse rules run on the files folded, not here
         self.protocols = protocols
 
     def __getstate__(self):
@@ -65,6 +70,16 @@ class _Discard:
         pass
 
 
+class _Kept(_Discard):
+    """A sink that keeps the analysis records it is given."""
+
+    def __init__(self):
+        self.records = []
+
+    def analysis(self, rec):
+        self.records.append(rec)
+
+
 def dissect_file(job):
     """The task: dissect one capture file, write its parts, return what the run merges."""
     protocols = tuple(sorted(load_protocols()))
@@ -78,11 +93,11 @@ def dissect_file(job):
         parts = ParquetParts(job.out_dir, job.part, layout)
         sink = TableSink(parts.write, layout, job.name)
     session = Session(sink or _Discard(), decode_as=job.decode_as, display_filter=job.display_filter,
-                      tree=sink is not None, stats=job.stats, fail_on=job.fail_on)
+                      tree=sink is not None, stats=job.stats, fail_on=job.fail_on, **_abuse_options(job.abuse))
     files = CaptureFiles([job.path])
     try:
         frames, interrupted = _read(files, session)
-        session.finish()
+        session.finish(conclude=not job.folded)
         if parts is not None:
             sink.close()
             parts.commit()
@@ -93,8 +108,10 @@ def dissect_file(job):
     errors = [error.replace(source_name(job.path), job.name, 1) for error in files.errors]
     if session.failed:  # each file numbers its frames from 1: the finding's place names its file
         session.failed.where = f"{session.failed.where} of {job.name}"
+    analyzers = session.analyzers if job.stats else {}
+    traffic = analyzers.pop(ABUSE, session.pipeline.traffic) if job.folded else None
     return {"index": job.index, "errors": errors, "failed": session.failed, "stats": session.stats,
-            "analyzers": session.analyzers if job.stats else {}, "frames": frames, "interrupted": interrupted,
+            "analyzers": analyzers, "traffic": traffic, "frames": frames, "interrupted": interrupted,
             "seconds": time.perf_counter() - started, "cpu": time.thread_time() - cpu, "pid": os.getpid()}
 
 
@@ -115,14 +132,16 @@ def _read(files, session):
 
 # -- the run -------------------------------------------------------------------------------------
 def run_to_parquet(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=False, out=None,
-                   format="text", fail_on=None, workers=None):
+                   format="text", fail_on=None, workers=None, abuse=(DEFAULT_RATE, DEFAULT_WINDOW)):
     """The command's ``--to-parquet DIR`` and ``--dask``: dissect ``paths`` into Parquet under ``out_dir``
     (None: write none, for ``--stats`` alone); ``dask``: None (this process), "local" (a LocalCluster of
     ``workers`` processes, default one per core), a scheduler address (``tcp://host:8786``) or a
     ``distributed.Client``. ``--stats`` goes to ``out`` in ``format`` (text, json or jsonl); errors go
     to stderr, one line each. Returns the exit code: 2 when a file could not be read to its end or
-    a task failed (after everything else is written), 1 for ``fail_on``, else 0."""
-    return run(paths, out_dir, decode_as, display_filter, dask, stats, out, format, fail_on, workers).code
+    a task failed (after everything else is written), 1 for ``fail_on``, else 0. ``abuse``: the abuse rules'
+    threshold, (requests per second, seconds)."""
+    return run(paths, out_dir, decode_as, display_filter, dask, stats, out, format, fail_on, workers,
+               abuse=abuse).code
 
 
 class Outcome:
@@ -133,6 +152,7 @@ class Outcome:
         self.code = 0
         self.stats = StatsCollector() if stats else None
         self.analyzers = None
+        self.traffic = None  # a run of several files: the abuse analyses folded
         self.errors = []
         self.failed = False
         self.interrupted = False  # a Ctrl-C stopped the run (in this process): exit 130
@@ -140,7 +160,7 @@ class Outcome:
 
 
 def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=False, out=None, format="text",
-        fail_on=None, workers=None, progress=None):
+        fail_on=None, workers=None, progress=None, abuse=(DEFAULT_RATE, DEFAULT_WINDOW)):
     """``run_to_parquet``, returning the Outcome. ``progress``: show tasks done on stderr (None: when
     stderr is a terminal)."""
     paths = [os.fspath(path) for path in paths]
@@ -149,12 +169,14 @@ def run(paths, out_dir, decode_as=(), display_filter=None, dask=None, stats=Fals
     try:
         if out_dir is not None:
             prepare_dir(out_dir)
-        jobs = make_jobs(paths, out_dir, (list(decode_as), display_filter, stats, fail_on))
+        jobs = make_jobs(paths, out_dir, (list(decode_as), display_filter, stats, fail_on, tuple(abuse)))
         merge = _Merge(jobs, stats, TaskProgress(jobs, sys.stderr, progress))
         if client is None:
             merge.outcome.interrupted = _run_in_process(jobs, merge)
         else:
             _on_dask(jobs, client, merge)
+        if merge.outcome.traffic is not None:
+            _conclude_folded(merge.outcome, jobs[0])
     finally:
         if client is not None:
             _disconnect(dask, client, cluster)
@@ -203,7 +225,41 @@ def make_jobs(paths, out_dir, options):
     protocols = tuple(sorted(load_protocols()))
     out_dir = os.path.abspath(out_dir) if out_dir is not None else None
     return [Job(index, path if path == STDIN else os.path.abspath(path), source_name(path), out_dir,
-                part_name(index, len(paths)), options, protocols) for index, path in enumerate(paths)]
+                part_name(index, len(paths)), options, protocols, folded=len(paths) > 1)
+            for index, path in enumerate(paths)]
+
+
+def _abuse_options(abuse):
+    rate, window = abuse
+    return {"abuse_rate": rate, "abuse_window": window}
+
+
+def _conclude_folded(outcome, job):
+    """The abuse rules on the run's files folded: their records to the run's part (``file`` null; none where they
+    found nothing), their findings to the statistics and to ``--fail-on``, as a run over one file concludes them at
+    its end."""
+    kept = _Kept()
+    session = Session(kept, decode_as=job.decode_as, display_filter=job.display_filter, stats=job.stats,
+                      fail_on=job.fail_on, **_abuse_options(job.abuse))
+    session.conclude(outcome.traffic)
+    if kept.records and job.out_dir is not None:
+        layout = Layout()
+        parts = ParquetParts(job.out_dir, RUN_PART, layout)
+        try:
+            sink = TableSink(parts.write, layout, None)
+            for rec in kept.records:
+                sink.analysis(rec)
+            sink.close()
+            parts.commit()
+        except BaseException:
+            parts.abort()
+            raise
+    if outcome.stats is not None:
+        outcome.stats.merge(session.stats)
+        outcome.analyzers = dict(outcome.analyzers or {}, **{ABUSE: outcome.traffic})
+    if session.failed and not outcome.failed:
+        session.failed.where = f"{session.failed.where} of the files folded"
+        outcome.failed = session.failed
 
 
 def _in_process(job, merge):
@@ -303,6 +359,11 @@ class _Merge:
             outcome.failed = outcome.failed or summary["failed"]
             if outcome.stats is not None and summary["stats"] is not None:
                 self._merge_stats(summary)
+            traffic = summary.get("traffic")
+            if traffic is not None and outcome.traffic is None:
+                outcome.traffic = traffic
+            elif traffic is not None:
+                outcome.traffic.follow(traffic)  # the file's frames came after the run's so far
 
     def _merge_stats(self, summary):
         outcome, theirs = self.outcome, summary["stats"]

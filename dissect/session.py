@@ -70,12 +70,14 @@ class Session:
         """A frame that another ``-j`` worker dissects: only the capture's clock moves."""
         self.pipeline.skip(frame)
 
-    def finish(self):
+    def finish(self, conclude=True):
         """The capture ended: what is still pending is concluded, in the order its first frames came; then
-        what the abuse analysis concludes across conversations."""
+        what the abuse analysis concludes across conversations (without ``conclude``: a run of several files
+        concludes it on them folded)."""
         for rec in sorted(self.pipeline.finish(), key=finish_order):
             self.ending(rec)
-        self.conclude(self.pipeline.traffic)
+        if conclude:
+            self.conclude(self.pipeline.traffic)
 
     def ending(self, rec):
         """A record the capture's end concludes (``finish`` gives them in ``finish_order``)."""

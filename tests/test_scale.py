@@ -6,6 +6,7 @@ exits 2 after writing the rest; progress; the optional extra."""
 import contextlib
 import gzip
 import io
+import json
 import os
 import socket
 import subprocess
@@ -269,7 +270,7 @@ class Terminal(io.StringIO):
 
 def test_progress_counts_files_frames_and_bytes_per_second(inputs):
     from dissect.scale import make_jobs
-    jobs = make_jobs(inputs[:2], None, ((), None, False, None))
+    jobs = make_jobs(inputs[:2], None, ((), None, False, None, (20.0, 5)))
     stream = Terminal()
     progress = TaskProgress(jobs, stream)
     progress.task(jobs[0], 11)
@@ -395,3 +396,49 @@ def test_fail_on_names_the_finding_the_filter_hides_and_its_file(tmp_path):
     code, _, err = run_cli("--to-parquet", tmp_path / "out", "-Y", "frame.number == 1", "--fail-on", "warning", *files)
     assert (code, err) == (1, f"dissect: --fail-on: frame 17 of {files[1]} has warning teeframe.reserved_nonzero "
                               f"(not shown by the filter)\n")
+
+
+def _split_capture(source, folder, size):
+    """``source``'s frames cut into files of ``size`` frames each (as editcap -c writes them)."""
+    from dissect.capture.sources import open_capture
+    frames = [(frame.ts, bytes(frame.data)) for frame in open_capture(source)]
+    paths = []
+    for start in range(0, len(frames), size):
+        paths.append(folder / f"part{start // size}.pcap")
+        capkit.write_pcap(paths[-1], frames[start:start + size])
+    return paths
+
+
+def test_the_abuse_rules_run_once_on_the_files_folded(tmp_path):
+    """The reflection capture cut into 7 files of 200 frames: no file alone holds enough to break a rule, the files
+    folded do. Their records go to a part of their own (file null), their findings to --stats and --fail-on, and
+    the suspicions --stats lists are those records."""
+    paths = _split_capture(capture("reflection.pcap"), tmp_path, 200)
+    code, out, err = run_cli("--to-parquet", tmp_path / "out", "--stats", "-T", "json", "--fail-on", "warning", *paths)
+    assert (code, err) == (1, "")
+    stats = json.loads(out)[-1]
+    counts = {row["code"]: row["count"] for row in stats["findings"]}
+    assert (counts["abuse.reflection"], counts["teeframe.token_reuse"]) == (2, 1)
+    suspicions = stats["abuse"]["suspicions"]
+    rows = pq.read_table(tmp_path / "out" / "analysis" / "part-run.parquet").to_pylist()
+    assert [(row["file"], row["protocol"], row["name"]) for row in rows] == [
+        (None, "abuse", "reflection"), (None, "teeframe", "token_reuse"), (None, "abuse", "reflection")]
+    assert sorted(s["rule"] for s in suspicions) == sorted(row["name"] for row in rows)
+    findings = pq.read_table(tmp_path / "out" / "findings").to_pylist()
+    assert [row["file"] for row in findings if row["code"] in counts and row["source"] == "analysis"
+            and row["code"].split(".")[1] in ("reflection", "token_reuse")] == [None, None, None]
+    for index in range(len(paths)):  # each file's own part: no abuse record
+        part = pq.read_table(tmp_path / "out" / "analysis" / f"part-{index:05d}.parquet").to_pylist()
+        assert all(row["protocol"] != "abuse" and row["name"] != "token_reuse" for row in part)
+
+
+def test_the_abuse_threshold_holds_on_the_files_folded(tmp_path):
+    """--abuse-rate reaches every file's analysis and the rules run on them folded: past the traffic's rates, nothing
+    is found, and no run part is written."""
+    paths = _split_capture(capture("reflection.pcap"), tmp_path, 200)
+    code, out, err = run_cli("--to-parquet", tmp_path / "out", "--stats", "-T", "json", "--fail-on", "warning",
+                             "--abuse-rate", "1000", *paths)
+    assert (code, err) == (0, "")
+    stats = json.loads(out)[-1]
+    assert stats["abuse"]["thresholds"]["rate"] == 1000.0 and stats["abuse"]["suspicions"] == []
+    assert not (tmp_path / "out" / "analysis" / "part-run.parquet").exists()
