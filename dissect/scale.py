@@ -209,6 +209,13 @@ def check_usage(paths, out_dir, decode_as, display_filter, dask, stats):
     """UsageError (one line) before any task starts: nothing to do, a missing extra, a bad filter."""
     if not paths:
         raise UsageError("no capture files given")
+    seen = set()
+    for path in paths:
+        same = path if path == STDIN else os.path.realpath(path)
+        if same in seen:  # its rows would carry the same file and frame as the first time's
+            raise UsageError(f"{path} is given twice: each file is dissected once (its rows are named by file and "
+                             f"frame)")
+        seen.add(same)
     if out_dir is None and not stats:
         raise UsageError("--dask needs --to-parquet DIR or --stats: there is nothing to write")
     if out_dir is not None:

@@ -382,6 +382,14 @@ def test_a_capture_path_given_after_dask_stays_a_capture_even_when_it_is_missing
     assert "scheduler" not in err
 
 
+def test_a_file_given_twice_is_refused(tmp_path):
+    path = capture("teeframe-session.pcap")
+    code, _, err = run_cli("--to-parquet", tmp_path / "out", path, os.path.join(CAPTURES, ".", "teeframe-session.pcap"))
+    assert (code, err) == (2, f"dissect: {os.path.join(CAPTURES, '.', 'teeframe-session.pcap')} is given twice: each "
+                              f"file is dissected once (its rows are named by file and frame)\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_jobs_do_not_go_with_parquet(tmp_path):
     """-j N would be ignored (files are tasks, --dask sizes the cluster): an error, as with -w and --html."""
     code, _, err = run_cli("-j", "2", "--to-parquet", tmp_path / "out", capture("teeframe-session.pcap"))
