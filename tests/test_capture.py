@@ -66,6 +66,34 @@ def test_vlan_tagged_ethernet():
     assert packet.payload == PAYLOAD and packet.payload_offset == 14 + 4 + 20 + 8
 
 
+@pytest.mark.parametrize("link", ["sll", "sll2"])
+def test_vlan_tags_behind_a_linux_cooked_header(link):
+    """SLL's protocol field names a tag as Ethernet's does (tshark: sll:ethertype:vlan:ethertype:ip): here QinQ, an
+    outer tag (0x88A8, VID 7) that names the inner (0x8100, VID 42), which names IPv4."""
+    frame = capkit.LINKTYPES[link][1](udp4())
+    at = 16 if link == "sll" else 20
+    header = frame[:14] + b"\x88\xa8" if link == "sll" else b"\x88\xa8" + frame[2:20]
+    tagged = header + struct.pack("!HH", 7, 0x8100) + struct.pack("!HH", 42, 0x0800) + bytes(udp4())
+    packet = decode_frame(tagged, capkit.LINKTYPES[link][0])
+    assert [(layer.key, layer.offset, layer.length) for layer in packet.layers] == [
+        (link, 0, at), ("vlan", at, 4), ("vlan", at + 4, 4), ("ip", at + 8, 20), ("udp", at + 28, 8)]
+    assert "ID: 42" in packet.layers[2].summary
+    assert (packet.src, packet.sport, packet.payload) == ("10.0.0.7", 40000, PAYLOAD)
+
+
+def test_an_ipv6_link_type_or_ethertype_carrying_another_version_is_a_bad_header():
+    """EtherType 0x86DD or LINKTYPE 229 with an IPv4 packet behind, or an IPv6 header whose version nibble is 5: no
+    addresses read out of the wrong header, nothing decoded past it (tshark: Bogus IPv6 version)."""
+    v4 = bytes(udp4())
+    v6 = bytearray(bytes(udp6()))
+    v6[0] = 0x50 | v6[0] & 0x0F
+    for data, linktype in ((capkit.ethernet(udp6())[:12] + b"\x86\xdd" + v4, 1), (v4, 229), (bytes(v6), 229)):
+        packet = decode_frame(data, linktype)
+        assert (packet.problem, packet.src, packet.transport, packet.payload) == ("bad IPv6 header", None, None, None)
+    from dissect.capture.layers import ethernet_ip_pair
+    assert ethernet_ip_pair(capkit.ethernet(udp6())[:12] + b"\x86\xdd" + v4) is None  # -j's owner: as decoded
+
+
 def test_layers_not_kept_while_decoding_are_made_when_read():
     # the summary's path: no Layer is made while decoding, the same ones when a view asks for them
     frame = capkit.ethernet(udp4(), vlan=42)

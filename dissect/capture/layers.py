@@ -196,7 +196,7 @@ def _ethernet_ip_pair(data):
     if size >= 34 and data[12] == 0x08 and data[13] == 0x00 and data[14] >> 4 == 4 and data[14] & 0x0F >= 5:
         return _ordered_pair(data, 26, 4), data[23]
     # The IPv6 header's fixed 40 bytes, as _ipv6 reads them; its next header the transport's (no chain to walk)
-    if size >= 54 and data[12] == 0x86 and data[13] == 0xDD and not _is_extension(data[20]):
+    if size >= 54 and data[12] == 0x86 and data[13] == 0xDD and data[14] >> 4 == 6 and not _is_extension(data[20]):
         return _ordered_pair(data, 22, 16), data[20]
     return None
 
@@ -236,6 +236,16 @@ def _decode_link(packet, data, linktype):
 
 
 def _network(packet, data, offset, ethertype):
+    """What an Ethernet or Linux cooked header's protocol field names at ``offset``: VLAN tags (802.1Q, QinQ), then
+    IPv4 or IPv6."""
+    while ethertype in VLAN_TPIDS:
+        if len(data) < offset + 4:
+            packet.problem = "VLAN tag cut short"
+            return
+        tci, ethertype = struct.unpack_from("!HH", data, offset)
+        _add_layer(packet, "vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}")
+        packet.top = "vlan"
+        offset += 4
     if ethertype == ETHERTYPE_IPV4:
         _ipv4(packet, data, offset)
     elif ethertype == ETHERTYPE_IPV6:
@@ -252,16 +262,7 @@ def _ethernet(packet, data):
     if packet._layers is not None:  # the describer's arguments made only where a Layer is
         _add_layer(packet, "eth", 0, 14, _ethernet_summary, (data,))
     packet.top = "eth"
-    offset = 14
-    while ethertype in VLAN_TPIDS:
-        if len(data) < offset + 4:
-            packet.problem = "VLAN tag cut short"
-            return
-        tci, ethertype = struct.unpack_from("!HH", data, offset)
-        _add_layer(packet, "vlan", offset, 4, f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}")
-        packet.top = "vlan"
-        offset += 4
-    _network(packet, data, offset, ethertype)
+    _network(packet, data, 14, ethertype)
 
 
 def _mac(raw):
@@ -455,6 +456,9 @@ def _port(number):
 def _ipv6(packet, data, offset):
     if len(data) < offset + 40:
         packet.problem = "IPv6 header cut short"
+        return
+    if data[offset] >> 4 != 6:  # an IPv4 packet behind an IPv6 link type or ethertype, or damage
+        packet.problem = "bad IPv6 header"
         return
     plen = data[offset + 4] << 8 | data[offset + 5]
     nxt = data[offset + 6]
