@@ -239,6 +239,9 @@ class Pipeline:
         packet.cut = 0  # the bytes the capture did not keep are the stream's gap now: its messages are not cut
         if delivery is None:
             record.info = _transport_info(packet, packet.payload)
+            late = self.tcp.after_close(packet) if packet.tcp_stream is not None and packet.payload else None
+            if late is not None:
+                record.findings.append(late)
             return []
         record.findings.extend(delivery.findings)
         packet.tcp_stream = delivery.stream.index

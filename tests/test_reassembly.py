@@ -490,6 +490,33 @@ def test_a_reused_port_ends_the_old_list_and_keeps_its_held_line_out_of_the_new_
     assert new["findings"] == [] and new["result"]["complete"] is True and new["frames"] == [6, 7]
 
 
+def test_bytes_in_flight_after_an_rst_are_told_not_dissected(tmp_path):
+    """The client resets the stream while the lobby's reply is on its way: the reply's later segments are new bytes
+    (tshark: data, not retransmissions), not dissected, and each says so; a retransmission of what the stream
+    delivered, the last ACK, and a stream no dissector took stay quiet."""
+    request, reply = sp.request(), sp.lobby_reply()
+    path = tmp_path / "rst.pcap"
+    other = ("10.0.0.9", 40001), ("10.0.0.5", 80)
+    _tcp_capture(path, [(CLIENT, LOBBY, 100, b"", 0x02), (LOBBY, CLIENT, 500, b"", 0x12),
+                        (CLIENT, LOBBY, 101, request, 0x18), (LOBBY, CLIENT, 501, reply[:100], 0x18),
+                        (CLIENT, LOBBY, 101 + len(request), b"", 0x14),  # RST
+                        (LOBBY, CLIENT, 601, reply[100:200], 0x18), (LOBBY, CLIENT, 651, reply[150:250], 0x18),
+                        (LOBBY, CLIENT, 501, reply[:100], 0x18),  # delivered before the RST: a retransmission
+                        (LOBBY, CLIENT, 601 + 100, b"", 0x10),
+                        (*other, 1, b"GET / HTTP/1.0\r\n", 0x18), (*other, 17, b"", 0x14),
+                        (*other, 17, b"more", 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    frames = {r["frame"]: r for r in jsonl(out) if r["kind"] == "frame"}
+    late = {number: [(f["code"], f["message"].split(" (a stream ends")[0]) for f in frames[number]["findings"]]
+            for number in range(6, 13)}
+    assert late == {6: [("tcp.data_after_close", "100 bytes after stream 0 ended (at its RST, or both sides' FINs): "
+                                                  "not dissected")],
+                    7: [("tcp.data_after_close", "50 bytes after stream 0 ended (at its RST, or both sides' FINs): "
+                                                 "not dissected")],
+                    8: [], 9: [], 10: [], 11: [], 12: []}
+    assert frames[6]["findings"][0]["severity"] == "warning" and frames[6]["messages"] == []
+
+
 def test_count_mismatch(tmp_path):
     reply = sp.lobby_reply(sp.SERVERS[:2], count=3)
     path = tmp_path / "count.pcap"

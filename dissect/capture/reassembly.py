@@ -26,7 +26,8 @@ MAX_PENDING_TOTAL = 32 * 1024 * 1024
 MAX_PENDING_SEGMENTS = 4096        # segments held behind a gap, per direction
 SEGMENT_COST = 256                 # bytes a held segment, or an uncaptured end ahead, costs beyond its data
 HISTORY = 4096                     # delivered bytes kept per direction, to check overlaps
-RECENTLY_CLOSED = 4096             # closed connections remembered (their stream numbers), so late segments stay quiet
+RECENTLY_CLOSED = 4096             # closed connections remembered (their stream numbers and ends), so late segments
+                                   # stay quiet, and bytes sent after the end are told
 PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its data (bookkeeping)
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
@@ -144,7 +145,7 @@ class TcpReassembler:
         if stream is None:
             closed = self.recently_closed.get(key)
             if closed is not None and not packet.tcp_flags & SYN:
-                packet.tcp_stream = closed  # a late segment of a finished connection (its last ACK): of its stream
+                packet.tcp_stream = closed[0]  # a late segment of a finished connection (its last ACK): of its stream
                 return None
             popped(self.recently_closed, key)
             stream = TcpStream(self.next_index, key, _client(packet))
@@ -189,7 +190,28 @@ class TcpReassembler:
         delivery.closed = True
         self._drop(stream)
         popped(self.streams, key)
-        put(self.recently_closed, key, stream.index)
+        ends = tuple([side.next_seq for side in stream.directions]) if stream.dissector is not None else None
+        put(self.recently_closed, key, (stream.index, stream.client, ends))
+
+    def after_close(self, packet):
+        """For a segment ``segment`` took as a late one of a closed stream: a finding where it carries bytes past
+        those its side delivered, which are not dissected (None for a last ACK, a retransmission, or a stream no
+        dissector took)."""
+        key = _key(packet)
+        closed = self.recently_closed.get(key)
+        data = packet.payload
+        if closed is None or closed[2] is None or not data or packet.tcp_flags & SYN:
+            return None
+        index, client, ends = closed
+        direction = 0 if (packet.src, packet.sport) == client else 1
+        end, stop = ends[direction], (packet.tcp_seq + len(data)) & 0xFFFFFFFF
+        beyond = len(data) if end is None else min(len(data), seq_diff(stop, end))
+        if beyond <= 0:
+            return None
+        ends = (stop, ends[1]) if direction == 0 else (ends[0], stop)  # told once: the next segment's new bytes
+        self.recently_closed[key] = (index, client, ends)
+        return TCP_FINDINGS.data_after_close.at(f"{beyond} bytes after stream {index} ended (at its RST, or both "
+                                                f"sides' FINs): not dissected")
 
     def _segment(self, side, packet, frame, delivery):
         first_finding, first_piece = len(delivery.findings), len(delivery.pieces)

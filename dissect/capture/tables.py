@@ -76,6 +76,8 @@ TCP_FINDINGS = FindingTable("tcp", [
                             "parsing resumes after it"),
     ("port_reused", "note", "a SYN that does not start where an open stream's bytes began, on its ports, is a new "
                             "connection: the old stream ends there"),
+    ("data_after_close", "warning", "a stream ends at an RST or when both sides have sent their FIN: bytes either "
+                                    "side sends after it (data in flight when the RST came) are not dissected"),
 ])
 
 IP_FINDINGS = FindingTable("ip", [
