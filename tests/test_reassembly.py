@@ -517,6 +517,28 @@ def test_bytes_in_flight_after_an_rst_are_told_not_dissected(tmp_path):
     assert frames[6]["findings"][0]["severity"] == "warning" and frames[6]["messages"] == []
 
 
+def test_after_a_gap_a_line_whose_first_segment_is_its_type_byte_alone_is_read(tmp_path):
+    """The first server line is lost; the next one comes as its type byte alone (or, in UTF-8, with the separator's
+    first byte), then the rest: too few bytes to tell a line start, kept until the next segment tells. It is read, as
+    when it comes whole."""
+    for encoding, split in ((sp.LATIN1, 1), (sp.UTF8, 1), (sp.UTF8, 2)):
+        begin = sp.list_begin(4, encoding)
+        lines = [sp.server_entry(server, encoding) for server in sp.SERVERS[:4]]
+        second = lines[1]
+        rest = b"".join(lines[2:]) + sp.list_end(encoding)
+        lost = begin + lines[0]
+        path = tmp_path / f"split-{encoding}-{split}.pcap"
+        _tcp_capture(path, [(CLIENT, LOBBY, 1, sp.request(encoding=encoding), 0x18), (LOBBY, CLIENT, 1, begin, 0x18),
+                            (LOBBY, CLIENT, 1 + len(lost), second[:split], 0x18),
+                            (LOBBY, CLIENT, 1 + len(lost) + split, second[split:] + rest, 0x18),
+                            (LOBBY, CLIENT, 1 + len(lost) + len(second) + len(rest), b"", 0x11)])
+        _, out, _ = run_cli("-T", "jsonl", path)
+        (listing,) = server_lists(out)
+        assert listing["result"]["received"] == 3, (encoding, split)
+        servers = [m for r in jsonl(out) if r["kind"] == "frame" for m in r["messages"] if m["message"] == "server"]
+        assert servers[0]["frames"] == [3, 4] and servers[0]["offset"] is None  # the line over both segments
+
+
 def test_count_mismatch(tmp_path):
     reply = sp.lobby_reply(sp.SERVERS[:2], count=3)
     path = tmp_path / "count.pcap"

@@ -803,6 +803,12 @@ def _line_starts_at(data, pos):
                                                        or data.startswith(SEP_UTF8, pos + 1))
 
 
+def _may_start(head):
+    """Whether ``head``, the first bytes after a gap, is too short to tell whether a line starts there: a type byte
+    alone, or it and the first byte of the UTF-8 separator."""
+    return 0 < len(head) <= 2 and head[0] in TYPES and (len(head) == 1 or head[1] == SEP_UTF8[0])
+
+
 class LineParser:
     """Cuts one direction of a TCP stream into lines and dissects each.
 
@@ -852,10 +858,16 @@ class LineParser:
 
     def _resume(self, data, pos):
         """Where parsing goes on in ``data`` from ``pos``: after a gap, at the next line start; while
-        skipping, after the next \\n (the end of ``data`` when there is none)."""
+        skipping, after the next \\n (the end of ``data`` when there is none). Bytes after a gap too few to tell
+        are kept as a line's first bytes until the next segment's tell (a segment may carry a type byte alone)."""
         if self.after_gap and pos < len(data):
+            head = b"".join(self.pieces) + data[pos:pos + 3] if self.pieces else data[pos:pos + 3]
+            if _may_start(head):
+                return pos  # kept as the line's first bytes: after_gap stays, the next segment decides
             self.after_gap = False
-            self.skipping = not _line_starts_at(data, pos)
+            self.skipping = not _line_starts_at(head, 0)
+            if self.skipping:
+                self._release()  # the bytes kept while it could not tell are no line's start
         if self.skipping:
             newline = data.find(EOL, pos)
             if newline < 0:
@@ -881,7 +893,10 @@ class LineParser:
 
     def close(self, tree, packet):
         """The stream ended: a line still waiting for its \\n is dissected as it is, marked ``cut_by_end`` (its last
-        field may be cut short: a list does not count it as a server)."""
+        field may be cut short: a list does not count it as a server). Bytes after a gap too few to tell a line
+        start are none."""
+        if self.after_gap:
+            self._release()
         if not self.size:
             return []
         msg = self._line(tree, packet)
