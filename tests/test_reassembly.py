@@ -153,6 +153,18 @@ def test_overlap_with_different_bytes_is_a_finding():
     assert codes_of(out) == ["tcp.overlap_conflict"]
 
 
+def test_a_held_segment_that_the_stream_covers_with_other_bytes_is_a_conflict():
+    """Held ahead, then covered whole by a segment with other bytes: the delivered bytes stand and the conflict is
+    told, as when the two come the other way round; two held copies at one place that differ are told too."""
+    _, out = run([segment(1, b"ab"), segment(5, b"XY"), segment(3, b"cdef")])
+    assert delivered(out) == [b"ab", b"cdef"]
+    assert codes_of(out) == ["tcp.out_of_order", "tcp.overlap_conflict"]
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(3, b"cdef")])
+    assert codes_of(out) == ["tcp.out_of_order"]  # the same bytes: no conflict
+    _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(5, b"eX"), segment(5, b"efgh")])
+    assert codes_of(out) == ["tcp.out_of_order", "tcp.overlap_conflict", "tcp.out_of_order"]
+
+
 def test_out_of_order_held_until_the_gap_fills():
     _, out = run([segment(1, b"ab"), segment(5, b"ef"), segment(3, b"cd")])
     assert delivered(out) == [b"ab", b"cd", b"ef"]

@@ -262,9 +262,13 @@ class TcpReassembler:
     def _hold(self, side, stream_offset, data, frame, offset, delivery):
         held = side.pending.get(stream_offset)
         while held is not None:  # a segment held at the same place: only the bytes beyond it are new
-            if len(data) <= len(held[0]):
+            size = len(held[0])
+            if data[:size] != held[0][:len(data)]:
+                delivery.findings.append(TCP_FINDINGS.overlap_conflict.at(
+                    "a segment overlaps bytes held behind a gap with different contents; the first bytes are kept"))
+            if len(data) <= size:
                 return
-            stream_offset, data, offset = stream_offset + len(held[0]), data[len(held[0]):], offset + len(held[0])
+            stream_offset, data, offset = stream_offset + size, data[size:], offset + size
             held = side.pending.get(stream_offset)
         side.pending[stream_offset] = (data, frame, offset)
         heapq.heappush(side.heap, stream_offset)
@@ -306,8 +310,8 @@ class TcpReassembler:
                 stream_offset = heapq.heappop(heap)
                 data, frame, offset = self._take(side, stream_offset)
                 behind = side.next_off - stream_offset
+                self._check_overlap(side, behind, data[:behind], delivery)  # all of it, where it adds nothing
                 if behind < len(data):
-                    self._check_overlap(side, behind, data[:behind], delivery)
                     self._deliver(side, data[behind:], frame, offset + behind, delivery)
             elif side.cut_heap and side.cut_heap[0] <= side.next_off:
                 self._reach_cut(side, heapq.heappop(side.cut_heap), delivery)
