@@ -296,6 +296,25 @@ def test_pcapng_enhanced_block_header_fields(tmp_path):
     assert cut.error == f"packet block at byte {at} claims {room - 19} captured bytes but holds {room - 20}"
 
 
+def test_a_simple_packet_block_takes_the_previous_packets_time(tmp_path):
+    """A simple packet block carries no time: it takes the packet's before it (not 1970, which read as a jump back
+    and a 56-year capture); one first in the file has the interface's offset alone (0 here), as before."""
+    packet = capkit.ethernet(udp4())
+    interface = capkit.pcapng_block(1, struct.pack("<HHI", 1, 0, 65535))
+    units = 1_700_000_000_250_000  # microseconds
+    enhanced = capkit.pcapng_block(6, struct.pack("<IIIII", 0, units >> 32, units & 0xFFFFFFFF, len(packet),
+                                                  len(packet)) + packet)
+    simple = capkit.pcapng_block(3, struct.pack("<I", len(packet)) + packet)
+    path = tmp_path / "simple.pcapng"
+    path.write_bytes(SHB + interface + simple + enhanced + simple)
+    first, timed, after = list(open_capture(str(path)))
+    assert (first.ts, timed.ts, after.ts) == (0.0, 1_700_000_000.25, 1_700_000_000.25)
+    assert after.data == packet and after.error is None
+    code, out, err = run_cli("-T", "jsonl", path)
+    records = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert code == 0 and [f["code"] for f in records[2]["findings"]] == []  # no capture.time_backwards
+
+
 def test_pcapng_inconsistent_block_length(tmp_path):
     path = tmp_path / "bad.pcapng"
     capkit.write_pcapng(path, [(0, TS, capkit.ethernet(udp4())), (0, TS + 1, capkit.ethernet(udp4()))], [1])

@@ -36,6 +36,7 @@ cdef class _PcapngBlocks(_Chunks):
     cdef bint little
     cdef list interfaces
     cdef Py_ssize_t notes
+    cdef object last_ts
     @cython.locals(frame=Frame)
     cdef Frame _next(self)
     @cython.locals(data=bytes, pos=Py_ssize_t, position=cython.longlong, have=Py_ssize_t, little=bint,

@@ -257,13 +257,14 @@ class _PcapngBlocks(_Chunks):
     """A pcapng stream's packet blocks, as Frames; the section headers and interface descriptions between
     them are read on the way."""
 
-    __slots__ = ("little", "interfaces", "notes")
+    __slots__ = ("little", "interfaces", "notes", "last_ts")
 
     def __init__(self, handle, name, first):
         _Chunks.__init__(self, handle, name, first, 0)
         self.little = True
         self.interfaces = []
         self.notes = 0  # interfaces whose note no packet has carried yet
+        self.last_ts = None  # the last packet block's time: a simple packet block, which has none, takes it
 
     def _next(self):
         """The next packet block's Frame; None where the stream ends between blocks."""
@@ -336,6 +337,10 @@ class _PcapngBlocks(_Chunks):
             else:
                 frame = _packet_block(block_type, data[pos + 8:pos + total - 4], self._order(),
                                       self.interfaces, self.number, position)
+            if block_type == 3 and self.last_ts is not None:
+                frame.ts = self.last_ts  # no time of its own: not 1970, nor a jump back in the capture's clock
+            elif block_type != 3 and frame.error is None:
+                self.last_ts = frame.ts
             if self.notes:
                 self._tell_note(frame)
             return frame
