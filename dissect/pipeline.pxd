@@ -24,7 +24,7 @@ cdef class Pipeline:
     cdef public Registry registry
     cdef public dict analyzers
     cdef public frozenset observing
-    cdef public object tree, defrag, first_ts, last_ts
+    cdef public object tree, defrag, carried, first_ts, last_ts
     cdef public TcpReassembler tcp
     cdef public TrafficAnalyzer traffic
     cpdef frame(self, frame, packet=*)

@@ -101,7 +101,8 @@ class Pipeline:
     view reads the analyzers' ``stats`` (``--stats``, the HTML report); without it they skip what only
     ``stats`` shows (their ``stats_off``)."""
 
-    __slots__ = ("registry", "tree", "analyzers", "observing", "traffic", "tcp", "defrag", "first_ts", "last_ts")
+    __slots__ = ("registry", "tree", "analyzers", "observing", "traffic", "tcp", "defrag", "carried", "first_ts",
+                 "last_ts")
 
     def __init__(self, registry, tree=False, abuse_rate=DEFAULT_RATE, abuse_window=DEFAULT_WINDOW,
                  analyzer_stats=True):
@@ -114,6 +115,7 @@ class Pipeline:
         _set_stats_off(self.analyzers.values(), not analyzer_stats)
         self.tcp = TcpReassembler()
         self.defrag = IPv4Defragmenter()
+        self.carried = None  # while a TCP segment reassembled from IPv4 fragments is dissected: their frames
         self.first_ts = None
         self.last_ts = None
 
@@ -223,6 +225,8 @@ class Pipeline:
         if payload is None:
             record.info = f"{packet.problem} [reassembly in progress]"
             return []
+        if packet.ip_proto == 6 and len(payload) >= 20:
+            return self._defragmented_tcp(record, packet, payload, frames)
         if packet.ip_proto != 17 or len(payload) < 8:
             record.info = f"reassembled IPv4 datagram of {len(payload)} bytes (IP protocol {packet.ip_proto})"
             return []
@@ -232,6 +236,22 @@ class Pipeline:
         datagram = payload[8:ulen] if 8 <= ulen <= len(payload) else payload[8:]
         packet.payload = datagram
         return self._datagram(record, packet, datagram, None, frames)
+
+    def _defragmented_tcp(self, record, packet, payload, frames):
+        """A TCP segment that came in IPv4 fragments, reassembled: into its stream as any segment; a message whose
+        bytes it alone carried names the fragments' frames, its offset null (its bytes are in no one frame)."""
+        hlen = max((payload[12] >> 4) * 4, 20)
+        packet.sport, packet.dport = payload[0] << 8 | payload[1], payload[2] << 8 | payload[3]
+        packet.tcp_seq = payload[4] << 24 | payload[5] << 16 | payload[6] << 8 | payload[7]
+        packet.tcp_flags = payload[13]
+        packet.transport, packet.fragment, packet.top = "tcp", None, "tcp"
+        packet.payload, packet.payload_offset = payload[hlen:], 0
+        record.protocol = "tcp"
+        self.carried = frames
+        try:
+            return self._tcp(record, packet)
+        finally:
+            self.carried = None
 
     # -- TCP ----------------------------------------------------------------------------------------
     def _tcp(self, record, packet):
@@ -293,6 +313,9 @@ class Pipeline:
         frames = msg.frames
         if msg.offset is not None and frames and frames[-1] != record.number:
             msg.offset = None  # a line held behind a gap, shown in the frame that released it: its bytes are not there
+        elif msg.offset is not None and self.carried is not None:
+            msg.offset = None  # in a segment reassembled from IPv4 fragments: its bytes are in theirs
+            msg.frames[:] = self.carried
         return self._add_message(record, msg)
 
     def _close_side(self, stream, direction, record, packet):
@@ -432,7 +455,7 @@ def _wire_length(record, msg):
     message, its bytes plus the headers of the frame that completed it, counted with the frame's first."""
     packet = record.packet
     if packet.transport == "tcp":
-        headers = record.wirelen - len(packet.payload or b"")
+        headers = max(record.wirelen - len(packet.payload or b""), 0)  # a segment from fragments: longer than its frame
         return msg.length + (headers if record.messages[0] is msg else 0)
     if len(msg.frames) > 1:
         return msg.length + 8 + len(msg.frames) * (packet.payload_offset or 0)

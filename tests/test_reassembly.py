@@ -603,6 +603,40 @@ def test_fragmented_udp_reply_is_reassembled(tmp_path):
     assert msg["offset"] is None and msg["frames"] == [1, 2] and msg["length"] == len(payload)
 
 
+def test_a_tcp_segment_in_ipv4_fragments_joins_its_stream(tmp_path):
+    """The client's request segment comes in two IPv4 fragments (tshark: TCP Seq=1 Len=30 in the second): it is
+    delivered into its stream, its line names both frames (offset null), and the next segment follows it with no
+    gap, no out-of-order hold, no loss."""
+    request, again = sp.request(), sp.request(filters=(99,) + sp.FILTERS[1:])
+    segment = bytes(dpkt.tcp.TCP(sport=CLIENT[1], dport=LOBBY[1], seq=1001, ack=1, flags=0x18, win=65535,
+                                 data=request))
+    pieces = []
+    for offset, part, more in ((0, segment[:24], 1), (24, segment[24:], 0)):
+        ip = dpkt.ip.IP(src=socket.inet_aton(CLIENT[0]), dst=socket.inet_aton(LOBBY[0]), p=6, id=77, ttl=64,
+                        data=part)
+        ip.offset, ip.mf, ip.len = offset // 8, more, 20 + len(part)
+        pieces.append(capkit.ethernet(ip))
+    frames = [capkit.ethernet(capkit.tcp_packet(*CLIENT, *LOBBY, b"", seq=1000, flags=0x02)),
+              capkit.ethernet(capkit.tcp_packet(*LOBBY, *CLIENT, b"", seq=5000, flags=0x12)), *pieces,
+              capkit.ethernet(capkit.tcp_packet(*CLIENT, *LOBBY, again, seq=1001 + len(request))),
+              capkit.ethernet(capkit.tcp_packet(*CLIENT, *LOBBY, b"", seq=1001 + len(request) + len(again),
+                                                flags=0x11)),
+              capkit.ethernet(capkit.tcp_packet(*LOBBY, *CLIENT, b"", seq=5001, flags=0x11))]
+    path = tmp_path / "tcpfrag.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + i * 0.01, frame) for i, frame in enumerate(frames)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    records = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert [f["code"] for r in records for f in r["findings"]] == []
+    joined, after = records[3], records[4]
+    assert (joined["protocol"], joined["transport"], joined["sport"], joined["dport"]) == ("soldat", "tcp", 40000,
+                                                                                           13073)
+    (msg,) = joined["messages"]
+    assert (msg["message"], msg["frames"], msg["offset"], msg["length"]) == ("request_list", [3, 4], None,
+                                                                             len(request))
+    (next_msg,) = after["messages"]
+    assert next_msg["message"] == "request_list" and next_msg["frames"] == [5] and next_msg["offset"] == 54
+
+
 def test_overlapping_fragments_are_reported():
     defrag = IPv4Defragmenter()
     packets = []
