@@ -220,11 +220,12 @@ class Pipeline:
         if packet.src is None or ":" in packet.src or packet.payload is None:
             record.info = packet.problem or "IP fragment"
             return []
-        payload, frames, findings = self.defrag.add(packet, record.number)
+        payload, frames, findings, cut = self.defrag.add(packet, record.number)
         record.findings.extend(findings)
         if payload is None:
             record.info = f"{packet.problem} [reassembly in progress]"
             return []
+        packet.cut = cut  # the datagram's end the capture did not keep: its message is cut, not malformed
         if packet.ip_proto == 6 and len(payload) >= 20:
             return self._defragmented_tcp(record, packet, payload, frames)
         if packet.ip_proto != 17 or len(payload) < 8:

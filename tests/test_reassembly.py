@@ -808,8 +808,8 @@ def test_overlapping_fragments_keep_the_first_bytes_and_the_byte_limit_holds():
     payload, frames, findings = defrag.add(_fragment(9, 0, b"A" * 16), 2)[0:3]
     assert payload is None and [f.code for f in findings] == ["ip.fragment_overlap"]
     assert "overlaps 8 bytes" in findings[0].message
-    payload, frames, findings = defrag.add(_fragment(9, 24, b"C" * 8, more=False), 3)
-    assert payload == b"A" * 8 + b"B" * 16 + b"C" * 8 and frames == [1, 2, 3] and findings == []
+    payload, frames, findings, cut = defrag.add(_fragment(9, 24, b"C" * 8, more=False), 3)
+    assert payload == b"A" * 8 + b"B" * 16 + b"C" * 8 and frames == [1, 2, 3] and findings == [] and cut == 0
     assert defrag.total == 0 and len(defrag.pending) == 0
     duplicate = IPv4Defragmenter()
     duplicate.add(_fragment(3, 0, b"x" * 8), 1)

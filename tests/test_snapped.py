@@ -330,3 +330,38 @@ def test_a_teeframe_reply_cut_before_its_records_is_no_list_left_out(tmp_path):
     found = codes(msg["findings"])
     assert ("capture.cut_message", "note", len(payload) - records, 0) in found
     assert not any(code == "teeframe.no_client_records" for code, *_ in found)
+
+
+def test_an_ipv4_datagram_whose_last_fragment_the_capture_cut_is_a_cut_message(tmp_path):
+    """An Odamex reply in three fragments, the last kept short by the snap length: reassembled as far as the bytes
+    go, its missing end one capture.cut_message note (as for a frame the capture cut), not odamex.truncated and
+    bad_layout errors; a middle fragment cut leaves a hole, and the datagram is not reassembled (as in tshark)."""
+    import socket
+    import struct
+
+    import dpkt
+    payload = od.server_info(players=[(f"p{i}", i, 50, 0) for i in range(4)], layout="real")
+    udp = struct.pack("!HHHH", 10666, 40000, 8 + len(payload), 0) + payload
+    frames = []
+    for offset in range(0, len(udp), 96):
+        part = udp[offset:offset + 96]
+        ip = dpkt.ip.IP(src=socket.inet_aton("10.0.0.1"), dst=socket.inet_aton("10.0.0.7"), p=17, id=9, ttl=64,
+                        data=part)
+        ip.offset, ip.mf, ip.len = offset // 8, int(offset + 96 < len(udp)), 20 + len(part)
+        frames.append(capkit.ethernet(ip))
+    assert len(frames) == 3 and len(frames[2]) > 14 + 20 + 30
+    for cut_at, reassembled in ((2, True), (1, False)):
+        kept = [frame[:14 + 20 + 30] if index == cut_at else frame for index, frame in enumerate(frames)]
+        path = tmp_path / f"cut{cut_at}.pcap"
+        capkit.write_pcap(path, [(capkit.DEFAULT_TS + i * 0.001, frame, len(frames[i]))
+                                 for i, frame in enumerate(kept)])
+        code, out, err = run_cli("-T", "jsonl", path)
+        assert code == 0, err
+        last = [r for r in jsonl(out) if r["kind"] == "frame"][-1]
+        if not reassembled:
+            assert last["messages"] == [] and last["protocol"] == "ipv4"
+            continue
+        (msg,) = last["messages"]
+        missing = len(udp) - (96 * 2 + 30)
+        assert (msg["protocol"], msg["frames"], msg["length"]) == ("odamex", [1, 2, 3], len(payload) - missing)
+        assert codes(msg["findings"]) == [("capture.cut_message", "note", len(payload) - missing, 0)]

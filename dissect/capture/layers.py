@@ -154,11 +154,13 @@ def decode_frame(data, linktype, keep_layers=True):
 
 def count_cut(packet, data, missing):
     """Set ``packet.cut`` for a frame the capture kept ``missing`` bytes short of its wire length (snap length):
-    the bytes of its UDP or TCP payload that the UDP length, or the IP length for TCP, counts past the captured
-    end. A fragment and a header the snap length itself cut leave it 0."""
-    if packet.fragment is not None or packet.payload is None:
+    the bytes of its UDP or TCP payload that the UDP length, or the IP length for TCP and for an IPv4 fragment,
+    counts past the captured end. A header the snap length itself cut leaves it 0."""
+    if packet.payload is None:
         return
-    if packet.transport == "udp":
+    if packet.fragment is not None:
+        stated_end = _ip_end(packet, data)
+    elif packet.transport == "udp":
         at = packet.payload_offset - 8
         stated_end = packet.payload_offset + (data[at + 4] << 8 | data[at + 5]) - 8
     elif packet.transport == "tcp":

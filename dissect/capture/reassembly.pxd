@@ -19,7 +19,7 @@ cdef class IPv4Defragmenter:
     cdef public object pending, max_bytes, total
 
 cdef class _Datagram:
-    cdef public object pieces, starts, ends, frames, end, cost
+    cdef public object pieces, starts, ends, frames, end, cut, cost
 
 cdef class _Direction
 

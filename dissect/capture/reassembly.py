@@ -561,14 +561,15 @@ class _Datagram:
     (the first bytes are kept), so they never overlap; ``starts``/``ends`` are the ranges they cover,
     merged: sorted, disjoint and not touching, so that a fragment is placed with two bisections."""
 
-    __slots__ = ("pieces", "starts", "ends", "frames", "end", "cost")
+    __slots__ = ("pieces", "starts", "ends", "frames", "end", "cut", "cost")
 
     def __init__(self):
         self.pieces = {}     # offset -> bytes
         self.starts = []
         self.ends = []
         self.frames = []
-        self.end = None      # the datagram's length, once the last fragment (MF clear) is seen
+        self.end = None      # the datagram's captured length, once the last fragment (MF clear) is seen
+        self.cut = 0         # the bytes of its last fragment that the capture's snap length did not keep
         self.cost = 0        # estimated bytes held: the pieces and their bookkeeping
 
     def add(self, offset, data):
@@ -614,7 +615,9 @@ class IPv4Defragmenter:
         self.total = 0       # estimated bytes held by all datagrams in reassembly
 
     def add(self, packet, frame):
-        """Return (payload, frames, findings) when a datagram completes, else (None, None, findings)."""
+        """Return (payload, frames, findings, cut) when a datagram completes, else (None, None, findings, 0). ``cut``:
+        the bytes at its end the capture's snap length did not keep (of its last fragment: one cut before its end
+        leaves a hole, and the datagram does not complete)."""
         findings = []
         key = (packet.src, packet.dst, packet.ip_proto, packet.ip_id)
         offset, more = packet.fragment
@@ -622,7 +625,7 @@ class IPv4Defragmenter:
         if offset + len(data) > 65535:
             findings.append(IP_FINDINGS.bad_fragment.at(f"fragment at offset {offset} runs past 65535 bytes; "
                                                         f"ignored"))
-            return None, None, findings
+            return None, None, findings, 0
         datagram = self._datagram(key, findings)
         if data:
             self._place(datagram, offset, data, findings)
@@ -630,13 +633,14 @@ class IPv4Defragmenter:
             datagram.frames.append(frame)
         if not more:
             datagram.end = offset + len(data)
+            datagram.cut = packet.cut
         self._evict_beyond_limit(key, findings)
         payload = datagram.payload()
         if payload is None:
-            return None, None, findings
+            return None, None, findings, 0
         del self.pending[key]
         self.total -= datagram.cost
-        return payload, datagram.frames, findings
+        return payload, datagram.frames, findings, datagram.cut
 
     def _datagram(self, key, findings):
         datagram = self.pending.get(key)
