@@ -194,6 +194,16 @@ def test_sequence_wraparound():
     assert delivered(out) == [b"abc", b"de", b"fg"]
 
 
+def test_bytes_from_before_a_mid_stream_capture_began_are_not_called_delivered():
+    """No SYN: the stream starts at the first segment seen; one that comes later with earlier bytes was never
+    delivered (tshark's follow-tcp leaves them out too), and says so; a true retransmission still says delivered."""
+    _, out = run([segment(1083, b"x" * 229), segment(1000, b"y" * 83), segment(1083, b"x" * 229)])
+    assert delivered(out) == [b"x" * 229]
+    assert [f.message.split(" (bytes of a stream")[0] for d in out for f in d.findings] == [
+        "83 bytes from before the first byte the capture saw of this side (it began mid-stream): ignored",
+        "retransmission of 229 bytes already delivered (ignored)"]
+
+
 def test_late_retransmission_after_close_stays_quiet():
     tcp, out = run([segment(1, b"ab"), segment(3, flags=0x11), segment(50, flags=0x11, src=LOBBY, dst=CLIENT)])
     assert out[-1].closed

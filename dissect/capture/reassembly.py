@@ -252,8 +252,7 @@ class TcpReassembler:
             overlap = min(-rel, len(data))
             self._check_overlap(side, -rel, data[:overlap], delivery)
             if overlap == len(data):
-                delivery.findings.append(TCP_FINDINGS.retransmission.at(
-                    f"retransmission of {len(data)} bytes already delivered (ignored)"))
+                delivery.findings.append(TCP_FINDINGS.retransmission.at(_behind_text(side, -rel, len(data))))
                 return
             data, offset = data[overlap:], offset + overlap
         self._deliver(side, data, frame, offset, delivery)
@@ -444,6 +443,14 @@ class TcpReassembler:
             self._drop(stream)
             delivery.closed = True
             yield delivery
+
+
+def _behind_text(side, back, size):
+    """What a segment wholly behind the next expected byte (``back`` bytes before it) is: bytes the stream delivered,
+    or, in a stream whose capture began mid-stream, bytes from before the first one it saw, which it never had."""
+    if back <= side.next_off:
+        return f"retransmission of {size} bytes already delivered (ignored)"
+    return f"{size} bytes from before the first byte the capture saw of this side (it began mid-stream): ignored"
 
 
 def _last_bytes(history, data):

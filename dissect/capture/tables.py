@@ -65,7 +65,8 @@ FRAME_FINDINGS = FindingTable("capture", [
 
 TCP_FINDINGS = FindingTable("tcp", [
     ("stream_evicted", "warning", "TCP streams open at once are limited to keep memory bounded"),
-    ("retransmission", "note", "bytes of a stream already delivered are not delivered again"),
+    ("retransmission", "note", "bytes of a stream already delivered are not delivered again, nor bytes from before "
+                               "the first one a capture that began mid-stream saw"),
     ("keep_alive", "note", "one byte just before the next expected byte, other than the byte delivered there, is a "
                            "keep-alive probe (RFC 1122, 4.2.3.6), not data: no conflict"),
     ("out_of_order", "note", "a segment ahead of the next expected byte waits for the gap to fill"),
