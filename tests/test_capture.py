@@ -94,6 +94,18 @@ def test_an_ipv6_link_type_or_ethertype_carrying_another_version_is_a_bad_header
     assert ethernet_ip_pair(capkit.ethernet(udp6())[:12] + b"\x86\xdd" + v4) is None  # -j's owner: as decoded
 
 
+def test_a_transport_header_the_frame_ends_inside_still_shows_its_ports():
+    """tshark shows the ports of a UDP header cut after 6 bytes, a TCP header after 10; nothing is carried. Under 4
+    bytes, no port."""
+    for build, kept, name in ((capkit.udp_packet, 6, "UDP"), (capkit.tcp_packet, 10, "TCP"), (capkit.udp_packet, 3,
+                                                                                            "UDP")):
+        frame = capkit.ethernet(build("10.0.0.7", 40000, "10.0.0.1", 26000, PAYLOAD))
+        packet = decode_frame(frame[:14 + 20 + kept], 1)
+        ports = (40000, 26000) if kept >= 4 else (None, None)
+        assert (packet.problem, (packet.sport, packet.dport), packet.transport, packet.payload) == (
+            f"{name} header cut short", ports, None, None)
+
+
 def test_layers_not_kept_while_decoding_are_made_when_read():
     # the summary's path: no Layer is made while decoding, the same ones when a view asks for them
     frame = capkit.ethernet(udp4(), vlan=42)

@@ -502,7 +502,7 @@ def _transport(packet, data, offset, end, proto):
 
 def _udp(packet, data, offset, end):
     if end < offset + 8:
-        packet.problem = "UDP header cut short"
+        _cut_header(packet, data, offset, end, "UDP")
         return
     sport = _port(data[offset] << 8 | data[offset + 1])
     dport = _port(data[offset + 2] << 8 | data[offset + 3])
@@ -518,7 +518,7 @@ def _udp(packet, data, offset, end):
 
 def _tcp(packet, data, offset, end):
     if end < offset + 20:
-        packet.problem = "TCP header cut short"
+        _cut_header(packet, data, offset, end, "TCP")
         return
     sport = _port(data[offset] << 8 | data[offset + 1])
     dport = _port(data[offset + 2] << 8 | data[offset + 3])
@@ -535,6 +535,15 @@ def _tcp(packet, data, offset, end):
     start = offset + max(hlen, 20)
     packet.payload = cut(data, start, end)
     packet.payload_offset = start
+
+
+def _cut_header(packet, data, offset, end, name):
+    """A UDP or TCP header that the frame ends inside: its ports, where their 4 bytes are there (as tshark shows
+    them), and nothing carried."""
+    packet.problem = f"{name} header cut short"
+    if end >= offset + 4:
+        packet.sport = _port(data[offset] << 8 | data[offset + 1])
+        packet.dport = _port(data[offset + 2] << 8 | data[offset + 3])
 
 
 def tcp_flag_text(flags):
