@@ -1096,3 +1096,21 @@ def test_a_keep_alive_probe_is_a_note_not_an_overlap_conflict(tmp_path):
                                    "keep-alive probe (RFC 1122, 4.2.3.6), not data: no conflict)")]
     (listing,) = server_lists(out)
     assert (listing["result"]["received"], listing["findings"]) == (len(sp.SERVERS), [])
+
+
+def test_a_second_last_fragment_does_not_move_the_datagrams_end():
+    """Two last fragments at one offset, the second a shortened copy: the first's end stands whichever order the
+    others come in (the first bytes are kept), the copy is no conflict of bytes, and the second end is told."""
+    for order in ((0, 1, 2, 3), (1, 0, 2, 3)):
+        defrag = IPv4Defragmenter()
+        parts = [_fragment(4, 16, b"C" * 16, more=False), _fragment(4, 16, b"C" * 4, more=False),
+                 _fragment(4, 0, b"A" * 8), _fragment(4, 8, b"B" * 8)]
+        results = [defrag.add(parts[index], number) for number, index in enumerate(order, 1)]
+        payload, frames, _, cut = results[-1]
+        findings = [f.message.split(" (the fragments")[0] for result in results for f in result[2]]
+        end = 32 if order[0] == 0 else 20
+        assert payload == (b"A" * 8 + b"B" * 8 + b"C" * 16)[:end] and cut == 0
+        longer = [] if order[0] == 0 else ["fragment at offset 16 overlaps 4 bytes of other fragments; the first "
+                                           "bytes are kept"]  # the same bytes, but more of them: an overlap
+        assert findings == longer + [f"a second last fragment ends the datagram at byte {52 - end}, the first at "
+                                     f"{end}; the first is kept"]

@@ -639,8 +639,7 @@ class IPv4Defragmenter:
         if len(datagram.frames) < 64:
             datagram.frames.append(frame)
         if not more:
-            datagram.end = offset + len(data)
-            datagram.cut = packet.cut
+            self._end(datagram, offset + len(data), packet.cut, findings)
         self._evict_beyond_limit(key, findings)
         payload = datagram.payload()
         if payload is None:
@@ -663,12 +662,21 @@ class IPv4Defragmenter:
                 f"{evicted[1].frames[:4]}) was dropped"))
         return datagram
 
+    def _end(self, datagram, end, cut, findings):
+        """A last fragment (MF clear) ends the datagram at ``end``; a second one that ends it elsewhere is told, and
+        the first kept, as the first bytes are."""
+        if datagram.end is None:
+            datagram.end, datagram.cut = end, cut
+        elif end != datagram.end:
+            findings.append(IP_FINDINGS.fragment_overlap.at(f"a second last fragment ends the datagram at byte {end}, "
+                                                            f"the first at {datagram.end}; the first is kept"))
+
     def _place(self, datagram, offset, data, findings):
         repeated = datagram.pieces.get(offset)
         overlap, cost = datagram.add(offset, data)
         self.total += cost
-        if not overlap or (overlap == len(data) and repeated == data):  # new bytes, or a plain duplicate
-            return
+        if not overlap or (overlap == len(data) and repeated is not None and repeated[:len(data)] == data):
+            return  # new bytes, or a plain duplicate (of the first bytes kept there, whole or cut short)
         what = "repeated with different bytes" if repeated is not None and overlap == len(data) else \
             f"overlaps {overlap} bytes of other fragments"
         findings.append(IP_FINDINGS.fragment_overlap.at(f"fragment at offset {offset} {what}; the first bytes "
