@@ -28,6 +28,7 @@ with ``not`` folded in). Parentheses may nest ``MAX_NESTING`` deep; chains of ``
 import functools
 import operator
 import re
+import sys
 
 from .core.tables import NUMBER_TYPES, TEXT_TYPES
 from .registry import UsageError
@@ -452,7 +453,7 @@ def _number_of(key, field_type, text, raw):
         number = float(text) if _DECIMAL.fullmatch(text) else _integer(text)
         if number is None:
             raise UsageError(f"bad filter: {key} is {_described(field_type)}: compare it with a number, not {raw}")
-        if number in (_INFINITY, -_INFINITY):  # 1e400: a float field holds no such value, as inf is refused
+        if not -_FLOAT_MAX <= number <= _FLOAT_MAX:  # 1e400, 0xfff...: no float is, as inf is refused
             raise UsageError(f"bad filter: {raw} is out of range for {key}, a {field_type} field")
         return number
     number = _integer(text)
@@ -464,7 +465,7 @@ def _number_of(key, field_type, text, raw):
     return number
 
 
-_INFINITY = float("inf")
+_FLOAT_MAX = sys.float_info.max
 
 
 def _integer(text):

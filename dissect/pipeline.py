@@ -274,6 +274,8 @@ class Pipeline:
             self._probe(stream, packet, delivery)
         dissector = stream.dissector
         if dissector is not None:
+            if delivery.closed:
+                self.tcp.dissected(stream)  # taken by the segment that closed it: bytes after its end are told
             for direction, piece in delivery.pieces:
                 parser = stream.parsers[direction]
                 if isinstance(piece, Gap):

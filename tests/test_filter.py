@@ -205,6 +205,8 @@ def test_every_type_may_be_tested_for_presence():
                                      "not inf"),
     ("netquake.response_time < 1e400", "1e400 is out of range for netquake.response_time, a float field"),
     ("netquake.response_time > -1e309", "-1e309 is out of range for netquake.response_time, a float field"),
+    ("netquake.response_time < 0x" + "f" * 300, "0x" + "f" * 300 + " is out of range for netquake.response_time, a "
+                                                                  "float field"),
 ])
 def test_type_mismatch(text, message):
     assert refused(text, FIELDS) == "bad filter: " + message

@@ -533,10 +533,35 @@ def test_bytes_in_flight_after_an_rst_are_told_not_dissected(tmp_path):
             for number in range(6, 13)}
     assert late == {6: [("tcp.data_after_close", "100 bytes after stream 0 ended (at its RST, or both sides' FINs): "
                                                   "not dissected")],
-                    7: [("tcp.data_after_close", "50 bytes after stream 0 ended (at its RST, or both sides' FINs): "
-                                                 "not dissected")],
+                    7: [("tcp.data_after_close", "100 bytes after stream 0 ended (at its RST, or both sides' FINs): "
+                                                  "not dissected")],
                     8: [], 9: [], 10: [], 11: [], 12: []}
     assert frames[6]["findings"][0]["severity"] == "warning" and frames[6]["messages"] == []
+
+
+def test_bytes_after_the_end_are_told_in_any_order_and_when_the_closing_segment_brought_the_first():
+    """In-flight bytes that come after the RST out of order are each told (bytes never delivered); and a stream whose
+    first bytes came in the very segment that closed it (a request with the RST flag) tells them too."""
+    request, reply = sp.request(), sp.lobby_reply()
+    segments = [(CLIENT, LOBBY, 100, b"", 0x02), (LOBBY, CLIENT, 500, b"", 0x12),
+                (CLIENT, LOBBY, 101, request, 0x18), (CLIENT, LOBBY, 101 + len(request), b"", 0x14),
+                (LOBBY, CLIENT, 601, reply[100:200], 0x18), (LOBBY, CLIENT, 501, reply[:100], 0x18)]
+    told = _after_close_findings(segments)
+    assert told == {5: ["100 bytes after stream 0 ended"], 6: ["100 bytes after stream 0 ended"]}
+    segments = [(CLIENT, LOBBY, 100, b"", 0x02), (LOBBY, CLIENT, 500, b"", 0x12),
+                (CLIENT, LOBBY, 101, request, 0x1C),  # PSH, ACK and RST: the stream's first bytes close it
+                (LOBBY, CLIENT, 501, reply[:100], 0x18)]
+    assert _after_close_findings(segments) == {4: ["100 bytes after stream 0 ended"]}
+
+
+def _after_close_findings(segments):
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/late.pcap"
+        _tcp_capture(path, segments)
+        _, out, _ = run_cli("-T", "jsonl", path)
+    return {r["frame"]: [f["message"].split(" (at its RST")[0] for f in r["findings"]]
+            for r in jsonl(out) if r["kind"] == "frame" and r["findings"]}
 
 
 def test_after_a_gap_a_line_whose_first_segment_is_its_type_byte_alone_is_read(tmp_path):
@@ -1096,6 +1121,20 @@ def test_a_keep_alive_probe_is_a_note_not_an_overlap_conflict(tmp_path):
                                    "keep-alive probe (RFC 1122, 4.2.3.6), not data: no conflict)")]
     (listing,) = server_lists(out)
     assert (listing["result"]["received"], listing["findings"]) == (len(sp.SERVERS), [])
+
+
+def test_two_copies_of_a_last_fragment_one_cut_by_the_snap_length_are_one_fragment():
+    """A copy the capture cut and one it kept whole end the datagram at the same byte: no second end, and the whole
+    copy's bytes complete it, whichever came first."""
+    for cut_first in (True, False):
+        defrag = IPv4Defragmenter()
+        whole, cut = _fragment(6, 16, b"C" * 16, more=False), _fragment(6, 16, b"C" * 6, more=False)
+        cut.cut = 10
+        results = [defrag.add(packet, number) for number, packet in enumerate(
+            [*((cut, whole) if cut_first else (whole, cut)), _fragment(6, 0, b"A" * 16)], 1)]
+        payload, _, _, missing = results[-1]
+        assert payload == b"A" * 16 + b"C" * 16 and missing == 0
+        assert not any("second last fragment" in f.message for result in results for f in result[2])
 
 
 def test_a_second_last_fragment_does_not_move_the_datagrams_end():

@@ -190,28 +190,32 @@ class TcpReassembler:
         delivery.closed = True
         self._drop(stream)
         popped(self.streams, key)
-        ends = tuple([side.next_seq for side in stream.directions]) if stream.dissector is not None else None
-        put(self.recently_closed, key, (stream.index, stream.client, ends))
+        ends = tuple([side.next_seq for side in stream.directions])
+        put(self.recently_closed, key, (stream.index, stream.client, ends, stream.dissector is not None))
 
     def after_close(self, packet):
         """For a segment ``segment`` took as a late one of a closed stream: a finding where it carries bytes past
         those its side delivered, which are not dissected (None for a last ACK, a retransmission, or a stream no
         dissector took)."""
-        key = _key(packet)
-        closed = self.recently_closed.get(key)
+        closed = self.recently_closed.get(_key(packet))
         data = packet.payload
-        if closed is None or closed[2] is None or not data or packet.tcp_flags & SYN:
+        if closed is None or not closed[3] or not data or packet.tcp_flags & SYN:
             return None
-        index, client, ends = closed
-        direction = 0 if (packet.src, packet.sport) == client else 1
-        end, stop = ends[direction], (packet.tcp_seq + len(data)) & 0xFFFFFFFF
-        beyond = len(data) if end is None else min(len(data), seq_diff(stop, end))
+        index, client, ends = closed[:3]
+        end = ends[0 if (packet.src, packet.sport) == client else 1]
+        beyond = len(data) if end is None else min(len(data), seq_diff((packet.tcp_seq + len(data)) & 0xFFFFFFFF,
+                                                                       end))
         if beyond <= 0:
             return None
-        ends = (stop, ends[1]) if direction == 0 else (ends[0], stop)  # told once: the next segment's new bytes
-        self.recently_closed[key] = (index, client, ends)
         return TCP_FINDINGS.data_after_close.at(f"{beyond} bytes after stream {index} ended (at its RST, or both "
                                                 f"sides' FINs): not dissected")
+
+    def dissected(self, stream):
+        """A dissector took ``stream``, closed by the segment that brought its first bytes: bytes after its end are
+        told (``after_close``) as for a stream taken before."""
+        closed = self.recently_closed.get(stream.key)
+        if closed is not None and closed[0] == stream.index:
+            self.recently_closed[stream.key] = closed[:3] + (True,)
 
     def _segment(self, side, packet, frame, delivery):
         first_finding, first_piece = len(delivery.findings), len(delivery.pieces)
@@ -663,13 +667,18 @@ class IPv4Defragmenter:
         return datagram
 
     def _end(self, datagram, end, cut, findings):
-        """A last fragment (MF clear) ends the datagram at ``end``; a second one that ends it elsewhere is told, and
-        the first kept, as the first bytes are."""
+        """A last fragment (MF clear) ends the datagram at ``end`` (``cut``: its bytes past it the snap length did not
+        keep). A copy of it ends it where it did, the copy that kept more standing; a second one that ends it
+        elsewhere is told, and the first kept, as the first bytes are."""
         if datagram.end is None:
             datagram.end, datagram.cut = end, cut
-        elif end != datagram.end:
-            findings.append(IP_FINDINGS.fragment_overlap.at(f"a second last fragment ends the datagram at byte {end}, "
-                                                            f"the first at {datagram.end}; the first is kept"))
+        elif end + cut == datagram.end + datagram.cut:
+            if end > datagram.end:
+                datagram.end, datagram.cut = end, cut
+        else:
+            findings.append(IP_FINDINGS.fragment_overlap.at(f"a second last fragment ends the datagram at byte "
+                                                            f"{end + cut}, the first at {datagram.end + datagram.cut}; "
+                                                            f"the first is kept"))
 
     def _place(self, datagram, offset, data, findings):
         repeated = datagram.pieces.get(offset)
