@@ -23,8 +23,6 @@ Findings that belong to a frame but no message (``claims``, stream parsers) wait
 the pipeline to add to the frame's record.
 """
 
-import pickle
-
 from .analysis.base import Analyzer
 from .core.model import SEVERITY_RANK, AnalysisRecord, Field, Finding, Message
 
@@ -324,6 +322,7 @@ class GuardedAnalyzer(Analyzer):
         # No Analyzer.__init__: it sets stats_off, which is the inner analyzer's (unpickled in -j's parent, too).
 
     def __reduce__(self):  # -j and the many-file runs send analyzers between processes
+        import pickle  # here: the start of every run would pay for it, and only these runs pickle
         try:
             pickle.dumps(self.inner, pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # what it holds cannot be sent (a lock, a socket): its statistics cannot be merged
