@@ -19,6 +19,7 @@ from .plugin_guard import fault_record
 from .registry import dissect_message
 
 PROBE_SEGMENTS = 4   # data segments a TCP stream gets to be recognized before it is ignored
+PROBE_HELD = 1024    # bytes of those a stream keeps, probed again with the next ones and dissected once one is taken
 CUT = "ended inside a line"
 HELD = "held this line behind lost bytes until the capture ended"
 MAX_END_MESSAGES = 8192  # messages kept, in all, from the bytes still held behind gaps when the capture ends
@@ -298,16 +299,23 @@ class Pipeline:
         return out
 
     def _probe(self, stream, packet, delivery):
-        for _, piece in delivery.pieces:
+        """Ask the TCP dissectors about each side's first bytes: the segments probed before (up to PROBE_HELD bytes,
+        kept) and this one, so that a first line cut after its first byte is still seen; the kept segments are
+        dissected first once a dissector takes the stream."""
+        for direction, piece in delivery.pieces:
             if isinstance(piece, Gap):
+                stream.probe_held = False  # a side's bytes are no longer one run: each segment is asked alone
                 continue
-            dissector = self.registry.select(packet, piece.data)
+            dissector = self.registry.select(packet, _probe_head(stream.probe_held, direction, piece))
             if dissector is not None and dissector.stream_parser is not None:
                 stream.dissector = dissector
                 stream.parsers = (dissector.stream_parser(), dissector.stream_parser())
+                _replay_held(stream, delivery)
                 return
+            _hold_probed(stream, direction, piece)
             stream.probed += 1
             if stream.probed >= PROBE_SEGMENTS:
+                stream.probe_held = None
                 self.tcp.ignore(stream)
                 return
 
@@ -463,6 +471,34 @@ def _wire_length(record, msg):
     if len(msg.frames) > 1:
         return msg.length + 8 + len(msg.frames) * (packet.payload_offset or 0)
     return record.wirelen
+
+
+def _probe_head(held, direction, piece):
+    """The first bytes of ``direction``'s side as far as ``piece``: the segments of it probed before, then it."""
+    earlier = [chunk.data for side, chunk in held if side == direction] if held else None
+    return b"".join(earlier + [piece.data]) if earlier else piece.data
+
+
+def _hold_probed(stream, direction, piece):
+    """Keep a probed segment for the next probe (and for its parser), within PROBE_HELD bytes a stream; past them, or
+    after a gap (``probe_held`` False), none is kept."""
+    held = stream.probe_held
+    if held is False:
+        return
+    held = held or []
+    if sum([len(chunk.data) for _, chunk in held]) + len(piece.data) > PROBE_HELD:
+        stream.probe_held = False
+        return
+    held.append((direction, piece))
+    stream.probe_held = held
+
+
+def _replay_held(stream, delivery):
+    """A dissector took the stream: the segments kept from earlier probes go before this segment's pieces."""
+    held, stream.probe_held = stream.probe_held, None
+    if held:
+        current = {id(piece) for _, piece in delivery.pieces}
+        delivery.pieces[:0] = [item for item in held if id(item[1]) not in current]
 
 
 def _tag(stream, direction, msg):

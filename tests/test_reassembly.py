@@ -586,6 +586,25 @@ def test_after_a_gap_a_line_whose_first_segment_is_its_type_byte_alone_is_read(t
         assert servers[0]["frames"] == [3, 4] and servers[0]["offset"] is None  # the line over both segments
 
 
+def test_off_its_port_a_request_whose_first_segment_is_one_byte_is_still_found(tmp_path):
+    """On a port no dissector names, the client's request comes as its type byte, then the rest: neither segment
+    alone looks like a line, the two together do. The stream is taken at the second, and the first is dissected with
+    it: the request line names both frames (offset null), and the list record carries its filters."""
+    request, reply = sp.request(), sp.lobby_reply(sp.SERVERS[:1])
+    server = ("10.0.0.5", 8000)
+    path = tmp_path / "offport.pcap"
+    _tcp_capture(path, [(CLIENT, server, 100, b"", 0x02), (server, CLIENT, 500, b"", 0x12),
+                        (CLIENT, server, 101, request[:1], 0x18), (CLIENT, server, 102, request[1:], 0x18),
+                        (server, CLIENT, 501, reply, 0x18)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    frames = {r["frame"]: r for r in jsonl(out) if r["kind"] == "frame"}
+    (msg,) = frames[4]["messages"]
+    assert (msg["message"], msg["frames"], msg["offset"], msg["length"]) == ("request_list", [3, 4], None,
+                                                                             len(request))
+    (listing,) = server_lists(out)
+    assert listing["result"]["filters"] is not None and listing["result"]["received"] == 1
+
+
 def test_count_mismatch(tmp_path):
     reply = sp.lobby_reply(sp.SERVERS[:2], count=3)
     path = tmp_path / "count.pcap"

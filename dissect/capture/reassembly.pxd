@@ -38,7 +38,7 @@ cdef class TcpReassembler:
     cpdef _drain(self, _Direction side, Delivery delivery)
 
 cdef class TcpStream:
-    cdef public object index, key, client, dissector, parsers, ignored, probed
+    cdef public object index, key, client, dissector, parsers, ignored, probed, probe_held
     cdef public tuple directions, ends
     cpdef int direction_of(self, src, sport) except -1
 

@@ -86,7 +86,8 @@ class _Direction:
 
 
 class TcpStream:
-    __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed", "ends")
+    __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed", "probe_held",
+                 "ends")
 
     def __init__(self, index, key, client):
         self.index = index
@@ -97,6 +98,7 @@ class TcpStream:
         self.parsers = None
         self.ignored = False
         self.probed = 0
+        self.probe_held = None  # the pipeline's: segments probed while no dissector took the stream (see _probe)
         self.ends = None  # (client, server) as texts, made by the pipeline for the first message it tags
 
     def direction_of(self, src, sport):
