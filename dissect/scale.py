@@ -52,6 +52,12 @@ class Job:
         self.folded = folded      # one file of several: the abuse rules run on the files folded, not here
         self.protocols = protocols
 
+    def session_options(self):
+        """The keyword arguments of the Session that dissects this job's file, or concludes the run's files folded."""
+        rate, window = self.abuse
+        return {"decode_as": self.decode_as, "display_filter": self.display_filter, "stats": self.stats,
+                "fail_on": self.fail_on, "abuse_rate": rate, "abuse_window": window}
+
     def __getstate__(self):
         return {name: getattr(self, name) for name in self.__slots__}
 
@@ -92,8 +98,7 @@ def dissect_file(job):
         layout = Layout()
         parts = ParquetParts(job.out_dir, job.part, layout)
         sink = TableSink(parts.write, layout, job.name)
-    session = Session(sink or _Discard(), decode_as=job.decode_as, display_filter=job.display_filter,
-                      tree=sink is not None, stats=job.stats, fail_on=job.fail_on, **_abuse_options(job.abuse))
+    session = Session(sink or _Discard(), tree=sink is not None, **job.session_options())
     files = CaptureFiles([job.path])
     try:
         frames, interrupted = _read(files, session)
@@ -236,18 +241,12 @@ def make_jobs(paths, out_dir, options):
             for index, path in enumerate(paths)]
 
 
-def _abuse_options(abuse):
-    rate, window = abuse
-    return {"abuse_rate": rate, "abuse_window": window}
-
-
 def _conclude_folded(outcome, job):
     """The abuse rules on the run's files folded: their records to the run's part (``file`` null; none where they
     found nothing), their findings to the statistics and to ``--fail-on``, as a run over one file concludes them at
     its end."""
     kept = _Kept()
-    session = Session(kept, decode_as=job.decode_as, display_filter=job.display_filter, stats=job.stats,
-                      fail_on=job.fail_on, **_abuse_options(job.abuse))
+    session = Session(kept, **job.session_options())
     session.conclude(outcome.traffic)
     if kept.records and job.out_dir is not None:
         layout = Layout()
