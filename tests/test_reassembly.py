@@ -1172,3 +1172,77 @@ def test_a_second_last_fragment_does_not_move_the_datagrams_end():
                                            "bytes are kept"]  # the same bytes, but more of them: an overlap
         assert findings == longer + [f"a second last fragment ends the datagram at byte {52 - end}, the first at "
                                      f"{end}; the first is kept"]
+
+
+def test_a_segment_far_from_a_finished_sides_bytes_is_a_new_connection_whose_syn_was_not_captured():
+    """After the lobby's FIN, a segment of its side more than 1 MiB past its next byte, or the client's more than
+    1 MiB before its first byte: a new connection (no SYN seen), not bytes held or dropped in the old stream."""
+    far = 1004 + (1 << 20) + 1  # the lobby's next expected byte is its FIN's number, 1004; the client's first is 1
+    for first, then in ((segment(far, b"ok", src=LOBBY, dst=CLIENT), segment(900, b"new")),
+                        (segment(-(1 << 20), b"new"), segment(far, b"ok", src=LOBBY, dst=CLIENT))):
+        tcp, out = run([segment(1, b"req"), segment(1000, b"list", src=LOBBY, dst=CLIENT),
+                        segment(1004, flags=0x11, src=LOBBY, dst=CLIENT), first, then])
+        old, new = out[0].stream, out[3].stream
+        assert (old.index, new.index) == (0, 1) and out[4].stream is new and out[3].evicted == [old]
+        assert [[f.code for f in d.findings] for d in out] == [[], [], [], ["tcp.port_reused"], []]
+        assert out[3].findings[0].message.startswith("no SYN seen: a segment more than 1048576 bytes outside the "
+                                                     "bytes of stream 0")
+        assert delivered(out) == [b"req", b"list", first.payload, then.payload]
+
+
+def test_segments_within_1_mib_of_a_finished_sides_bytes_stay_in_its_stream():
+    """A retransmission of the side's first bytes after its FIN, bytes just past the FIN (held behind a gap) and a
+    segment exactly 1 MiB past the next expected byte are still the old connection's."""
+    tcp, out = run([segment(1, b"req"), segment(1000, b"list", src=LOBBY, dst=CLIENT),
+                    segment(1004, flags=0x11, src=LOBBY, dst=CLIENT), segment(1000, b"list", src=LOBBY, dst=CLIENT),
+                    segment(1000 - (1 << 20) + 4, b"x", src=LOBBY, dst=CLIENT),
+                    segment(4 + (1 << 20), b"ahead"), segment(1, b"req")])
+    assert {d.stream.index for d in out} == {0} and [d.evicted for d in out] == [[]] * 7
+    assert codes_of(out) == ["tcp.retransmission", "tcp.retransmission", "tcp.out_of_order", "tcp.retransmission"]
+
+
+def test_after_both_fins_a_segment_far_from_a_sides_bytes_begins_a_new_stream_and_near_ones_stay_late():
+    tcp, out = run([segment(1, b"req"), segment(1000, b"list", src=LOBBY, dst=CLIENT), segment(4, flags=0x11),
+                    segment(1004, flags=0x11, src=LOBBY, dst=CLIENT)])
+    assert out[-1].closed
+    assert tcp.segment(segment(5, b""), 5) is None  # the last ACK
+    assert tcp.segment(segment(1005 + 100, b"late", src=LOBBY, dst=CLIENT), 6) is None  # in flight: after close
+    new = tcp.segment(segment(3_000_000_000, b"new"), 7)
+    assert new.stream.index == 1 and new.findings == [] and delivered([new]) == [b"new"]
+
+
+def _reuse_capture(path, both_fins):
+    """A lobby exchange; the lobby's FIN (and the client's); then the same ports carry a new exchange with no SYN,
+    its numbers far from the old ones."""
+    request, reply = sp.request(), sp.lobby_reply(sp.SERVERS[:1])
+    segments = [(CLIENT, LOBBY, 1000, request, 0x18), (LOBBY, CLIENT, 5000, reply, 0x18),
+                (LOBBY, CLIENT, 5000 + len(reply), b"", 0x11)]
+    if both_fins:
+        segments.append((CLIENT, LOBBY, 1000 + len(request), b"", 0x11))
+    segments += [(CLIENT, LOBBY, 3_000_000_000, request, 0x18), (LOBBY, CLIENT, 2_000_000_000, reply, 0x18),
+                 (LOBBY, CLIENT, 2_000_000_000 + len(reply), b"", 0x11)]
+    _tcp_capture(path, segments)
+
+
+def test_a_new_lobby_exchange_on_the_ports_of_a_finished_one_without_syn_is_a_new_stream(tmp_path):
+    for both_fins in (False, True):
+        path = tmp_path / f"nosyn-{both_fins}.pcap"
+        _reuse_capture(path, both_fins)
+        code, out, err = run_cli("-T", "jsonl", path)
+        assert code == 0 and err == ""
+        frames = [r for r in jsonl(out) if r["kind"] == "frame"]
+        new = 4 if both_fins else 3  # the index of the new exchange's first frame
+        shown = [([m["message"] for m in f["messages"]], [x["code"] for x in f["findings"]]) for f in frames]
+        assert shown == [(["request_list"], []), (["list_begin", "server", "list_end"], []), ([], [])] \
+            + [([], [])] * both_fins + [
+            (["request_list"], [] if both_fins else ["tcp.port_reused"]),
+            (["list_begin", "server", "list_end"], []), ([], [])]
+        assert frames[new]["info"] == "Request List version=42 gametype=-1"
+        lists = server_lists(out)
+        assert [(r["result"]["stream"], r["frames"], r["result"]["complete"], r["findings"],
+                 [s["name"] for s in r["result"]["servers"]]) for r in lists] == [
+            (0, [1, 2], True, [], [sp.SERVERS[0][7]]), (1, [new + 1, new + 2], True, [], [sp.SERVERS[0][7]])]
+        assert "tcp.lost_segment" not in out and "tcp.out_of_order" not in out and "tcp.data_after_close" not in out
+        _, fields, _ = run_cli("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", path)
+        assert [line.split("\t") for line in fields.splitlines()] == [
+            [str(n + 1), "0" if n < new else "1"] for n in range(new + 3)]

@@ -37,8 +37,13 @@ cdef class TcpReassembler:
     cpdef _deliver(self, _Direction side, data, frame, offset, Delivery delivery)
     cpdef _drain(self, _Direction side, Delivery delivery)
 
+cdef class _Closed:
+    cdef public object index, client, ends, starts, dissected
+    cpdef int direction_of(self, src, sport) except -1
+
 cdef class TcpStream:
     cdef public object index, key, client, dissector, parsers, ignored, probed, probe_held
+    cdef public bint fin_seen
     cdef public tuple directions, ends
     cpdef int direction_of(self, src, sport) except -1
 
@@ -46,6 +51,10 @@ cpdef tuple _key(Packet packet)
 @cython.locals(side=_Direction, direction=int)
 cpdef bint _new_connection(TcpStream stream, Packet packet) except -1
 cpdef bint _holds_bytes(TcpStream stream) except -1
+@cython.locals(side=_Direction)
+cpdef bint _unsynced_connection(TcpStream stream, Packet packet) except -1
+cdef bint _unsynced_after_close(_Closed closed, Packet packet) except -1
+cdef bint _outside(seq, next_seq, delivered) except -1
 cdef _beyond_fin(_Direction side, seq)
 cdef _pass_fin(_Direction side)
 cdef _sum_gaps(Delivery delivery, Py_ssize_t first_finding, Py_ssize_t first_piece)

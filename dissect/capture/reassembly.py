@@ -29,6 +29,8 @@ HISTORY = 4096                     # delivered bytes kept per direction, to chec
 RECENTLY_CLOSED = 4096             # closed connections remembered (their stream numbers and ends), so late segments
                                    # stay quiet, and bytes sent after the end are told
 PIECE_COST = 96                    # bytes a held IPv4 fragment costs beyond its data (bookkeeping)
+UNSYNCED_REUSE = 1 << 20           # once a side has sent its FIN: a segment this far outside a side's bytes is a new
+                                   # connection's whose SYN was not captured (see _unsynced_connection)
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 SYN_ACK = SYN | ACK
@@ -85,9 +87,27 @@ class _Direction:
         self.cut_heap = []           # the offsets of the cuts, earliest first
 
 
+class _Closed:
+    """A connection that ended (at an RST or both FINs), as ``recently_closed`` remembers it: its stream number,
+    its client (address, port), each direction's end and first sequence number (None: that side sent nothing),
+    and whether a dissector took it (bytes after its end are then told)."""
+
+    __slots__ = ("index", "client", "ends", "starts", "dissected")
+
+    def __init__(self, index, client, ends, starts, dissected):
+        self.index = index
+        self.client = client
+        self.ends = ends
+        self.starts = starts
+        self.dissected = dissected
+
+    def direction_of(self, src, sport):
+        return 0 if (src, sport) == self.client else 1
+
+
 class TcpStream:
     __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed", "probe_held",
-                 "ends")
+                 "ends", "fin_seen")
 
     def __init__(self, index, key, client):
         self.index = index
@@ -100,6 +120,7 @@ class TcpStream:
         self.probed = 0
         self.probe_held = None  # the pipeline's: segments probed while no dissector took the stream (see _probe)
         self.ends = None  # (client, server) as texts, made by the pipeline for the first message it tags
+        self.fin_seen = False  # a side has sent its FIN: segments are checked for a new connection without SYN
 
     def direction_of(self, src, sport):
         return 0 if (src, sport) == self.client else 1
@@ -141,13 +162,19 @@ class TcpReassembler:
         key = _key(packet)
         stream = refreshed(self.streams, key)  # the most recently used, if it is there
         evicted = reused = None
-        if stream is not None and packet.tcp_flags & SYN and _new_connection(stream, packet):
-            reused = popped(self.streams, key)  # its end was not captured: it ends here, and a new stream begins
-            stream = None
+        unsynced = False
+        if stream is not None:
+            if packet.tcp_flags & SYN:
+                if _new_connection(stream, packet):
+                    reused = popped(self.streams, key)  # its end was not captured: it ends here, and a new one begins
+                    stream = None
+            elif stream.fin_seen and _unsynced_connection(stream, packet):
+                reused = popped(self.streams, key)
+                stream, unsynced = None, True
         if stream is None:
             closed = self.recently_closed.get(key)
-            if closed is not None and not packet.tcp_flags & SYN:
-                packet.tcp_stream = closed[0]  # a late segment of a finished connection (its last ACK): of its stream
+            if closed is not None and not packet.tcp_flags & SYN and not _unsynced_after_close(closed, packet):
+                packet.tcp_stream = closed.index  # a late segment of a finished connection (its last ACK)
                 return None
             popped(self.recently_closed, key)
             stream = TcpStream(self.next_index, key, _client(packet))
@@ -161,9 +188,16 @@ class TcpReassembler:
                 f"more than {self.streams.limit} TCP streams open at once: stream {old.index} was dropped"))
         if reused is not None:
             held = "; the bytes it held behind a gap are dropped" if _holds_bytes(reused) else ""
-            self._end_early(reused, delivery, TCP_FINDINGS.port_reused.at(
-                f"a SYN that does not start where the bytes of stream {reused.index} began, on its ports: a new "
-                f"connection, the end of that stream not captured; it ends here{held}"))
+            if unsynced:
+                finding = TCP_FINDINGS.port_reused.at(
+                    f"no SYN seen: a segment more than {UNSYNCED_REUSE} bytes outside the bytes of stream "
+                    f"{reused.index}, on its ports, after its FIN: a new connection whose SYN was not captured; that "
+                    f"stream ends here{held}")
+            else:
+                finding = TCP_FINDINGS.port_reused.at(
+                    f"a SYN that does not start where the bytes of stream {reused.index} began, on its ports: a new "
+                    f"connection, the end of that stream not captured; it ends here{held}")
+            self._end_early(reused, delivery, finding)
         if stream.ignored:
             self._close_if_done(stream, packet, key, delivery)
             return delivery
@@ -180,8 +214,10 @@ class TcpReassembler:
 
     def _close_if_done(self, stream, packet, key, delivery, frame=None):
         side = stream.directions[delivery.direction]
-        if packet.tcp_flags & FIN and side.fin_seq is None:
-            side.fin_seq = 0
+        if packet.tcp_flags & FIN:
+            stream.fin_seen = True
+            if side.fin_seq is None:
+                side.fin_seq = 0
         ended = packet.tcp_flags & RST or _both_finished(stream.directions)
         if not ended:
             return
@@ -193,7 +229,9 @@ class TcpReassembler:
         self._drop(stream)
         popped(self.streams, key)
         ends = tuple([side.next_seq for side in stream.directions])
-        put(self.recently_closed, key, (stream.index, stream.client, ends, stream.dissector is not None))
+        starts = tuple([None if side.next_seq is None else (side.next_seq - side.next_off) & 0xFFFFFFFF
+                        for side in stream.directions])
+        put(self.recently_closed, key, _Closed(stream.index, stream.client, ends, starts, stream.dissector is not None))
 
     def after_close(self, packet):
         """For a segment ``segment`` took as a late one of a closed stream: a finding where it carries bytes past
@@ -201,23 +239,22 @@ class TcpReassembler:
         dissector took)."""
         closed = self.recently_closed.get(_key(packet))
         data = packet.payload
-        if closed is None or not closed[3] or not data or packet.tcp_flags & SYN:
+        if closed is None or not closed.dissected or not data or packet.tcp_flags & SYN:
             return None
-        index, client, ends = closed[:3]
-        end = ends[0 if (packet.src, packet.sport) == client else 1]
+        end = closed.ends[closed.direction_of(packet.src, packet.sport)]
         beyond = len(data) if end is None else min(len(data), seq_diff((packet.tcp_seq + len(data)) & 0xFFFFFFFF,
                                                                        end))
         if beyond <= 0:
             return None
-        return TCP_FINDINGS.data_after_close.at(f"{beyond} bytes after stream {index} ended (at its RST, or both "
-                                                f"sides' FINs): not dissected")
+        return TCP_FINDINGS.data_after_close.at(f"{beyond} bytes after stream {closed.index} ended (at its RST, or "
+                                                f"both sides' FINs): not dissected")
 
     def dissected(self, stream):
         """A dissector took ``stream``, closed by the segment that brought its first bytes: bytes after its end are
         told (``after_close``) as for a stream taken before."""
         closed = self.recently_closed.get(stream.key)
-        if closed is not None and closed[0] == stream.index:
-            self.recently_closed[stream.key] = closed[:3] + (True,)
+        if closed is not None and closed.index == stream.index:
+            closed.dissected = True
 
     def _segment(self, side, packet, frame, delivery):
         first_finding, first_piece = len(delivery.findings), len(delivery.pieces)
@@ -530,6 +567,37 @@ def _new_connection(stream, packet):
     if side.next_seq is None:
         return not packet.tcp_flags & ACK and stream.directions[1 - direction].next_off > 0
     return (side.next_seq - side.next_off) & 0xFFFFFFFF != (packet.tcp_seq + 1) & 0xFFFFFFFF
+
+
+def _unsynced_connection(stream, packet):
+    """Whether a segment without SYN on the ports of a stream that a side has finished (sent its FIN) is a new
+    connection's whose SYN was not captured: neither an RST nor a segment of an ignored stream (which keeps no
+    numbers), from a side the stream has seen, and its sequence number more than UNSYNCED_REUSE past that side's next
+    expected byte or before its first byte. Every segment of the old connection stays within a window of those bytes
+    (a retransmission, bytes from before a mid-stream capture's first byte, or past a FIN); a new connection's
+    initial number is anywhere."""
+    if packet.tcp_flags & RST or stream.ignored:
+        return False
+    side = stream.directions[stream.direction_of(packet.src, packet.sport)]
+    if side.next_seq is None:
+        return False
+    return _outside(packet.tcp_seq, side.next_seq, side.next_off)
+
+
+def _unsynced_after_close(closed, packet):
+    """As _unsynced_connection, for a segment on the ports of a stream that ended (``closed``, its entry in
+    ``recently_closed``) at both FINs or an RST: its bytes are a new connection's, not bytes in flight at the end."""
+    if packet.tcp_flags & RST:
+        return False
+    direction = closed.direction_of(packet.src, packet.sport)
+    end, start = closed.ends[direction], closed.starts[direction]
+    return end is not None and _outside(packet.tcp_seq, end, (end - start) & 0xFFFFFFFF)
+
+
+def _outside(seq, next_seq, delivered):
+    """Whether ``seq`` is more than UNSYNCED_REUSE past ``next_seq`` or before the ``delivered`` bytes behind it."""
+    ahead = seq_diff(seq, next_seq)
+    return ahead > UNSYNCED_REUSE or -ahead > delivered + UNSYNCED_REUSE
 
 
 def _beyond_fin(side, seq):

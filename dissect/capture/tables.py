@@ -76,7 +76,9 @@ TCP_FINDINGS = FindingTable("tcp", [
     ("cut_segment", "note", "a segment the capture's snap length cut leaves a gap in the stream that is no loss: "
                             "parsing resumes after it"),
     ("port_reused", "note", "a SYN that does not start where an open stream's bytes began, on its ports, is a new "
-                            "connection: the old stream ends there"),
+                            "connection: the old stream ends there; so is, once a side of the stream has sent its "
+                            "FIN, a segment without SYN more than 1 MiB past its side's next expected byte, or more "
+                            "than 1 MiB before its side's first byte (no SYN seen)"),
     ("data_after_close", "warning", "a stream ends at an RST or when both sides have sent their FIN: bytes either "
                                     "side sends after it (data in flight when the RST came) are not dissected"),
 ])
