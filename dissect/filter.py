@@ -511,11 +511,14 @@ def _address_literal(text, op):
 
 
 def compile_filter(text, fields=None):
-    """Compile a display filter to a program for ``evaluate``; a bad filter raises UsageError.
+    """Compile a display filter to a program for ``evaluate``; a bad filter (or one that is not a string) raises
+    UsageError.
 
     ``fields`` maps every key a filter may name to its type name (as in core.tables); with it an
     unknown key or a literal that cannot match the key's type is an error. Without it every key is
     accepted and literals compare loosely."""
+    if not isinstance(text, str):
+        raise UsageError(f"bad filter: a display filter is a string, not {type(text).__name__}")
     parser = _Parser(text, fields)
     return _program(parser.parse(), parser.count)
 

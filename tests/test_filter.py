@@ -137,6 +137,12 @@ def test_syntax_errors():
     assert refused("1a") == "bad filter '1a': expected a field key, found '1a' at position 1"
 
 
+@pytest.mark.parametrize("given", [None, b"netquake", 3, ["netquake"]])
+def test_a_filter_that_is_not_a_string_is_a_usage_error_that_names_its_type(given):
+    assert refused(given) == f"bad filter: a display filter is a string, not {type(given).__name__}"
+    assert refused(given, FIELDS) == f"bad filter: a display filter is a string, not {type(given).__name__}"
+
+
 def test_long_filter_is_cut_in_messages():
     text = " || ".join(["frame.number == 1"] * 1000) + " ||"
     message = refused(text)
