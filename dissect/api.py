@@ -38,7 +38,8 @@ class Capture:
     Use it in a ``with`` block or call ``close()``. Files that cannot be opened raise CaptureError
     from ``open``; a file that cannot be read to its end stops there, the next one is read, and the
     reason is kept in ``errors`` (the command prints these and exits 2). A file object given is read, not
-    closed. Like a generator, a Capture is read by one thread at a time (two captures need no lock)."""
+    closed, and so is standard input. Like a generator, a Capture is read by one thread at a time (two
+    captures need no lock)."""
 
     def __init__(self, sources: Sequence[Source], filter: str | None = None,
                  decode_as: Iterable[str] = (), tree: bool = True, count: int | None = None):
@@ -47,6 +48,8 @@ class Capture:
         if filter is not None and not isinstance(filter, str):
             raise TypeError(f"filter is a display filter string (as -Y), not {type(filter).__name__}")
         inputs = [_input(source) for source in sources]
+        if sum(isinstance(source, str) and source == STDIN for source in inputs) > 1:
+            raise UsageError("standard input can be read once: give \"-\" once")
         self._queue: deque = deque()
         self._files = CaptureFiles(inputs, limit=count)
         self._session = Session(_Collector(self._queue), decode_as=decode_as, display_filter=filter,
@@ -191,8 +194,8 @@ def open(source: Union[Source, Sequence[Source]], filter: str | None = None,  # 
     zstd, lz4). ``filter`` is a display filter (``-Y``); ``decode_as`` takes ``-d`` strings such as
     ``"udp.port==9000,teeframe"``; ``tree=False`` skips the field trees (faster; then ``msg[key]``
     finds nothing); ``count`` stops after that many frames (``-c``). Raises UsageError for a bad
-    filter, decode-as or count, CaptureError for a file that cannot be opened, TypeError for an argument
-    of the wrong type."""
+    filter, decode-as or count (or ``"-"`` given twice), CaptureError for a file that cannot be opened,
+    TypeError for an argument of the wrong type."""
     if isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike)) or hasattr(source, "read"):
         sources = [source]
     else:

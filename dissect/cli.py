@@ -9,7 +9,7 @@ import re
 import sys
 
 from . import __version__
-from .capture.sources import CaptureFiles, rereadable
+from .capture.sources import CaptureFiles, read_once
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
 from .core.escape import tell
@@ -352,9 +352,9 @@ def _run(args, out):
         return _run_scale(args, out)
     if args.jobs > 1 and (args.write or args.count or args.html):
         raise UsageError("-w, -c and --html run in one process: leave out -j")
-    if args.jobs > 1 and not all(map(rereadable, args.files)):
-        tell("-j reads its input twice (once to share the work out): standard input, a pipe or a FIFO runs in one "
-             "process")
+    once = next((what for what in map(read_once, args.files) if what), None) if args.jobs > 1 else None
+    if once is not None:
+        tell(f"-j reads its input twice (once to share the work out), but {once} is read once: running in one process")
         args.jobs = 1
     if args.jobs > 1:
         from .parallel import run_parallel

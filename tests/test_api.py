@@ -5,9 +5,11 @@ import array
 import ast
 import contextlib
 import glob
+import gzip
 import io
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import sys
 import orjson
 import pytest
 
+import capkit
 import dissect
 from conftest import CAPTURES, ROOT, capture, jsonl, run_cli
 
@@ -255,6 +258,40 @@ def test_a_path_of_dash_reads_standard_input_as_the_string_does():
     with dissect.open(capture("netquake-session.pcap")) as cap:
         frames = sum(rec.kind == "frame" for rec in cap)
     assert (proc.returncode, proc.stdout.decode().strip(), proc.stderr) == (0, str(frames), b"")
+
+
+_KEEPS_STDIN = """\
+import os, sys, dissect
+with dissect.open("-") as cap:
+    records = iter(cap)
+    frames = sum(rec.kind == "frame" for rec in (records if sys.argv[1] == "all" else [next(records)]))
+print(frames, sys.stdin.closed, sys.stdin.buffer.closed, repr(sys.stdin.buffer.read()), os.fstat(0).st_size > 0)
+"""
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+@pytest.mark.parametrize("read", ["all", "one"])
+def test_standard_input_is_left_open_when_the_capture_ends_or_is_closed(tmp_path, compressed, read):
+    """A library does not close a stream it did not open: after dissect.open("-"), read to its end or closed after
+    one record, the process's standard input is still open and can be read."""
+    query = bytes.fromhex("8000000c025155414b450003")  # a NetQuake CCREQ_SERVER_INFO
+    frames = [(capkit.DEFAULT_TS + n, capkit.ethernet(capkit.udp_packet("10.0.0.1", 40000 + n, "10.0.0.2", 26000,
+                                                                        query)))
+              for n in range(3)]
+    path = tmp_path / "queries.pcap"
+    capkit.write_pcap(path, frames)
+    if compressed:
+        path.write_bytes(gzip.compress(path.read_bytes()))
+    with open(path, "rb") as handle:
+        proc = subprocess.run([sys.executable, "-c", _KEEPS_STDIN, read], stdin=handle, capture_output=True,
+                              cwd=ROOT, timeout=60)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert proc.stdout.decode() == f"{3 if read == 'all' else 1} False False b'' True\n"
+
+
+def test_standard_input_given_twice_is_a_usage_error():
+    with pytest.raises(dissect.UsageError, match='^standard input can be read once: give "-" once$'):
+        dissect.open(["-", pathlib.Path("-")])
 
 
 def test_dissect_payload_takes_any_buffer_and_refuses_numbers_and_text():

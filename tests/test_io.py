@@ -201,8 +201,30 @@ def test_j_on_standard_input_runs_in_one_process():
     data = open(SESSION, "rb").read()
     code, out, err = _run_stdin("-j", "2", "-", data=data)
     assert code == 0 and out == run_cli(SESSION)[1]
-    assert err == ("dissect: -j reads its input twice (once to share the work out): standard input, a pipe or a "
-                   "FIFO runs in one process\n")
+    assert err == ("dissect: -j reads its input twice (once to share the work out), but standard input is read once: "
+                   "running in one process\n")
+
+
+def test_j_on_a_character_device_names_it_and_runs_in_one_process():
+    code, out, err = run_cli("-j", "2", os.devnull)
+    assert (code, out) == (2, "")
+    assert err == (f"dissect: -j reads its input twice (once to share the work out), but {os.devnull} (a character "
+                   f"device) is read once: running in one process\n"
+                   f"dissect: {os.devnull}: not a capture file: 0 bytes is too short for a header\n")
+
+
+def test_j_on_a_fifo_names_it_and_runs_in_one_process(tmp_path):
+    fifo = tmp_path / "session.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["cp", SESSION, str(fifo)])
+    try:
+        code, out, err = run_cli("-j", "2", fifo)
+    finally:  # the writer waits for a reader until one opens the FIFO: stopped, should dissect not open it
+        writer.kill()
+        writer.wait()
+    assert code == 0 and out == run_cli(SESSION)[1]
+    assert err == (f"dissect: -j reads its input twice (once to share the work out), but {fifo} (a pipe or FIFO) is "
+                   f"read once: running in one process\n")
 
 
 def test_j_on_a_directory_says_only_what_one_process_says(tmp_path):

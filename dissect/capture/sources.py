@@ -36,16 +36,26 @@ def source_name(source):
     return os.fsdecode(source)
 
 
-def rereadable(source):
-    """True when the input can be read a second time from its start (a regular file, uncompressed or not), or when
-    reading it fails whatever the processes (missing, unreadable, a directory): that error is then the one said."""
+# What an input is when it is none of a regular file, a directory or standard input, by its stat mode.
+_KINDS = ((stat.S_ISFIFO, "a pipe or FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def read_once(source):
+    """What an input that can be read only once is, as a note names it ("standard input", "NAME (a character
+    device)"), or None when it can be read a second time from its start (a regular file, uncompressed or not) or
+    when reading it fails whatever the processes (missing, unreadable, a directory): that error is then the one
+    said."""
     if hasattr(source, "read") or source == STDIN:
-        return False
+        return source_name(source)
     try:
         mode = os.stat(source).st_mode
     except (OSError, ValueError):
-        return True
-    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return f"{source_name(source)} ({kind})"
 
 
 def open_input(source):
@@ -59,8 +69,6 @@ def _decompressing(raw, source):
     except OSError as exc:
         raw.close()
         raise CaptureError(f"{source_name(source)}: cannot read: {exc.strerror or exc}") from None
-    except ValueError:  # standard input read already (a file object's own errors are _Borrowed's)
-        raise CaptureError(f"{source_name(source)}: cannot read: it is closed (an input is read once)") from None
     for magic, kind in MAGICS:
         if head.startswith(magic):
             return io.BufferedReader(_decompressed(raw, kind, source_name(source)), READ_BUFFER)
@@ -73,7 +81,9 @@ def _open_raw(source):
     if source == STDIN:
         if sys.stdin is None:
             raise CaptureError("standard input: cannot read: it was closed when dissect started")
-        return sys.stdin.buffer
+        # Borrowed, as a caller's file object is: closing the capture must leave the process's standard input open.
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)
+        return io.BufferedReader(_Borrowed(stdin, source_name(source)), READ_BUFFER)
     try:
         return open(source, "rb", buffering=READ_BUFFER)
     except OSError as exc:
@@ -262,19 +272,21 @@ class _Decompressing(io.RawIOBase):
 
 
 class _Borrowed(io.RawIOBase):
-    """The caller's file object (the API's) as a raw stream: read, and left open when the capture is closed, as
-    gzip.GzipFile leaves the file object it is given."""
+    """The caller's file object (the API's) or standard input as a raw stream: read, and left open when the capture
+    is closed, as gzip.GzipFile leaves the file object it is given. A BufferedReader (standard input's, a pipe's) is
+    read with ``read1``, which returns what it has rather than wait for a full buffer: records come as written."""
 
     def __init__(self, stream, name):
         self.stream = stream
         self.name = name
+        self.read_some = stream.read1 if isinstance(stream, io.BufferedReader) else stream.read
 
     def readable(self):
         return True
 
     def readinto(self, buffer):
         try:
-            data = self.stream.read(len(buffer))
+            data = self.read_some(len(buffer))
         except io.UnsupportedOperation:
             raise CaptureError(f"{self.name}: cannot read: it is not open for reading") from None
         except ValueError as exc:  # closed
