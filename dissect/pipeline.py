@@ -10,7 +10,7 @@ import struct
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
 from .analysis.base import Analyzer
 from .capture.files import Frame
-from .capture.layers import Packet, count_cut, decode_frame, tcp_flag_text
+from .capture.layers import Packet, count_cut, decode_frame, length_findings, tcp_flag_text
 from .capture.reassembly import Chunk, Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS, TCP_FINDINGS
 from .core import AnalysisRecord
@@ -183,6 +183,8 @@ class Pipeline:
                 f"frame captured {frame.caplen} of {frame.wirelen} bytes: decoded as far as the bytes go",
                 frame.caplen, 0))
             count_cut(packet, frame.data, frame.wirelen - frame.caplen)
+        if packet.bad_lengths is not None:
+            record.findings.extend(length_findings(packet, frame.wirelen))
         if packet.fragment is not None:
             return record, self._fragment(record, packet)
         if packet.payload is None or packet.transport is None:

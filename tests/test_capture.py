@@ -573,3 +573,110 @@ def test_one_time_reads_as_one_float_from_pcap_and_pcapng(tmp_path):
         read[kind] = [frame.ts for frame in open_capture(str(path))]
     assert read["pcap"] == read["pcapng"] == times
     assert any(m * 1e-6 != ts for m, ts in zip(micros, times))  # the one-step product is another float for some
+
+
+# -- IPv4 total length, IPv6 payload length and UDP length checked against the header and the frame -----------------
+
+REPLY = nq.ccrep_server_info("10.0.0.1:26000", "dissect test server", "e1m1", 2, 8)  # 48 bytes: no Ethernet padding
+ETH_HEAD = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01"
+
+
+def eth_ipv4_udp(payload, total=None, ulen=None, pad=0):
+    """Ethernet + IPv4 (no options) + UDP 26000 -> 40000, byte by byte; ``total`` and ``ulen`` as given, else right."""
+    ulen = 8 + len(payload) if ulen is None else ulen
+    total = 28 + len(payload) if total is None else total
+    udp = struct.pack("!HHHH", 26000, 40000, ulen, 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 1, 0, 64, 17, 0, socket.inet_aton("10.0.0.1"),
+                     socket.inet_aton("10.0.0.7"))
+    return ETH_HEAD + b"\x08\x00" + ip + udp + bytes(pad)
+
+
+def eth_ipv6_udp(payload, plen=None, ulen=None):
+    ulen = 8 + len(payload) if ulen is None else ulen
+    plen = 8 + len(payload) if plen is None else plen
+    udp = struct.pack("!HHHH", 26000, 40000, ulen, 0) + payload
+    ip = struct.pack("!IHBB16s16s", 0x60000000, plen, 17, 64, socket.inet_pton(socket.AF_INET6, "2001:db8::1"),
+                     socket.inet_pton(socket.AF_INET6, "2001:db8::7"))
+    return ETH_HEAD + b"\x86\xdd" + ip + udp
+
+
+def rule_text(spec, detail):
+    return f"{detail} ({spec.rule})"
+
+
+def length_cases():
+    """(frame bytes, wire length, the frame's findings: (code, severity, offset, length, message))."""
+    from dissect.capture.tables import FRAME_FINDINGS, IP_FINDINGS, IPV6_FINDINGS, UDP_FINDINGS
+    ip_bad, udp_bad = IP_FINDINGS.bad_total_length, UDP_FINDINGS.bad_length
+    whole = len(eth_ipv4_udp(REPLY))
+    assert whole == 90  # 14 + 20 + 8 + 48: the IPv4 header and all after it are 76 bytes
+
+    def snapped(kept):
+        return ("capture.truncated_frame", "warning", kept, 0,
+                rule_text(FRAME_FINDINGS.truncated_frame,
+                          f"frame captured {kept} of {whole} bytes: decoded as far as the bytes go"))
+
+    short_ip = ("ip.bad_total_length", "error", 16, 2,
+                rule_text(ip_bad, "total length 12 is less than the header length 20: the frame's bytes after the "
+                                  "header are taken as its data"))
+    long_ip = ("ip.bad_total_length", "error", 16, 2,
+               rule_text(ip_bad, "total length 176 is more than the 76 bytes the frame holds from the IPv4 header on"))
+    long_udp = ("udp.bad_length", "error", 38, 2,
+                rule_text(udp_bad, "length 66 is more than the IP payload length 56"))
+    return [
+        (eth_ipv4_udp(PAYLOAD, pad=60 - 42 - len(PAYLOAD)), 60, []),  # a request, padded to Ethernet's 60 bytes
+        (eth_ipv4_udp(REPLY), whole, []),
+        (eth_ipv4_udp(REPLY, total=12), whole, [short_ip]),
+        (eth_ipv4_udp(REPLY, total=0), whole, []),  # TCP segmentation offload's 0: not flagged (as tshark)
+        (eth_ipv4_udp(REPLY, total=176), whole, [long_ip]),
+        (eth_ipv4_udp(REPLY, ulen=4), whole, [("udp.bad_length", "error", 38, 2, rule_text(
+            udp_bad, "length 4 is less than the header's 8 bytes: the bytes after the header are taken as its "
+                     "payload"))]),
+        (eth_ipv4_udp(REPLY, ulen=66), whole, [long_udp]),
+        # the snap length kept 60 of the 90 bytes: lengths past the captured end are checked against the wire
+        (eth_ipv4_udp(REPLY)[:60], whole, [snapped(60)]),
+        (eth_ipv4_udp(REPLY, total=176)[:60], whole, [snapped(60), long_ip]),
+        (eth_ipv4_udp(REPLY, ulen=66)[:60], whole, [snapped(60), long_udp]),
+        (eth_ipv6_udp(REPLY), whole + 20, []),
+        (eth_ipv6_udp(REPLY, ulen=66), whole + 20, [("udp.bad_length", "error", 58, 2, rule_text(
+            udp_bad, "length 66 is more than the IP payload length 56"))]),
+        (eth_ipv6_udp(REPLY, plen=100), whole + 20, [("ipv6.bad_payload_length", "error", 18, 2, rule_text(
+            IPV6_FINDINGS.bad_payload_length, "payload length 100 is more than the 56 bytes the frame holds after "
+                                              "the IPv6 header"))]),
+    ]
+
+
+def test_bad_ip_and_udp_lengths_are_flagged_and_the_payload_still_decoded(tmp_path):
+    import dissect
+    cases = length_cases()
+    path = tmp_path / "lengths.pcap"
+    capkit.write_pcap(path, [(TS + number, data, wirelen) for number, (data, wirelen, _) in enumerate(cases)])
+    code, out, err = run_cli("-T", "jsonl", path)
+    assert code == 0, err
+    records = [r for r in jsonl(out) if r["kind"] == "frame"]
+    with dissect.open(str(path)) as cap:
+        api = [[(f.code, f.severity, f.offset, f.length, f.message) for f in r.findings] for r in cap
+               if r.kind == "frame"]
+    assert len(records) == len(api) == len(cases)
+    for record, found, (data, wirelen, expected) in zip(records, api, cases):
+        number = record["frame"]
+        assert [(f["code"], f["severity"], f["offset"], f["length"], f["message"])
+                for f in record["findings"]] == found == expected, number
+        assert record["protocol"] == "netquake", number
+        msg = record["messages"][0]
+        assert msg["message"] == ("CCREQ_SERVER_INFO" if number == 1 else "CCREP_SERVER_INFO"), number
+        cut = len(data) < wirelen
+        assert [f["code"] for f in msg["findings"]] == (["capture.cut_message"] if cut else []), number
+        assert msg["length"] == (18 if cut else len(REPLY) if number > 1 else len(PAYLOAD)), number
+
+
+def test_good_lengths_leave_no_bad_lengths_on_the_packet():
+    from dissect.capture.layers import length_findings
+    for data in (eth_ipv4_udp(REPLY), eth_ipv4_udp(PAYLOAD, pad=60 - 42 - len(PAYLOAD)), eth_ipv6_udp(REPLY)):
+        assert decode_frame(data, 1).bad_lengths is None
+    snapped = decode_frame(eth_ipv4_udp(REPLY)[:60], 1)  # the total length passes the captured end, not the wire's
+    assert snapped.bad_lengths == [("ip_long", 16, 76, 90)] and length_findings(snapped, 90) == []
+    assert length_findings(snapped, 89)[0].code == "ip.bad_total_length"
+    packet = decode_frame(eth_ipv4_udp(REPLY, total=12, ulen=4), 1)
+    assert packet.payload == REPLY  # lenient: the frame's bytes after the UDP header, as before
+    assert [check[0] for check in packet.bad_lengths] == ["ip_short", "udp_short"]

@@ -159,6 +159,7 @@ cdef extern from *:
     """
     str _dotted_quad "dissect_dotted_quad" (unsigned a, unsigned b, unsigned c, unsigned d)
 cdef dict IP_TITLES
+cdef Py_ssize_t UNSTATED
 cdef Py_ssize_t PORT_SLOTS
 cdef int[::1] _port_numbers
 cdef list _ports
@@ -173,7 +174,7 @@ cpdef str layer_summary(Layer layer)
 
 cdef class Packet:
     cdef public object _layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
-    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame, cut
+    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame, cut, bad_lengths
 
 cdef _empty(Packet packet)
 @cython.locals(packet=Packet)
@@ -192,19 +193,23 @@ cdef _add_layer(Packet packet, key, offset, length, describe, tuple args=*)
 cdef _ethernet(Packet packet, bytes data)
 cdef _network(Packet packet, bytes data, Py_ssize_t offset, int ethertype)
 @cython.locals(ver_ihl=int, ihl=Py_ssize_t, total=Py_ssize_t, ident=int, frag=int, proto=int, end=Py_ssize_t,
-               frag_offset=Py_ssize_t)
+               limit=Py_ssize_t, frag_offset=Py_ssize_t)
 cdef _ipv4(Packet packet, bytes data, Py_ssize_t offset)
+cdef Py_ssize_t _odd_ip_length(Packet packet, Py_ssize_t offset, Py_ssize_t total, Py_ssize_t ihl) except -1
+cdef _bad_length(Packet packet, tuple check)
 @cython.locals(a=cython.uint, b=cython.uint, c=cython.uint, d=cython.uint, number=cython.uint, slot=Py_ssize_t)
 cdef _ipv4_text(bytes data, Py_ssize_t offset)
-@cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
+@cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, limit=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)
 cdef _ipv6(Packet packet, bytes data, Py_ssize_t offset)
 @cython.locals(high=uint64_t, low=uint64_t, slot=Py_ssize_t)
 cdef _ipv6_text(bytes data, Py_ssize_t offset)
 @cython.locals(number=uint64_t, index=Py_ssize_t)
 cdef uint64_t _u64(bytes data, Py_ssize_t offset)
-cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, int proto)
+cdef _transport(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, Py_ssize_t limit, int proto)
 @cython.locals(sport=object, dport=object, ulen=Py_ssize_t, stop=Py_ssize_t)  # the ports boxed once, for two uses
-cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
+cdef _udp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end, Py_ssize_t limit)
+cdef Py_ssize_t _odd_udp_length(Packet packet, Py_ssize_t offset, Py_ssize_t ulen, Py_ssize_t end,
+                                Py_ssize_t limit) except -1
 @cython.locals(sport=object, dport=object, seq=cython.uint, hlen=Py_ssize_t, start=Py_ssize_t)
 cdef _tcp(Packet packet, bytes data, Py_ssize_t offset, Py_ssize_t end)
 

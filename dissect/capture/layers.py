@@ -17,6 +17,7 @@ from _socket import AF_INET6, inet_ntop
 from ..core.bounded import kept
 from ..core.cursor import cut
 from ..core.fmt import decimal_text
+from .tables import IP_FINDINGS, IPV6_FINDINGS, UDP_FINDINGS
 
 _U16 = struct.Struct("!H")
 _U32BE = struct.Struct("!I")
@@ -40,6 +41,7 @@ _v6_texts = [None] * V6_SLOTS
 PORT_SLOTS = 1024
 _port_numbers = array("i", [-1]) * PORT_SLOTS  # the port whose integer object a slot holds
 _ports = [None] * PORT_SLOTS
+UNSTATED = 0x7FFFFFFF  # the end of an IP datagram whose header states none that can be used (_odd_ip_length)
 TCP_FLAG_NAMES = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"))
 
 
@@ -92,11 +94,12 @@ def _add_layer(packet, key, offset, length, describe, args=()):
 class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
     ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too. ``cut`` counts the bytes
-    of a UDP or TCP payload that the capture did not keep (``count_cut``)."""
+    of a UDP or TCP payload that the capture did not keep (``count_cut``). ``bad_lengths`` is None, or the IP and
+    UDP length fields that do not fit, for ``length_findings``."""
 
     __slots__ = ("_layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
                  "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame",
-                 "cut")
+                 "cut", "bad_lengths")
 
     def __init__(self):
         _empty(self)
@@ -128,6 +131,7 @@ def _empty(packet):
     packet.tcp_stream = None  # the reassembler's index of this connection
     packet.problem = None  # why decoding stopped early, for the Info column
     packet.cut = 0  # bytes of the payload past the bytes the capture kept (snap length): see count_cut
+    packet.bad_lengths = None
 
 
 def decode_frame(data, linktype, keep_layers=True):
@@ -168,6 +172,41 @@ def count_cut(packet, data, missing):
     else:
         return
     packet.cut = max(0, min(stated_end - packet.payload_offset - len(packet.payload), missing))
+
+
+def length_findings(packet, wirelen):
+    """The findings for ``packet.bad_lengths`` in a frame ``wirelen`` bytes long on the wire. An IP length past the
+    captured bytes is flagged only where it passes the wire length too: a snap length explains the rest."""
+    findings = []
+    for check, at, stated, bound in packet.bad_lengths:
+        if check == "ip_short":
+            findings.append(IP_FINDINGS.bad_total_length.at(
+                f"total length {stated} is less than the header length {bound}: the frame's bytes after the header "
+                f"are taken as its data", at, 2))
+        elif check == "ip_long" and bound > wirelen:
+            findings.append(IP_FINDINGS.bad_total_length.at(
+                f"total length {stated} is more than the {wirelen - at + 2} bytes the frame holds from the IPv4 "
+                f"header on", at, 2))
+        elif check == "ipv6_long" and bound > wirelen:
+            findings.append(IPV6_FINDINGS.bad_payload_length.at(
+                f"payload length {stated} is more than the {wirelen - at - 36} bytes the frame holds after "
+                f"the IPv6 header", at, 2))
+        elif check == "udp_short":
+            findings.append(UDP_FINDINGS.bad_length.at(
+                f"length {stated} is less than the header's {bound} bytes: the bytes after the header are taken as "
+                f"its payload", at, 2))
+        elif check == "udp_long":
+            findings.append(UDP_FINDINGS.bad_length.at(
+                f"length {stated} is more than the IP payload length {bound}", at, 2))
+    return findings
+
+
+def _bad_length(packet, check):
+    """Keep ``check``, (name, offset of the length field, its value, what it is checked against)."""
+    if packet.bad_lengths is None:
+        packet.bad_lengths = [check]
+    else:
+        packet.bad_lengths.append(check)
 
 
 def _ip_end(packet, data):
@@ -391,7 +430,10 @@ def _ipv4(packet, data, offset):
     packet.dst = _ipv4_text(data, offset + 16)
     packet.ip_id = ident
     packet.ip_proto = proto
-    end = min(len(data), offset + total) if total >= ihl else len(data)
+    end = limit = offset + total
+    if end > len(data) or total < ihl:
+        limit = _odd_ip_length(packet, offset, total, ihl)
+        end = len(data)
     if packet._layers is not None:
         _add_layer(packet, "ip", offset, ihl, _ip_summary, (4, packet.src, packet.dst))
     packet.top = "ipv4"
@@ -404,9 +446,20 @@ def _ipv4(packet, data, offset):
         packet.problem = f"IPv4 fragment (offset {frag_offset}{', more' if more else ''})"
         return
     if proto == 17:
-        _udp(packet, data, offset + ihl, end)
+        _udp(packet, data, offset + ihl, end, limit)
     else:
-        _transport(packet, data, offset + ihl, end, proto)
+        _transport(packet, data, offset + ihl, end, limit, proto)
+
+
+def _odd_ip_length(packet, offset, total, ihl):
+    """Where the IPv4 datagram at ``offset`` ends by its header (UNSTATED where that is no use), for a total length
+    under the header's length or past the captured bytes (length_findings tells the second from a snap length)."""
+    if total < ihl:
+        if total:  # 0 is what TCP segmentation offload leaves (tshark takes the frame's length then)
+            _bad_length(packet, ("ip_short", offset + 2, total, ihl))
+        return UNSTATED
+    _bad_length(packet, ("ip_long", offset + 2, total, offset + total))
+    return offset + total
 
 
 def _ipv4_text(data, offset):
@@ -469,7 +522,10 @@ def _ipv6(packet, data, offset):
     if packet._layers is not None:
         _add_layer(packet, "ipv6", offset, 40, _ip_summary, (6, packet.src, packet.dst))
     packet.top = "ipv6"
-    end = min(len(data), offset + 40 + plen)
+    end = limit = offset + 40 + plen
+    if end > len(data):
+        _bad_length(packet, ("ipv6_long", offset + 4, plen, limit))
+        end = len(data)
     pos = offset + 40
     while _is_extension(nxt):
         if pos + 8 > end:
@@ -487,20 +543,21 @@ def _ipv6(packet, data, offset):
         else:
             nxt, size = data[pos], (data[pos + 1] + 1) * 8
         pos += size
-    _transport(packet, data, pos, end, nxt)
+    _transport(packet, data, pos, end, limit, nxt)
 
 
-def _transport(packet, data, offset, end, proto):
+def _transport(packet, data, offset, end, limit, proto):
+    """``end``: where the captured datagram ends; ``limit``: where its IP header says it ends."""
     packet.ip_proto = proto
     if proto == 17:
-        _udp(packet, data, offset, end)
+        _udp(packet, data, offset, end, limit)
     elif proto == 6:
         _tcp(packet, data, offset, end)
     else:
         packet.problem = f"IP protocol {proto}"
 
 
-def _udp(packet, data, offset, end):
+def _udp(packet, data, offset, end, limit):
     if end < offset + 8:
         _cut_header(packet, data, offset, end, "UDP")
         return
@@ -511,9 +568,21 @@ def _udp(packet, data, offset, end):
     if packet._layers is not None:
         _add_layer(packet, "udp", offset, 8, _udp_summary, (sport, dport))
     packet.top = "udp"
-    stop = min(end, offset + ulen) if ulen >= 8 else end
+    stop = offset + ulen
+    if stop > end or ulen < 8:
+        stop = _odd_udp_length(packet, offset, ulen, end, limit)
     packet.payload = cut(data, offset + 8, stop)
     packet.payload_offset = offset + 8
+
+
+def _odd_udp_length(packet, offset, ulen, end, limit):
+    """Where the payload of the UDP header at ``offset`` stops when its length is under 8 or past ``end`` (the
+    captured datagram's): at ``end``, as past a snap length; flagged unless the IP header's ``limit`` covers it."""
+    if ulen < 8:
+        _bad_length(packet, ("udp_short", offset + 4, ulen, 8))
+    elif offset + ulen > limit:
+        _bad_length(packet, ("udp_long", offset + 4, ulen, limit - offset))
+    return end
 
 
 def _tcp(packet, data, offset, end):

@@ -87,6 +87,22 @@ IP_FINDINGS = FindingTable("ip", [
     ("fragments_evicted", "warning", "IPv4 datagrams in reassembly are limited to keep memory bounded"),
     ("bad_fragment", "warning", "an IPv4 datagram is at most 65535 bytes"),
     ("fragment_overlap", "warning", "the fragments of an IPv4 datagram do not overlap"),
+    ("bad_total_length", "error", "RFC 791: the total length counts the datagram's header and data, so it is no "
+                                  "less than the header length and no more than the frame holds on the wire; the "
+                                  "bytes after the header are decoded all the same (a total length of 0, which TCP "
+                                  "segmentation offload leaves, is not flagged)"),
+])
+
+IPV6_FINDINGS = FindingTable("ipv6", [
+    ("bad_payload_length", "error", "RFC 8200: the payload length counts the bytes after the 40-byte header, no "
+                                    "more than the frame holds on the wire; the bytes the frame has are decoded all "
+                                    "the same"),
+])
+
+UDP_FINDINGS = FindingTable("udp", [
+    ("bad_length", "error", "RFC 768: the length counts the datagram's header and data, so it is at least 8 and no "
+                            "more than the IP header's payload length; the payload is decoded all the same, up to "
+                            "the IP payload's end"),
 ])
 
 DISSECT_FINDINGS = FindingTable("dissect", [
@@ -111,4 +127,5 @@ ABUSE_FINDINGS = FindingTable("abuse", [
                               "memory bounded"),
 ])
 
-SHARED_FINDINGS = (FRAME_FINDINGS, TCP_FINDINGS, IP_FINDINGS, DISSECT_FINDINGS, ABUSE_FINDINGS)
+SHARED_FINDINGS = (FRAME_FINDINGS, TCP_FINDINGS, IP_FINDINGS, IPV6_FINDINGS, UDP_FINDINGS, DISSECT_FINDINGS,
+                   ABUSE_FINDINGS)
