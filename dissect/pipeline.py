@@ -5,12 +5,11 @@ try:
 except ImportError:  # no Cython: its class decorators below as no-ops (see core/nocython.py)
     from .core import nocython as cython
 
-import struct
 
 from .analysis.abuse import DEFAULT_RATE, DEFAULT_WINDOW, TrafficAnalyzer
 from .analysis.base import Analyzer
 from .capture.files import Frame
-from .capture.layers import Packet, count_cut, decode_frame, length_findings, tcp_flag_text
+from .capture.layers import Packet, count_cut, decode_frame, decode_reassembled, length_findings, tcp_flag_text
 from .capture.reassembly import Chunk, Gap, IPv4Defragmenter, TcpReassembler
 from .capture.tables import DISSECT_FINDINGS, FRAME_FINDINGS, TCP_FINDINGS
 from .core import AnalysisRecord
@@ -229,28 +228,22 @@ class Pipeline:
             record.info = f"{packet.problem} [reassembly in progress]"
             return []
         packet.cut = cut  # the datagram's end the capture did not keep: its message is cut, not malformed
-        if packet.ip_proto == 6 and len(payload) >= 20:
-            return self._defragmented_tcp(record, packet, payload, frames)
-        if packet.ip_proto != 17 or len(payload) < 8:
+        headers = packet.payload_offset  # the link and IP headers of a fragment's frame (see _wire_length)
+        if not decode_reassembled(packet, payload):
             record.info = f"reassembled IPv4 datagram of {len(payload)} bytes (IP protocol {packet.ip_proto})"
             return []
-        sport, dport, ulen, _ = struct.unpack_from("!HHHH", payload, 0)
-        packet.sport, packet.dport, packet.transport, packet.fragment = sport, dport, "udp", None
-        packet.top = record.protocol = "udp"
-        datagram = payload[8:ulen] if 8 <= ulen <= len(payload) else payload[8:]
-        packet.payload = datagram
-        return self._datagram(record, packet, datagram, None, frames)
+        if packet.bad_lengths is not None:
+            record.findings.extend(length_findings(packet, None))
+        record.protocol = packet.transport
+        if packet.transport == "tcp":
+            return self._defragmented_tcp(record, packet, frames)
+        packet.payload_offset = headers
+        return self._datagram(record, packet, packet.payload, None, frames)
 
-    def _defragmented_tcp(self, record, packet, payload, frames):
+    def _defragmented_tcp(self, record, packet, frames):
         """A TCP segment that came in IPv4 fragments, reassembled: into its stream as any segment; a message whose
         bytes it alone carried names the fragments' frames, its offset null (its bytes are in no one frame)."""
-        hlen = max((payload[12] >> 4) * 4, 20)
-        packet.sport, packet.dport = payload[0] << 8 | payload[1], payload[2] << 8 | payload[3]
-        packet.tcp_seq = payload[4] << 24 | payload[5] << 16 | payload[6] << 8 | payload[7]
-        packet.tcp_flags = payload[13]
-        packet.transport, packet.fragment, packet.top = "tcp", None, "tcp"
-        packet.payload, packet.payload_offset = payload[hlen:], 0
-        record.protocol = "tcp"
+        packet.payload_offset = 0
         self.carried = frames
         try:
             return self._tcp(record, packet)

@@ -629,8 +629,8 @@ def test_non_soldat_tcp_is_left_alone(tmp_path):
 
 # -- IPv4 fragments --------------------------------------------------------------------------------
 
-def fragments(payload, src=("10.0.0.2", 8303), dst=("10.0.0.9", 50000), ident=77, size=600):
-    udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
+def fragments(payload, src=("10.0.0.2", 8303), dst=("10.0.0.9", 50000), ident=77, size=600, ulen=None):
+    udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload) if ulen is None else ulen, 0) + payload
     out = []
     for offset in range(0, len(udp), size):
         part = udp[offset:offset + size]
@@ -655,6 +655,33 @@ def test_fragmented_udp_reply_is_reassembled(tmp_path):
     msg = second["messages"][0]
     assert second["protocol"] == "teeframe" and msg["message"] == "iext"
     assert msg["offset"] is None and msg["frames"] == [1, 2] and msg["length"] == len(payload)
+
+
+def test_a_reassembled_datagrams_udp_length_is_checked_as_a_frames(tmp_path):
+    """The UDP length of a datagram reassembled from fragments is held to RFC 768 as a frame's is: past the
+    datagram's data, or under 8, it is udp.bad_length with no offset (no one frame holds the field), and the
+    payload is decoded all the same; a datagram whose last fragment the snap length cut is not flagged."""
+    payload = tf.response_packets(0x0101, tf.sample_clients(20))[0]
+    size = 8 + len(payload)
+    frames = [*fragments(payload, ident=1, ulen=size + 100), *fragments(payload, ident=2, ulen=4),
+              *fragments(payload, ident=3)]
+    path = tmp_path / "fragulen.pcap"
+    records = [(capkit.DEFAULT_TS + i, frame) for i, frame in enumerate(frames)]
+    cut = 40  # the last fragment of the third datagram, captured 40 bytes short
+    records[-1] = (records[-1][0], frames[-1][:-cut], len(frames[-1]))
+    capkit.write_pcap(path, records)
+    _, out, _ = run_cli("-T", "jsonl", path)
+    done = [r for r in jsonl(out) if r["kind"] == "frame"][1::2]
+    assert [[(f["code"], f["severity"], f["offset"], f["length"]) for f in r["findings"] if f["code"] != \
+             "capture.truncated_frame"] for r in done] == [[("udp.bad_length", "error", None, None)]] * 2 + [[]]
+    assert done[0]["findings"][0]["message"].startswith(f"length {size + 100} is more than the IP payload length "
+                                                        f"{size}")
+    assert done[1]["findings"][0]["message"].startswith("length 4 is less than the header's 8 bytes")
+    for record in done:
+        (msg,) = record["messages"]
+        assert (record["protocol"], msg["message"], msg["frames"]) == ("teeframe", "iext", [record["frame"] - 1,
+                                                                                            record["frame"]])
+    assert [r["messages"][0]["length"] for r in done] == [len(payload), len(payload), len(payload) - cut]
 
 
 def test_a_tcp_segment_in_ipv4_fragments_joins_its_stream(tmp_path):

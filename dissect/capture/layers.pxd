@@ -197,6 +197,8 @@ cdef _network(Packet packet, bytes data, Py_ssize_t offset, int ethertype)
 cdef _ipv4(Packet packet, bytes data, Py_ssize_t offset)
 cdef Py_ssize_t _odd_ip_length(Packet packet, Py_ssize_t offset, Py_ssize_t total, Py_ssize_t ihl) except -1
 cdef _bad_length(Packet packet, tuple check)
+@cython.locals(proto=int)
+cpdef bint decode_reassembled(Packet packet, bytes data) except -1
 @cython.locals(a=cython.uint, b=cython.uint, c=cython.uint, d=cython.uint, number=cython.uint, slot=Py_ssize_t)
 cdef _ipv4_text(bytes data, Py_ssize_t offset)
 @cython.locals(plen=Py_ssize_t, nxt=int, end=Py_ssize_t, limit=Py_ssize_t, pos=Py_ssize_t, frag=int, size=Py_ssize_t)

@@ -176,29 +176,50 @@ def count_cut(packet, data, missing):
 
 def length_findings(packet, wirelen):
     """The findings for ``packet.bad_lengths`` in a frame ``wirelen`` bytes long on the wire. An IP length past the
-    captured bytes is flagged only where it passes the wire length too: a snap length explains the rest."""
+    captured bytes is flagged only where it passes the wire length too: a snap length explains the rest. ``wirelen``
+    None: the lengths of a datagram reassembled from fragments (decode_reassembled), whose fields no one frame holds
+    (the findings have no offset)."""
     findings = []
+    size = None if wirelen is None else 2  # each length field's bytes
     for check, at, stated, bound in packet.bad_lengths:
+        if wirelen is None:
+            at = None
         if check == "ip_short":
             findings.append(IP_FINDINGS.bad_total_length.at(
                 f"total length {stated} is less than the header length {bound}: the frame's bytes after the header "
-                f"are taken as its data", at, 2))
+                f"are taken as its data", at, size))
         elif check == "ip_long" and bound > wirelen:
             findings.append(IP_FINDINGS.bad_total_length.at(
                 f"total length {stated} is more than the {wirelen - at + 2} bytes the frame holds from the IPv4 "
-                f"header on", at, 2))
+                f"header on", at, size))
         elif check == "ipv6_long" and bound > wirelen:
             findings.append(IPV6_FINDINGS.bad_payload_length.at(
                 f"payload length {stated} is more than the {wirelen - at - 36} bytes the frame holds after "
-                f"the IPv6 header", at, 2))
+                f"the IPv6 header", at, size))
         elif check == "udp_short":
             findings.append(UDP_FINDINGS.bad_length.at(
                 f"length {stated} is less than the header's {bound} bytes: the bytes after the header are taken as "
-                f"its payload", at, 2))
+                f"its payload", at, size))
         elif check == "udp_long":
             findings.append(UDP_FINDINGS.bad_length.at(
-                f"length {stated} is more than the IP payload length {bound}", at, 2))
+                f"length {stated} is more than the IP payload length {bound}", at, size))
     return findings
+
+
+def decode_reassembled(packet, data):
+    """The UDP or TCP header at the start of ``data``, an IPv4 datagram's data reassembled from fragments, decoded
+    onto ``packet`` as a frame's own is (its ports, payload, and a UDP length that does not fit in ``bad_lengths``,
+    the frame's own lengths told already; ``packet.cut``: the bytes the datagram lost to a snap length), without a
+    layer: its bytes are in no one frame. False, ``packet`` unchanged, where ``data`` is too short for the header or
+    the protocol is neither UDP nor TCP."""
+    proto = packet.ip_proto
+    if not (proto == 17 and len(data) >= 8 or proto == 6 and len(data) >= 20):
+        return False
+    layers = packet._layers
+    packet._layers = packet.fragment = packet.bad_lengths = None
+    _transport(packet, data, 0, len(data), len(data) + packet.cut, proto)
+    packet._layers = layers
+    return True
 
 
 def _bad_length(packet, check):
