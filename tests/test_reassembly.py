@@ -684,6 +684,26 @@ def test_a_reassembled_datagrams_udp_length_is_checked_as_a_frames(tmp_path):
     assert [r["messages"][0]["length"] for r in done] == [len(payload), len(payload), len(payload) - cut]
 
 
+def test_a_reassembled_datagrams_udp_header_is_a_layer_of_the_frame_that_completes_it(tmp_path):
+    """As in tshark, the frame that completes a datagram shows its UDP header (-V, the protocols in the frame), and
+    a filter on udp finds it; the header is in no one frame, so the hex dump marks none of the frame's bytes as it."""
+    payload = tf.response_packets(0x0101, tf.sample_clients(20))[0]
+    path = tmp_path / "frag.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + i, f) for i, f in enumerate(fragments(payload))])
+    _, out, _ = run_cli("-V", path)
+    second = out[out.index("Frame 2:"):].splitlines()
+    assert second[3:7] == ["    [Protocols in frame: eth:ip:udp:teeframe]",
+                           "Ethernet II, Src: 02:00:00:00:00:01, Dst: 02:00:00:00:00:02",
+                           "Internet Protocol Version 4, Src: 10.0.0.2, Dst: 10.0.0.9",
+                           "User Datagram Protocol, Src Port: 8303, Dst Port: 50000"]
+    assert second[7].startswith("TeeFrame iext [reassembled from frames 1,2, ")
+    _, out, _ = run_cli("-Y", "udp and teeframe", "-T", "fields", "-e", "frame.number", "-e", "udp.srcport", path)
+    assert out == "2\t8303\n"
+    _, out, _ = run_cli("-x", "-Y", "frame.number == 2", path)
+    legend = out[out.index("  legend:\n"):out.index("Reassembled teeframe")].splitlines()
+    assert legend == ["  legend:", "    a  eth [0:14] Ethernet II", "    b  ip [14:20] Internet Protocol Version 4"]
+
+
 def test_a_tcp_segment_in_ipv4_fragments_joins_its_stream(tmp_path):
     """The client's request segment comes in two IPv4 fragments (tshark: TCP Seq=1 Len=30 in the second): it is
     delivered into its stream, its line names both frames (offset null), and the next segment follows it with no

@@ -174,7 +174,7 @@ cpdef str layer_summary(Layer layer)
 
 cdef class Packet:
     cdef public object _layers, top, src, dst, sport, dport, transport, ip_proto, payload, payload_offset, ip_id
-    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame, cut, bad_lengths
+    cdef public object fragment, tcp_seq, tcp_flags, tcp_stream, problem, _frame, cut, bad_lengths, reassembled
 
 cdef _empty(Packet packet)
 @cython.locals(packet=Packet)

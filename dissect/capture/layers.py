@@ -95,11 +95,12 @@ class Packet:
     """A frame's lower layers. ``transport`` is "udp" or "tcp" once that header is decoded (else None);
     ``ip_proto`` is the IP header's protocol number (17, 6, ...), set for fragments too. ``cut`` counts the bytes
     of a UDP or TCP payload that the capture did not keep (``count_cut``). ``bad_lengths`` is None, or the IP and
-    UDP length fields that do not fit, for ``length_findings``."""
+    UDP length fields that do not fit, for ``length_findings``. ``reassembled``: the Layer of the UDP or TCP header
+    of a datagram reassembled from fragments (decode_reassembled), kept for ``layers`` where they are made later."""
 
     __slots__ = ("_layers", "top", "src", "dst", "sport", "dport", "transport", "ip_proto", "payload",
                  "payload_offset", "ip_id", "fragment", "tcp_seq", "tcp_flags", "tcp_stream", "problem", "_frame",
-                 "cut", "bad_lengths")
+                 "cut", "bad_lengths", "reassembled")
 
     def __init__(self):
         _empty(self)
@@ -111,6 +112,8 @@ class Packet:
         if self._layers is None:
             self._layers = decode_frame(*self._frame).layers
             self._frame = None
+            if self.reassembled is not None:
+                self._layers.append(self.reassembled)
         return self._layers
 
 
@@ -132,6 +135,7 @@ def _empty(packet):
     packet.problem = None  # why decoding stopped early, for the Info column
     packet.cut = 0  # bytes of the payload past the bytes the capture kept (snap length): see count_cut
     packet.bad_lengths = None
+    packet.reassembled = None
 
 
 def decode_frame(data, linktype, keep_layers=True):
@@ -210,15 +214,21 @@ def decode_reassembled(packet, data):
     """The UDP or TCP header at the start of ``data``, an IPv4 datagram's data reassembled from fragments, decoded
     onto ``packet`` as a frame's own is (its ports, payload, and a UDP length that does not fit in ``bad_lengths``,
     the frame's own lengths told already; ``packet.cut``: the bytes the datagram lost to a snap length), without a
-    layer: its bytes are in no one frame. False, ``packet`` unchanged, where ``data`` is too short for the header or
-    the protocol is neither UDP nor TCP."""
+    layer in the frame: its bytes are in no one frame (its Layer's offset is None). False, ``packet`` unchanged,
+    where ``data`` is too short for the header or the protocol is neither UDP nor TCP."""
     proto = packet.ip_proto
     if not (proto == 17 and len(data) >= 8 or proto == 6 and len(data) >= 20):
         return False
     layers = packet._layers
-    packet._layers = packet.fragment = packet.bad_lengths = None
+    packet._layers, packet.fragment, packet.bad_lengths = [], None, None
     _transport(packet, data, 0, len(data), len(data) + packet.cut, proto)
+    header = packet._layers[0]
+    header.offset = None
     packet._layers = layers
+    if layers is None:
+        packet.reassembled = header  # for ``layers``, which decodes the frame again where a view reads them
+    else:
+        layers.append(header)
     return True
 
 

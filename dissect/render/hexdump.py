@@ -39,7 +39,8 @@ def frame_spans(record):
     """Spans over the frame: one per lower layer, then the leaf fields of each message in the frame."""
     spans = []
     for layer in record.packet.layers:
-        spans.append(Span(None, layer.key, layer.summary.split(",")[0], layer.offset, layer.length, ""))
+        if layer.offset is not None:  # None: a reassembled datagram's header, in no one frame
+            spans.append(Span(None, layer.key, layer.summary.split(",")[0], layer.offset, layer.length, ""))
     for msg in record.messages:
         if msg.offset is not None:
             spans.extend(message_spans(msg, msg.offset))
