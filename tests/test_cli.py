@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import capkit
 import pytest
 from conftest import ROOT, capture, jsonl, run_cli
 
@@ -420,6 +421,23 @@ def test_hex_ascii_column_lines_up_on_a_short_last_row():
     rows = [line for line in out.splitlines() if line[:4].isalnum() and line[4:6] == "  "]
     full, last = rows[0], rows[-1]
     assert full.index("..") == 56 and len(last) > 56 and last[55] == " " and last[56] != " "
+
+
+def test_hex_offsets_of_a_frame_past_64_kib_are_five_digits_and_the_labels_stay_under_their_bytes(tmp_path):
+    """tshark writes every row of a frame longer than 64 KiB with a 5-digit offset; the label rows are indented
+    to match, so each label stays under its byte."""
+    payload = bytes(range(256)) * 255 + b"x" * 227  # the largest UDP payload in IPv4
+    frame = capkit.ethernet(capkit.udp_packet("10.0.0.1", 40000, "10.0.0.2", 41000, payload))
+    assert len(frame) == 65549
+    path = tmp_path / "big.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, frame)])
+    _, out, _ = run_cli("-x", path)
+    lines = out.splitlines()
+    rows = [line for line in lines if line[:5].isalnum() and line[5:7] == "  "]
+    assert len(rows) == (len(frame) + 15) // 16 and rows[0].startswith("00000  02 00 00 00 00 02 ")
+    assert [row[:5] for row in rows[4094:]] == ["0ffe0", "0fff0", "10000"]
+    assert lines[2] == "       a  -- -- -- -- -- -- --  -- -- -- -- -- -- b  --"
+    assert lines[1][7:9] == "02" and lines[2][7] == "a"
 
 
 def _recording(base):

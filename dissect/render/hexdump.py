@@ -115,14 +115,17 @@ class HexRenderer:
                 owner[start:end] = [index] * (end - start)
         hexed, text = data.hex(" "), data.translate(_ASCII).decode("ascii")
         label_rows = {}  # (span index, bytes) -> the label row under a row of that span's bytes alone
+        digits = max(4, len(f"{len(data) - 1:x}"))  # every row's offset as wide as the last's (tshark: 5 past 64 KiB)
         for row in range(0, len(data), 16):
             end = min(row + 16, len(data))
-            self._row(hexed[3 * row:3 * end - 1], text[row:end], owner[row:end], spans, row, label_rows)
+            self._row(hexed[3 * row:3 * end - 1], text[row:end], owner[row:end], spans, row, label_rows, digits)
         self._legend(spans)
 
-    def _row(self, hexed, text, owners, spans, row, label_rows):
-        """One row: its bytes' ``hexed`` cells and ``text``, and the row of labels under them, where a run of one
-        span's bytes is labelled by its code, then ``--`` (on a terminal, each of its bytes coloured alike)."""
+    def _row(self, hexed, text, owners, spans, row, label_rows, digits):
+        """One row: its offset in ``digits`` hex digits, its bytes' ``hexed`` cells and ``text``, and the row of labels
+        under them, where a run of one span's bytes is labelled by its code, then ``--`` (on a terminal, each of its
+        bytes coloured alike)."""
+        indent = " " * (digits + 2)
         runs = _runs(owners)
         if self.color:
             cells, chars = _coloured(hexed.split(" "), list(text), runs)
@@ -133,11 +136,11 @@ class HexRenderer:
             key = (runs[0][2], len(owners))
             label_row = label_rows.get(key)
             if label_row is None:
-                label_row = label_rows[key] = _label_row(runs, spans)
+                label_row = label_rows[key] = _label_row(runs, spans, indent)
         else:
-            label_row = _label_row(runs, spans)
+            label_row = _label_row(runs, spans, indent)
         pad = " " * (49 - 3 * len(owners) - (len(owners) > 8))  # a short row's cells, spaces and gap take less than 48
-        self.out.write(f"{row:04x}  {shown}{pad}  {text}\n{label_row}")
+        self.out.write(f"{row:0{digits}x}  {shown}{pad}  {text}\n{label_row}")
 
     def _legend(self, spans):
         if not spans:
@@ -180,8 +183,9 @@ def _coloured(cells, chars, runs):
     return cells, chars
 
 
-def _label_row(runs, spans):
-    """The labels under a row's ``runs``, with their line end; "" where no byte has a span."""
+def _label_row(runs, spans, indent):
+    """The labels under a row's ``runs``, after ``indent`` (the offset column's width), with their line end; "" where
+    no byte has a span."""
     labels = []
     for start, end, index in runs:
         if index is None:
@@ -189,7 +193,7 @@ def _label_row(runs, spans):
         else:
             labels.append(f"{spans[index].code:<2}")
             labels.extend(["--"] * (end - start - 1))
-    label_row = f"      {_halves(labels)}".rstrip()
+    label_row = f"{indent}{_halves(labels)}".rstrip()
     return label_row + "\n" if label_row else ""
 
 
