@@ -329,6 +329,7 @@ def _run(args, out):
         # then the file's); --dask alone means local
         args.files, args.dask = [args.dask] + args.files, "local"
     args.files = args.files + args.read_file
+    _check_outputs(args)
     live_only = [flag for flag, value in (("-f", args.capture_filter), ("-a", args.autostop)) if value is not None]
     if args.interface:
         if args.files:
@@ -396,6 +397,30 @@ def _check_frame_views(args):
     if args.quiet and args.format in ("json", "jsonl") and not args.stats:
         raise UsageError(f"-q shows no frames: -T {args.format} writes only --stats' record then (add --stats, "
                          f"or leave -q out)")
+
+
+def _check_outputs(args):
+    """-w OUT and --html REPORT name a file each: neither an input, which opening it would empty before it is
+    read, nor the same file, which the report would overwrite."""
+    for flag, path in (("-w", args.write), ("--html", args.html)):
+        if path is not None and not path:
+            raise UsageError(f"{flag} needs a file name{' (- is standard output)' if flag == '-w' else ''}")
+    outputs = [(flag, path) for flag, path in (("-w", args.write), ("--html", args.html)) if path and path != "-"]
+    if len(outputs) == 2 and _same_file(args.write, args.html):
+        raise UsageError(f"-w and --html name the same file ({args.html}): the report would overwrite the capture")
+    for flag, path in outputs:
+        for source in args.files:
+            if source != "-" and _same_file(path, source):
+                raise UsageError(f"{flag} {path} is the input {source}: writing it would empty it before it is read")
+
+
+def _same_file(one, other):
+    """Whether two paths name one file: the same file where both exist (links, other spellings), else the same
+    path once resolved."""
+    try:
+        return os.path.samefile(one, other)
+    except (OSError, ValueError):
+        return os.path.realpath(one) == os.path.realpath(other)
 
 
 def _check_views(args):

@@ -273,6 +273,41 @@ def test_write_to_standard_output_and_count(tmp_path):
     assert [frame[2] for frame in _frames(out)] == [frame[2] for frame in _frames(SESSION)[:3]]
 
 
+@pytest.mark.parametrize("spelling", ["same", "symlink", "hard link", "dotted", "-r"])
+def test_writing_onto_an_input_is_refused_and_the_input_kept(tmp_path, spelling):
+    """-w OUT opened (emptied) before the input is read would destroy a capture given as both: refused, however
+    the output names the input, with the input's bytes untouched."""
+    source = tmp_path / "in.pcap"
+    shutil.copyfile(SESSION, source)
+    out = {"same": source, "symlink": tmp_path / "link.pcap", "hard link": tmp_path / "hard.pcap",
+           "dotted": tmp_path / ".." / tmp_path.name / "in.pcap", "-r": source}[spelling]
+    if spelling == "symlink":
+        out.symlink_to(source)
+    elif spelling == "hard link":
+        os.link(source, out)
+    inputs = ["-r", str(source)] if spelling == "-r" else [str(source)]
+    code, stdout, err = run_cli("-q", *inputs, "-w", str(out))
+    assert code == 2 and stdout == ""
+    assert err == f"dissect: -w {out} is the input {source}: writing it would empty it before it is read\n"
+    assert source.read_bytes() == open(SESSION, "rb").read()
+
+
+def test_the_report_onto_an_input_or_onto_the_written_capture_and_an_empty_name_are_refused(tmp_path):
+    source = tmp_path / "in.pcap"
+    shutil.copyfile(SESSION, source)
+    report = tmp_path / "r.html"
+    for args, message in (
+            (["--html", str(source)], f"--html {source} is the input {source}: writing it would empty it before it "
+                                      f"is read"),
+            (["-w", str(report), "--html", str(report)], f"-w and --html name the same file ({report}): the report "
+                                                          f"would overwrite the capture"),
+            (["-w", ""], "-w needs a file name (- is standard output)"),
+            (["--html", ""], "--html needs a file name")):
+        code, stdout, err = run_cli("-q", str(source), *args)
+        assert (code, stdout, err) == (2, "", f"dissect: {message}\n")
+    assert source.read_bytes() == open(SESSION, "rb").read() and not report.exists()
+
+
 def _pcapng_in_seconds(path, seconds, tsoffset=None):
     """The NetQuake session's first frames in a pcapng counting whole seconds (if_tsresol 0): ``seconds[i]`` the
     i-th frame's units, ``tsoffset`` the interface's if_tsoffset."""
