@@ -622,7 +622,7 @@ def length_cases():
     long_ip = ("ip.bad_total_length", "error", 16, 2,
                rule_text(ip_bad, "total length 176 is more than the 76 bytes the frame holds from the IPv4 header on"))
     long_udp = ("udp.bad_length", "error", 38, 2,
-                rule_text(udp_bad, "length 66 is more than the IP payload length 56"))
+                rule_text(udp_bad, "length 66 is more than the 56 bytes of IP payload from the UDP header on"))
     return [
         (eth_ipv4_udp(PAYLOAD, pad=60 - 42 - len(PAYLOAD)), 60, []),  # a request, padded to Ethernet's 60 bytes
         (eth_ipv4_udp(REPLY), whole, []),
@@ -639,7 +639,7 @@ def length_cases():
         (eth_ipv4_udp(REPLY, ulen=66)[:60], whole, [snapped(60), long_udp]),
         (eth_ipv6_udp(REPLY), whole + 20, []),
         (eth_ipv6_udp(REPLY, ulen=66), whole + 20, [("udp.bad_length", "error", 58, 2, rule_text(
-            udp_bad, "length 66 is more than the IP payload length 56"))]),
+            udp_bad, "length 66 is more than the 56 bytes of IP payload from the UDP header on"))]),
         (eth_ipv6_udp(REPLY, plen=100), whole + 20, [("ipv6.bad_payload_length", "error", 18, 2, rule_text(
             IPV6_FINDINGS.bad_payload_length, "payload length 100 is more than the 56 bytes the frame holds after "
                                               "the IPv6 header"))]),

@@ -7,6 +7,7 @@ import tracemalloc
 
 import capkit
 import dpkt
+import pytest
 import soldat_peer as sp
 import teeframe_peer as tf
 from conftest import capture, jsonl, run_cli
@@ -674,8 +675,8 @@ def test_a_reassembled_datagrams_udp_length_is_checked_as_a_frames(tmp_path):
     done = [r for r in jsonl(out) if r["kind"] == "frame"][1::2]
     assert [[(f["code"], f["severity"], f["offset"], f["length"]) for f in r["findings"] if f["code"] != \
              "capture.truncated_frame"] for r in done] == [[("udp.bad_length", "error", None, None)]] * 2 + [[]]
-    assert done[0]["findings"][0]["message"].startswith(f"length {size + 100} is more than the IP payload length "
-                                                        f"{size}")
+    assert done[0]["findings"][0]["message"].startswith(f"length {size + 100} is more than the {size} bytes of IP "
+                                                        f"payload from the UDP header on")
     assert done[1]["findings"][0]["message"].startswith("length 4 is less than the header's 8 bytes")
     for record in done:
         (msg,) = record["messages"]
@@ -1232,9 +1233,28 @@ def test_a_segment_far_from_a_finished_sides_bytes_is_a_new_connection_whose_syn
         old, new = out[0].stream, out[3].stream
         assert (old.index, new.index) == (0, 1) and out[4].stream is new and out[3].evicted == [old]
         assert [[f.code for f in d.findings] for d in out] == [[], [], [], ["tcp.port_reused"], []]
-        assert out[3].findings[0].message.startswith("no SYN seen: a segment more than 1048576 bytes outside the "
+        assert out[3].findings[0].message.startswith("no SYN seen: a segment more than 1 MiB outside the "
                                                      "bytes of stream 0")
         assert delivered(out) == [b"req", b"list", first.payload, then.payload]
+
+
+@pytest.mark.parametrize("closing", ["fins", "rst"])
+def test_a_closed_ignored_streams_late_segments_stay_in_it_however_far_it_went(tmp_path, closing):
+    """A stream no dissector took is let go (its numbers no longer followed): however far its bytes went after
+    that, its last ACK, or a reply in flight after an RST, is a late segment of it, not a new connection."""
+    web = ("10.0.0.5", 8080)
+    far = 5001 + (2 << 20)  # the server's bytes went 2 MiB past where the stream was let go
+    segments = [(CLIENT, web, 1000, b"", 0x02), (web, CLIENT, 5000, b"", 0x12), (CLIENT, web, 1001, b"", 0x10)]
+    segments += [(CLIENT, web, 1001 + 20 * k, b"Z" * 20, 0x18) for k in range(5)]
+    segments += [(web, CLIENT, far - 1400, b"x" * 1400, 0x18)]
+    if closing == "fins":
+        segments += [(web, CLIENT, far, b"", 0x11), (CLIENT, web, 1101, b"", 0x11), (web, CLIENT, far + 1, b"", 0x10)]
+    else:
+        segments += [(CLIENT, web, 1101, b"", 0x04), (web, CLIENT, far, b"y" * 100, 0x18)]
+    path = tmp_path / "ignored.pcap"
+    _tcp_capture(path, segments)
+    _, out, _ = run_cli("-T", "fields", "-e", "tcp.stream", "-e", "expert.code", path)
+    assert out.splitlines() == ["0\t"] * len(segments)
 
 
 def test_segments_within_1_mib_of_a_finished_sides_bytes_stay_in_its_stream():

@@ -206,7 +206,7 @@ def length_findings(packet, wirelen):
                 f"its payload", at, size))
         elif check == "udp_long":
             findings.append(UDP_FINDINGS.bad_length.at(
-                f"length {stated} is more than the IP payload length {bound}", at, size))
+                f"length {stated} is more than the {bound} bytes of IP payload from the UDP header on", at, size))
     return findings
 
 

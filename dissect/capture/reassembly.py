@@ -89,8 +89,9 @@ class _Direction:
 
 class _Closed:
     """A connection that ended (at an RST or both FINs), as ``recently_closed`` remembers it: its stream number,
-    its client (address, port), each direction's end and first sequence number (None: that side sent nothing),
-    and whether a dissector took it (bytes after its end are then told)."""
+    its client (address, port), each direction's end and first sequence number (None: that side was never seen,
+    or the stream was ignored, its numbers no longer followed), and whether a dissector took it (bytes after its
+    end are then told)."""
 
     __slots__ = ("index", "client", "ends", "starts", "dissected")
 
@@ -190,7 +191,7 @@ class TcpReassembler:
             held = "; the bytes it held behind a gap are dropped" if _holds_bytes(reused) else ""
             if unsynced:
                 finding = TCP_FINDINGS.port_reused.at(
-                    f"no SYN seen: a segment more than {UNSYNCED_REUSE} bytes outside the bytes of stream "
+                    f"no SYN seen: a segment more than {UNSYNCED_REUSE >> 20} MiB outside the bytes of stream "
                     f"{reused.index}, on its ports, after its FIN: a new connection whose SYN was not captured; that "
                     f"stream ends here{held}")
             else:
@@ -228,9 +229,12 @@ class TcpReassembler:
         delivery.closed = True
         self._drop(stream)
         popped(self.streams, key)
-        ends = tuple([side.next_seq for side in stream.directions])
-        starts = tuple([None if side.next_seq is None else (side.next_seq - side.next_off) & 0xFFFFFFFF
-                        for side in stream.directions])
+        if stream.ignored:  # its numbers stopped where the pipeline let it go: no end nor start to judge by
+            ends = starts = (None, None)
+        else:
+            ends = tuple([side.next_seq for side in stream.directions])
+            starts = tuple([None if side.next_seq is None else (side.next_seq - side.next_off) & 0xFFFFFFFF
+                            for side in stream.directions])
         put(self.recently_closed, key, _Closed(stream.index, stream.client, ends, starts, stream.dissector is not None))
 
     def after_close(self, packet):
