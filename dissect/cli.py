@@ -9,7 +9,7 @@ import re
 import sys
 
 from . import __version__
-from .capture.sources import CaptureFiles, read_once
+from .capture.sources import CaptureFiles, read_once, source_name
 from .capture.writer import WriteError, open_writer, pick_format
 from .filter import check_keys
 from .core.escape import tell
@@ -329,7 +329,7 @@ def _run(args, out):
         # then the file's); --dask alone means local
         args.files, args.dask = [args.dask] + args.files, "local"
     args.files = args.files + args.read_file
-    _check_outputs(args)
+    _check_output_names(args)
     live_only = [flag for flag, value in (("-f", args.capture_filter), ("-a", args.autostop)) if value is not None]
     if args.interface:
         if args.files:
@@ -351,6 +351,7 @@ def _run(args, out):
         raise UsageError("standard input can be read once: give - once")
     if args.to_parquet is not None or args.dask is not None:
         return _run_scale(args, out)
+    _check_overwrites(args)
     if args.jobs > 1 and (args.write or args.count or args.html):
         raise UsageError("-w, -c and --html run in one process: leave out -j")
     once = next((what for what in map(read_once, args.files) if what), None) if args.jobs > 1 else None
@@ -399,28 +400,41 @@ def _check_frame_views(args):
                          f"or leave -q out)")
 
 
-def _check_outputs(args):
-    """-w OUT and --html REPORT name a file each: neither an input, which opening it would empty before it is
-    read, nor the same file, which the report would overwrite."""
+def _check_output_names(args):
+    """-w OUT and --html REPORT, where given, name a file (-w - is standard output)."""
     for flag, path in (("-w", args.write), ("--html", args.html)):
         if path is not None and not path:
             raise UsageError(f"{flag} needs a file name{' (- is standard output)' if flag == '-w' else ''}")
-    outputs = [(flag, path) for flag, path in (("-w", args.write), ("--html", args.html)) if path and path != "-"]
-    if len(outputs) == 2 and _same_file(args.write, args.html):
+
+
+def _check_overwrites(args):
+    """-w OUT and --html REPORT are neither an input (standard input's file too) nor the same file: opening -w's
+    would empty the input before it is read, the report would replace it, or the capture written."""
+    outputs = [(flag, path) for flag, path in (("-w", args.write), ("--html", args.html))
+               if path and not (flag == "-w" and path == "-")]
+    if len(outputs) == 2 and _same_output(args.write, args.html):
         raise UsageError(f"-w and --html name the same file ({args.html}): the report would overwrite the capture")
     for flag, path in outputs:
-        for source in args.files:
-            if source != "-" and _same_file(path, source):
-                raise UsageError(f"{flag} {path} is the input {source}: writing it would empty it before it is read")
+        held = _file_id(path)
+        for source in args.files if held is not None else ():
+            if _file_id(source) == held:
+                harm = "writing it would empty it before it is read" if flag == "-w" else "the report would replace it"
+                raise UsageError(f"{flag} {path} is the input {source_name(source)}: {harm}")
 
 
-def _same_file(one, other):
-    """Whether two paths name one file: the same file where both exist (links, other spellings), else the same
-    path once resolved."""
+def _same_output(one, other):
+    """Whether two outputs name one file: the same (device, inode) where it exists, else the same path resolved."""
+    held = _file_id(one)
+    return held == _file_id(other) if held is not None else os.path.realpath(one) == os.path.realpath(other)
+
+
+def _file_id(path):
+    """The (device, inode) of the file at ``path`` (``-``: standard input's), or None where there is none."""
     try:
-        return os.path.samefile(one, other)
-    except (OSError, ValueError):
-        return os.path.realpath(one) == os.path.realpath(other)
+        found = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _check_views(args):

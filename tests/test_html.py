@@ -421,6 +421,24 @@ def test_field_and_bytes_select_each_other(browser, reports):
     assert "bytes 47-47 of Frame 3" in browser.find_element(By.ID, "statusbar").text
 
 
+def test_a_reassembled_datagrams_header_marks_no_bytes_of_the_frame(browser, tmp_path):
+    """The UDP header of a datagram reassembled from fragments is a layer of the frame that completes it with no
+    place in its bytes: selecting it lights none, and the frame's first bytes still select Ethernet."""
+    from selenium.webdriver.common.by import By
+    import capkit
+    from test_reassembly import fragments, tf
+    pcap, page = tmp_path / "frag.pcap", tmp_path / "frag.html"
+    capkit.write_pcap(pcap, [(capkit.DEFAULT_TS + i, frame) for i, frame in
+                             enumerate(fragments(tf.response_packets(0x0101, tf.sample_clients(20))[0]))])
+    write_report(str(page), [str(pcap)])
+    open_page(browser, str(page))
+    click_row(browser, seq_of(browser, 2))
+    browser.find_element(By.CSS_SELECTOR, '#tree .line[data-key="udp"]').click()
+    assert selected_key(browser) == "udp" and highlighted(browser) == []
+    browser.find_element(By.CSS_SELECTOR, '#hex .b[data-s="0"][data-i="3"]').click()
+    assert selected_key(browser) == "eth" and highlighted(browser) == [[0, i] for i in range(14)]
+
+
 def test_a_byte_selects_the_innermost_field(browser, reports):
     from selenium.webdriver.common.by import By
     record = frame_record(capture("teeframe-session.pcap"), 2)

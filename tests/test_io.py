@@ -297,8 +297,7 @@ def test_the_report_onto_an_input_or_onto_the_written_capture_and_an_empty_name_
     shutil.copyfile(SESSION, source)
     report = tmp_path / "r.html"
     for args, message in (
-            (["--html", str(source)], f"--html {source} is the input {source}: writing it would empty it before it "
-                                      f"is read"),
+            (["--html", str(source)], f"--html {source} is the input {source}: the report would replace it"),
             (["-w", str(report), "--html", str(report)], f"-w and --html name the same file ({report}): the report "
                                                           f"would overwrite the capture"),
             (["-w", ""], "-w needs a file name (- is standard output)"),
@@ -306,6 +305,19 @@ def test_the_report_onto_an_input_or_onto_the_written_capture_and_an_empty_name_
         code, stdout, err = run_cli("-q", str(source), *args)
         assert (code, stdout, err) == (2, "", f"dissect: {message}\n")
     assert source.read_bytes() == open(SESSION, "rb").read() and not report.exists()
+
+
+@pytest.mark.parametrize("flag, harm", [("-w", "writing it would empty it before it is read"),
+                                        ("--html", "the report would replace it")])
+def test_an_output_that_is_the_file_on_standard_input_is_refused(tmp_path, flag, harm):
+    source = tmp_path / "in.pcap"
+    shutil.copyfile(SESSION, source)
+    with open(source, "rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "dissect", "-q", "-", flag, str(source)], stdin=stdin,
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"dissect: {flag} {source} is the input standard input: {harm}\n"
+    assert source.read_bytes() == open(SESSION, "rb").read()
 
 
 def _pcapng_in_seconds(path, seconds, tsoffset=None):

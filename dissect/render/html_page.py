@@ -372,7 +372,7 @@ function addNode(parent, label, opts) {
   const n = nodes.length;
   line.dataset.n = n;
   if (opts.key) line.dataset.key = opts.key;
-  const len = opts.len || 0;
+  const len = opts.off === null ? 0 : opts.len || 0;  // null: no place in the bytes (a reassembled datagram's header)
   if (len > 0) { line.dataset.off = opts.off; line.dataset.len = len; }
   wrap.append(line);
   (parent < 0 ? tree : kids(parent)).append(wrap);
@@ -505,10 +505,11 @@ function renderHex(whole) {
   sources.forEach((source, s) => {
     const block = el("div", "hexblock"), bytes = source.bytes, hexCells = [], ascCells = [];
     const laid = whole ? bytes.length : Math.min(bytes.length, HEX_SHOWN);
+    const digits = Math.max(4, (Math.max(bytes.length, 1) - 1).toString(16).length);  // as -x: 5 past 64 KiB
     block.append(el("div", "hextitle", source.title));
     for (let row = 0; row < laid; row += 16) {
       const line = el("div", "hexrow"), asc = el("span", "asc");
-      line.append(el("span", "off", row.toString(16).padStart(4, "0")));
+      line.append(el("span", "off", row.toString(16).padStart(digits, "0")));
       for (let i = row; i < Math.min(row + 16, laid); i++) {
         const b = el("span", "b" + (i - row === 8 ? " gap" : ""), hex2(bytes[i]));
         const a = el("span", "a", bytes[i] >= 0x20 && bytes[i] < 0x7f ? String.fromCharCode(bytes[i]) : ".");
