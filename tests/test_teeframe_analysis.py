@@ -372,6 +372,46 @@ def test_a_packet_after_the_response_is_complete_is_a_count_mismatch(tmp_path):
     assert [a["result"]["records"] for a in analyses(jsonl(out))] == [1]
 
 
+def test_late_packets_of_a_superseded_response_are_told_as_its_own_not_a_new_unrequested_one(tmp_path):
+    """A new request concludes the response before it (incomplete); its packets that still come are that response's:
+    each says so, and none begins a second response that would call the token unrequested and its iext missing."""
+    server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+    first, second, third = tf.response_packets(0x0101, tf.sample_clients(64))
+    path = _write(tmp_path, "late.pcap", [
+        (client, server, tf.gie3(0x01, 0x01)), (server, client, first),
+        (client, server, tf.gie3(0x02, 0x02)),                                 # supersedes token 0x0101
+        (server, client, second), (server, client, third), (server, client, second)])
+    _, out, _ = run_cli("-T", "jsonl", path)
+    records = jsonl(out)
+    (response,) = analyses(records)
+    assert (response["frames"], response["result"]["token"], response["result"]["packets"]) == ([2], 0x0101, [0])
+    assert [f["code"] for f in response["findings"]] == ["teeframe.incomplete_response"]
+    frames = [r for r in records if r["kind"] == "frame"]
+    late = [[(f["code"], f["severity"], f["message"]) for f in frame["messages"][0]["findings"]]
+            for frame in frames[3:]]
+    told = "of response token 257 arrived after the response was concluded incomplete (a new request (frame 3) " \
+           "superseded it), and is not counted"
+    assert [[(c, v, m[:m.index(" (spec: ")]) for c, v, m in found] for found in late] == [
+        [("teeframe.incomplete_response", "warning", f"packet 1 {told}")],
+        [("teeframe.incomplete_response", "warning", f"packet 2 {told}")],
+        [("teeframe.incomplete_response", "warning", f"packet 1 {told}")]]  # again: still not counted
+    assert "teeframe.unmatched_token" not in {f["code"] for f in all_findings(records)}
+
+
+def test_iex_plus_records_before_a_rate_limited_iext_are_a_count_mismatch_in_either_order(tmp_path):
+    """An iext that gives counts but no records (rate limited) ends the response; records that came in iex+ packets
+    are neither the whole list nor an omitted one, whichever came first."""
+    server, client = ("10.0.0.2", 8303), ("10.0.0.9", 50000)
+    limited = tf.iext(9, [], map_crc=1, num_clients=64, players=10)
+    plus = tf.iex_plus(9, 1, tf.sample_clients(3))
+    for order in ((limited, plus), (plus, limited)):
+        path = _write(tmp_path, "limited.pcap", [(client, server, tf.gie3(0, 9))] + [(server, client, packet)
+                                                                                      for packet in order])
+        _, out, _ = run_cli("-T", "jsonl", path)
+        found = all_findings(jsonl(out))
+        assert sorted(f["code"] for f in found) == ["teeframe.count_mismatch", "teeframe.no_client_records"], order
+
+
 def test_values_a_reply_lacks_read_as_unknown(tmp_path):
     """What a reply lacks reads "?" (it read "None"): a token that is no Decimal String on the info line, an iex+'s
     packet number likewise, and the Num Clients of an iext cut before it in the response's summary and in its

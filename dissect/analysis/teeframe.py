@@ -24,7 +24,7 @@ MAX_REQUESTS = 4096         # requests waiting for their first reply: most that 
 MAX_RECORDS = 4096          # client records kept for one response (63 packets of 1400 bytes hold fewer)
 MAX_HELD_RECORDS = 160_000  # client records kept across all pending responses: about 64 MB at ~400 bytes each
 MAX_SERVERS = 10000
-MAX_DONE = 4096             # recently completed responses, to recognize late duplicates
+MAX_DONE = 4096             # recently concluded responses, to recognize their late packets
 MAX_FRAMES = 128            # frame numbers listed for one response
 LAST_PACKET_NUMBER = 63
 # The fields of packet 0 a response keeps.
@@ -164,6 +164,8 @@ class TeeFrameAnalyzer(Analyzer):
         if done is not None:
             if number in done:
                 _duplicate(msg, number, token)
+            elif type(done) is _Concluded:
+                _after_conclusion(msg, number, token, done.why)
             else:
                 _after_complete(msg, number, token)
             return []
@@ -269,6 +271,13 @@ class TeeFrameAnalyzer(Analyzer):
         elif not complete:
             findings.append(W.incomplete_response.at(self._incomplete_reason(
                 response, collected, expected, superseded_by, evicted)))
+        if not complete and (superseded_by is not None or evicted) and response.token != -1:
+            # its packets may still come: they are told as this response's, not assembled into another
+            put(self.done, response.key, _Concluded(_packet_numbers(response.records), _why(superseded_by, evicted)))
+        elif complete and response.clients_omitted and collected:
+            findings.append(W.count_mismatch.at(
+                f"{collected} client records arrived in iex+ packets, but the iext (packet 0) gives none for Num "
+                f"Clients {or_unknown(expected)} (rate limited): the list is neither whole nor omitted"))
         if response.dropped_records:
             findings.append(W.state_evicted.at(f"{response.dropped_records} client records beyond {MAX_RECORDS} for "
                                                f"one response or {MAX_HELD_RECORDS} in all were not kept"))
@@ -311,12 +320,7 @@ class TeeFrameAnalyzer(Analyzer):
 
     @staticmethod
     def _incomplete_reason(response, collected, expected, superseded_by, evicted):
-        if superseded_by is not None:
-            why = f"a new request (frame {superseded_by}) superseded it"
-        elif evicted:
-            why = "it was evicted"
-        else:
-            why = "the capture ended"
+        why = _why(superseded_by, evicted)
         have = "no iext (packet 0) arrived" if response.info is None else \
             f"{collected} of {or_unknown(expected)} client records arrived"
         return f"response token {response.token} from {response.server} is incomplete: {have} before {why}"
@@ -409,6 +413,31 @@ def _packet_number(ident, values):
         return 0
     number = values.get("packet_number")
     return number if number is not None and 1 <= number <= LAST_PACKET_NUMBER else None
+
+
+class _Concluded:
+    """A response concluded before it was complete, as ``done`` remembers it: the numbers of the packets it had, and
+    why it was concluded (a new request superseded it, or it was evicted), for the packets of it that come later."""
+
+    __slots__ = ("numbers", "why")
+
+    def __init__(self, numbers, why):
+        self.numbers = numbers
+        self.why = why
+
+    def __contains__(self, number):
+        return number in self.numbers
+
+
+def _why(superseded_by, evicted):
+    if superseded_by is not None:
+        return f"a new request (frame {superseded_by}) superseded it"
+    return "it was evicted" if evicted else "the capture ended"
+
+
+def _after_conclusion(msg, number, token, why):
+    msg.report(W.incomplete_response, f"packet {number} of response token {token} arrived after the response was "
+                                      f"concluded incomplete ({why}), and is not counted")
 
 
 def _after_complete(msg, number, token):
