@@ -417,7 +417,7 @@ def _check_overwrites(args):
     for flag, path in outputs:
         held = _file_id(path)
         for source in args.files if held is not None else ():
-            if _file_id(source) == held:
+            if _file_id(source, inputs=True) == held:
                 harm = "writing it would empty it before it is read" if flag == "-w" else "the report would replace it"
                 raise UsageError(f"{flag} {path} is the input {source_name(source)}: {harm}")
 
@@ -428,10 +428,11 @@ def _same_output(one, other):
     return held == _file_id(other) if held is not None else os.path.realpath(one) == os.path.realpath(other)
 
 
-def _file_id(path):
-    """The (device, inode) of the file at ``path`` (``-``: standard input's), or None where there is none."""
+def _file_id(path, inputs=False):
+    """The (device, inode) of the file at ``path`` (with ``inputs``, ``-`` is standard input's), or None where there
+    is none."""
     try:
-        found = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
+        found = os.fstat(sys.stdin.fileno()) if inputs and path == "-" else os.stat(path)
     except (OSError, ValueError, AttributeError):
         return None
     return found.st_dev, found.st_ino

@@ -320,6 +320,16 @@ def test_an_output_that_is_the_file_on_standard_input_is_refused(tmp_path, flag,
     assert source.read_bytes() == open(SESSION, "rb").read()
 
 
+def test_a_report_named_dash_is_a_file_not_standard_input(tmp_path):
+    """--html - writes a file named "-" (only -w - is standard output): no clash with a capture on standard input."""
+    with open(SESSION, "rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "dissect", "-q", "-", "--html", "-"], stdin=stdin,
+                              capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert (tmp_path / "-").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
 def _pcapng_in_seconds(path, seconds, tsoffset=None):
     """The NetQuake session's first frames in a pcapng counting whole seconds (if_tsresol 0): ``seconds[i]`` the
     i-th frame's units, ``tsoffset`` the interface's if_tsoffset."""
