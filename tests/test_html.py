@@ -439,6 +439,21 @@ def test_a_reassembled_datagrams_header_marks_no_bytes_of_the_frame(browser, tmp
     assert selected_key(browser) == "eth" and highlighted(browser) == [[0, i] for i in range(14)]
 
 
+def test_the_hex_pane_of_a_frame_past_64_kib_has_five_digit_offsets(browser, tmp_path):
+    """As -x and tshark: every row of a frame longer than 64 KiB has its offset in 5 hex digits."""
+    import capkit
+    payload = bytes(range(256)) * 255 + b"x" * 227  # the largest UDP payload in IPv4: a 65,549-byte frame
+    pcap, page = tmp_path / "big.pcap", tmp_path / "big.html"
+    capkit.write_pcap(pcap, [(capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet("10.0.0.1", 40000, "10.0.0.2",
+                                                                                   41000, payload)))])
+    write_report(str(page), [str(pcap)])
+    open_page(browser, str(page))
+    click_row(browser, seq_of(browser, 1))
+    offsets = browser.execute_script(
+        "return [...document.querySelectorAll('#hex .hexrow .off')].map(o => o.textContent)")
+    assert offsets[:3] == ["00000", "00010", "00020"] and {len(offset) for offset in offsets} == {5}
+
+
 def test_a_byte_selects_the_innermost_field(browser, reports):
     from selenium.webdriver.common.by import By
     record = frame_record(capture("teeframe-session.pcap"), 2)
