@@ -43,7 +43,6 @@ cdef class _Closed:
 
 cdef class TcpStream:
     cdef public object index, key, client, dissector, parsers, ignored, probed, probe_held
-    cdef public bint fin_seen
     cdef public tuple directions, ends
     cpdef int direction_of(self, src, sport) except -1
 
@@ -59,8 +58,8 @@ cdef _beyond_fin(_Direction side, seq)
 cdef _pass_fin(_Direction side)
 cdef _sum_gaps(Delivery delivery, Py_ssize_t first_finding, Py_ssize_t first_piece)
 cpdef tuple _client(Packet packet)
-@cython.locals(side=_Direction)
-cpdef bint _both_finished(tuple directions) except -1
+@cython.locals(side=_Direction, count=int)
+cpdef int _finished_sides(tuple directions) except -1
 
 cdef class _Direction:
     cdef public object index, next_seq, next_off, pending, heap, pending_bytes, history, fin_seq

@@ -108,7 +108,7 @@ class _Closed:
 
 class TcpStream:
     __slots__ = ("index", "key", "client", "directions", "dissector", "parsers", "ignored", "probed", "probe_held",
-                 "ends", "fin_seen")
+                 "ends")
 
     def __init__(self, index, key, client):
         self.index = index
@@ -121,7 +121,6 @@ class TcpStream:
         self.probed = 0
         self.probe_held = None  # the pipeline's: segments probed while no dissector took the stream (see _probe)
         self.ends = None  # (client, server) as texts, made by the pipeline for the first message it tags
-        self.fin_seen = False  # a side has sent its FIN: segments are checked for a new connection without SYN
 
     def direction_of(self, src, sport):
         return 0 if (src, sport) == self.client else 1
@@ -169,7 +168,7 @@ class TcpReassembler:
                 if _new_connection(stream, packet):
                     reused = popped(self.streams, key)  # its end was not captured: it ends here, and a new one begins
                     stream = None
-            elif stream.fin_seen and _unsynced_connection(stream, packet):
+            elif _finished_sides(stream.directions) and _unsynced_connection(stream, packet):
                 reused = popped(self.streams, key)
                 stream, unsynced = None, True
         if stream is None:
@@ -215,11 +214,9 @@ class TcpReassembler:
 
     def _close_if_done(self, stream, packet, key, delivery, frame=None):
         side = stream.directions[delivery.direction]
-        if packet.tcp_flags & FIN:
-            stream.fin_seen = True
-            if side.fin_seq is None:
-                side.fin_seq = 0
-        ended = packet.tcp_flags & RST or _both_finished(stream.directions)
+        if packet.tcp_flags & FIN and side.fin_seq is None:
+            side.fin_seq = 0
+        ended = packet.tcp_flags & RST or _finished_sides(stream.directions) == 2
         if not ended:
             return
         for other in stream.directions:
@@ -628,12 +625,13 @@ def _client(packet):
     return packet.src, packet.sport
 
 
-def _both_finished(directions):
-    """Whether both directions of a stream have sent their FIN."""
+def _finished_sides(directions):
+    """How many directions of a stream have sent their FIN (0, 1 or 2)."""
+    count = 0
     for side in directions:
-        if side.fin_seq is None:
-            return False
-    return True
+        if side.fin_seq is not None:
+            count += 1
+    return count
 
 
 def _key(packet):
