@@ -472,10 +472,10 @@ def _check_views(args):
 
 
 def _run_files(args, out):
-    writer = _open_writer(args)
-    printer = _printer(args, out, writer)
+    printer = _printer(args, out)
     report = _open_report(args, printer, args.files)
     session = _session(args, printer)
+    printer.writer = _open_writer(args)  # after the filter is compiled: a bad one leaves -w's file as it was
     if report is not None:
         report.watch(session.analyzers)
     files = CaptureFiles(args.files, limit=args.count)
@@ -500,6 +500,9 @@ def _run_files(args, out):
                 files.errors.append(outside)
     if guard is not None and guard.pending:  # a Ctrl-C held during the frame whose write failed
         interrupted = True
+    if printer.writer is not None and not files.read_any:  # no capture read: -w's file is left as it was
+        writer, printer.writer = printer.writer, None
+        writer.discard()
     try:
         _conclude(session, printer)
     except WriteError as exc:

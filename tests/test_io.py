@@ -292,6 +292,48 @@ def test_writing_onto_an_input_is_refused_and_the_input_kept(tmp_path, spelling)
     assert source.read_bytes() == open(SESSION, "rb").read()
 
 
+@pytest.mark.parametrize("case", ["missing input", "not a capture", "bad filter"])
+def test_a_run_that_reads_no_capture_leaves_the_written_file_as_it_was(tmp_path, case):
+    """tshark opens -w's file only once the filter is compiled and the input read: an earlier capture there is kept
+    (dissect emptied it), and a file that was not there is not made."""
+    earlier = tmp_path / "earlier.pcap"
+    shutil.copyfile(SESSION, earlier)
+    absent = tmp_path / "absent.pcap"
+    junk = tmp_path / "junk.pcap"
+    junk.write_bytes(b"garbage!" * 8)
+    args = {"missing input": [str(tmp_path / "missing.pcap")], "not a capture": [str(junk)],
+            "bad filter": ["-Y", "udp.port ==", SESSION]}[case]
+    for out in (earlier, absent):
+        code, stdout, err = run_cli("-q", *args, "-w", str(out))
+        assert code == 2 and stdout == "" and err.startswith("dissect: ") and err.count("\n") == 1
+    assert earlier.read_bytes() == open(SESSION, "rb").read()
+    assert not absent.exists()
+
+
+def test_a_written_file_is_emptied_only_when_a_capture_is_read(tmp_path):
+    """An input that cannot be read beside one that can: the output holds the readable one's frames, and an
+    earlier file longer than them keeps none of its bytes."""
+    out = tmp_path / "out.pcap"
+    out.write_bytes(b"\xee" * 100_000)
+    code, stdout, err = run_cli("-q", "-c", "3", "-w", str(out), str(tmp_path / "missing.pcap"), SESSION)
+    assert (code, stdout) == (2, "") and "missing.pcap: cannot open" in err
+    assert [frame[2] for frame in _frames(out)] == [frame[2] for frame in _frames(SESSION)[:3]]
+    assert out.stat().st_size == 24 + sum(16 + len(frame[2]) for frame in _frames(SESSION)[:3])
+
+
+@pytest.mark.parametrize("name, head", [("out.pcap", b"\xd4\xc3\xb2\xa1"), ("out.pcapng", b"\x0a\x0d\x0d\x0a")])
+def test_a_capture_of_no_frames_is_written_as_a_capture_of_no_frames(tmp_path, name, head):
+    """tshark writes a file of no frames that reads back; dissect wrote a pcap of 0 bytes, which is no capture."""
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    out = tmp_path / name
+    out.write_bytes(open(SESSION, "rb").read())
+    assert run_cli("-q", str(empty), "-w", str(out)) == (0, "", "")
+    data = out.read_bytes()
+    assert data[:4] == head and len(data) == (24 if name == "out.pcap" else 28)
+    assert run_cli("--stats", str(out))[1].startswith("Frames: 0, bytes: 0")
+
+
 def test_the_report_onto_an_input_or_onto_the_written_capture_and_an_empty_name_are_refused(tmp_path):
     source = tmp_path / "in.pcap"
     shutil.copyfile(SESSION, source)

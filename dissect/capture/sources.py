@@ -320,6 +320,7 @@ class CaptureFiles:
         self.index = 0
         self.raw = None
         self.starts = []  # per input read so far, the number of its first frame (inputs without any: the next's)
+        self.read_any = False  # an input gave a frame, or was read to its end (a capture of no frames)
 
     def __iter__(self):
         base = 0
@@ -339,10 +340,14 @@ class CaptureFiles:
                         left -= 1
                         if left <= 0:  # stop now: on a pipe, the next frame may be long in coming
                             return
+                self.read_any = True
             except CaptureError as exc:
                 self.errors.append(str(exc))
             except OSError as exc:  # a file's I/O error part-way (one opened by path)
                 self.errors.append(f"{source_name(source)}: cannot read: {exc.strerror or exc}")
+            finally:  # also where -c or the reader's end stopped it at a frame
+                if frame is not None:
+                    self.read_any = True
             if frame is not None:
                 base = frame.number  # the last frame's number, the inputs before it counted in
 

@@ -10,6 +10,7 @@ kept, and closing the output is then an error that names the first such frame.
 
 import math
 import os
+import stat
 import struct
 import sys
 
@@ -19,6 +20,7 @@ SNAPLEN = 262144
 PCAP_MAX_MICROS = (1 << 32) * 1_000_000 - 1  # pcap: 32-bit seconds and their microseconds
 PCAPNG_MAX_MICROS = (1 << 64) - 1            # pcapng: one 64-bit count of microseconds
 PCAPNG_MAX_LINKTYPE = 0xFFFF                 # pcapng: an interface's link type is 16 bits (pcap's record: 32)
+LINKTYPE_ETHERNET = 1                        # the link type of a pcap written without any frame to give one
 
 
 class WriteError(Exception):
@@ -40,22 +42,42 @@ def open_output(path):
 
 def open_writer(path, file_format, linktype=None):
     """A writer for ``path`` (``-`` is standard output). With ``linktype`` (live capture, whose link type is
-    known before any frame) the file's header is written at once, so a capture that saw nothing is still one."""
+    known before any frame) the file's header is written at once, so a capture that saw nothing is still one.
+    Without it (frames read from captures) a file already at ``path`` keeps its bytes until the writer writes
+    its first: a run that reads no capture leaves it as it was (``discard``)."""
     try:
-        handle = open_output(path)
+        if path == "-" or linktype is not None:
+            handle, made, kept = open_output(path), False, False
+        else:
+            handle, made, kept = _open_keeping(path)
     except OSError as exc:
         raise _cannot_write(path, exc) from None
     cls = PcapngWriter if file_format == "pcapng" else PcapWriter
-    return cls(handle, path, linktype)
+    return cls(handle, path, linktype, made=made, kept=kept)
+
+
+def _open_keeping(path):
+    """(handle, made, kept): ``path`` opened to be written without emptying it; ``made``: the file did not exist
+    and was made; ``kept``: a regular file's bytes are still in it (a FIFO's or a device's are not bytes to
+    keep)."""
+    try:
+        return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb"), True, False
+    except FileExistsError:
+        pass
+    handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT), "wb")
+    return handle, False, stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
 
 
 class _Writer:
     FORMAT = "pcap"
     MAX_MICROS = PCAP_MAX_MICROS
 
-    def __init__(self, handle, path):
+    def __init__(self, handle, path, made=False, kept=False):
         self.handle = handle
         self.path = path
+        self.made = made          # the file did not exist before this writer
+        self.kept = kept          # the file's earlier bytes are in it until the first are written
+        self.started = False      # bytes written
         self.count = 0
         self.outside = 0          # frames whose time the format cannot hold
         self.first_outside = None  # (frame number, its time, the time written)
@@ -78,9 +100,27 @@ class _Writer:
 
     def _put(self, data):
         try:
+            if not self.started:
+                self._start()
             self.handle.write(data)
         except OSError as exc:
             raise _cannot_write(self.path, exc) from None
+
+    def _start(self):
+        """Before the first bytes: the file's earlier ones go, and the format's own first bytes are written."""
+        self.started = True
+        if self.kept:
+            self.kept = False
+            self.handle.truncate(0)
+        self.handle.write(self._preamble())
+
+    def _preamble(self):
+        """What the format writes before anything else (pcap: nothing; its header names a frame's link type)."""
+        return b""
+
+    def _without_frames(self):
+        """A capture of no frames, where none was written."""
+        self._put(b"")
 
     def flush(self):
         try:
@@ -91,6 +131,8 @@ class _Writer:
     def finish(self, sync=False):
         """Flush, with ``sync`` also to the disk, and close (standard output stays open); WriteError when the
         output cannot take it. The times written as the nearest held are not checked here (``close`` does)."""
+        if not self.started:
+            self._without_frames()
         self.flush()
         if self.path == "-":
             return
@@ -125,6 +167,16 @@ class _Writer:
             except OSError:
                 pass
 
+    def discard(self):
+        """The run read no capture: nothing is written, and the output is as it was before (``kept``), or is not
+        (a file this writer made is removed), as tshark leaves it. A writer that has written is closed as it is."""
+        self.abandon()
+        if self.made and not self.started:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
     def not_as_read_error(self):
         """The error of the times written as the nearest held and of the records left out (None while every frame
         was written as read)."""
@@ -145,11 +197,14 @@ class PcapWriter(_Writer):
     """Classic pcap, microsecond timestamps, little-endian; the link type of the first frame, or ``linktype``
     when given, whose header is then written at once."""
 
-    def __init__(self, handle, path, linktype=None):
-        super().__init__(handle, path)
+    def __init__(self, handle, path, linktype=None, made=False, kept=False):
+        super().__init__(handle, path, made, kept)
         self.linktype = None
         if linktype is not None:
             self._header(linktype)
+
+    def _without_frames(self):
+        self._header(LINKTYPE_ETHERNET)
 
     def _header(self, linktype):
         self.linktype = linktype
@@ -177,12 +232,14 @@ class PcapngWriter(_Writer):
     FORMAT = "pcapng"
     MAX_MICROS = PCAPNG_MAX_MICROS
 
-    def __init__(self, handle, path, linktype=None):
-        super().__init__(handle, path)
+    def __init__(self, handle, path, linktype=None, made=False, kept=False):
+        super().__init__(handle, path, made, kept)
         self.interfaces = {}
-        self._put(_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
         if linktype is not None:
             self._interface(linktype)
+
+    def _preamble(self):
+        return _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))  # the section header
 
     def _interface(self, linktype, number=None):
         """The interface of ``linktype``, described the first time it is met (for frame ``number``, if one)."""
