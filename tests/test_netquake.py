@@ -341,6 +341,22 @@ def test_one_player_is_singular_and_a_missing_reply_is_still_incomplete(tmp_path
     assert walks[0]["result"]["unanswered"] == [1] and walks[0]["result"]["complete"] is False
 
 
+def test_a_walk_every_player_of_the_last_server_info_answered_is_complete(tmp_path):
+    """The spec's end of a walk is every number below the current_players of the server's last CCREP_SERVER_INFO:
+    a server info that comes after the replies (first), or that says a player left (second), completes the walk
+    the replies already made, which the capture's end concludes."""
+    packets = [(True, nq.ccreq_player_info(n)) for n in (0, 1)]
+    packets += [(False, nq.ccrep_player_info(n, "AB"[n], 0, 1, 2, "x")) for n in (0, 1)]
+    packets += _walk_packets(["A", "B"], [], set())
+    walks, summaries = _walks(_session_pcap(tmp_path, packets))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 2 players of 2 (frames 1,2,3,4)"]
+    assert walks[0]["result"]["unanswered"] == [] and walks[0]["result"]["complete"] is True
+    packets = _walk_packets(["A", "B", "C"], [0, 1, 2], {0, 1}) + _walk_packets(["A", "B"], [], set())
+    walks, summaries = _walks(_session_pcap(tmp_path, packets))
+    assert summaries == ["player walk 10.0.0.7:40000 → 10.0.0.1:26000: 2 players of 2 (frames 3,4,5,6,7)"]
+    assert walks[0]["result"]["unanswered"] == [] and walks[0]["result"]["complete"] is True
+
+
 def test_a_reply_no_request_asked_for_is_no_player_of_the_walk(tmp_path):
     """Player 0 asked; the server answers for player 2, then answers 0 twice: one player, not three."""
     packets = _walk_packets(["A", "B", "C"], [0], set())

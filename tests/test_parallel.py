@@ -544,6 +544,35 @@ def test_servers_seen_in_several_workers_merge_as_in_one_process(tmp_path):
     assert merged.stats()["response_times"]["server_info"]["count"] == 4
 
 
+def test_servers_listed_in_one_master_list_keep_its_order_when_merged(tmp_path):
+    """One worker saw a master list naming S2 alone; the other, later, a list naming S1 then S2. One process lists
+    the servers no reply came from in the order of the latest list (S1, S2): so does the merge of the workers (it
+    kept S2 where the first worker's table had it, before S1, as both carry the same latest frame)."""
+    import odamex_peer as od
+    from dissect.capture.sources import open_capture as frames_of
+    from dissect.pipeline import Pipeline
+    s1, s2 = ("198.51.100.1", 10666), ("198.51.100.2", 10666)
+    exchanges = [(("10.7.0.1", 40000), ("10.7.0.100", 15000), od.master_list([s2])),
+                 (("10.7.0.2", 40000), ("10.7.0.200", 15000), od.master_list([s1, s2]))]
+    frames = []
+    for launcher, peer, reply in exchanges:
+        frames.append(capkit.ethernet(capkit.udp_packet(*launcher, *peer, od.request())))
+        frames.append(capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply)))
+    path = tmp_path / "listed.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, frame) for n, frame in enumerate(frames)])
+    one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
+    for frame in frames_of(path):
+        one.frame(frame)
+        owner = 0 if bytes([10, 7, 0, 1]) in address_pair(frame)[0] else 1
+        workers[owner].frame(frame)
+        workers[1 - owner].skip(frame)
+    merged = workers[0].analyzers["odamex"]
+    merged.merge(workers[1].analyzers["odamex"])
+    assert [s["server"] for s in one.analyzers["odamex"].stats()["servers"]] == [
+        "198.51.100.1:10666", "198.51.100.2:10666"]
+    assert merged.stats() == one.analyzers["odamex"].stats()
+
+
 def _one_server_two_clients(path, first_ts):
     """Two browsers ask one TeeFrame server (5 ms and 1 ms answers); then an unrequested iext (token -1)
     reaches a third address last. Each browser's address pair may land in another worker."""

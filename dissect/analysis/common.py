@@ -76,11 +76,13 @@ def merge_timings(mine, theirs):
         mine.setdefault(name, Timing()).merge(timing)
 
 
-def merge_latest(mine, theirs, combine, later=False):
+def merge_latest(mine, theirs, combine, later=False, order=None):
     """Fold another worker's table of entries that say when they were last updated (their ``last_frame``)
     into this one (``-j``). An entry in both becomes ``combine(older, newer)``; the table keeps the
     order of last update and its size limit, as one process would. ``later``: ``theirs`` is the next capture
-    file's (see ``Analyzer.follow``): its entries are the newer, whatever their frame numbers."""
+    file's (see ``Analyzer.follow``): its entries are the newer, whatever their frame numbers. ``order``: an
+    entry's place in one process's table, where entries of one frame are updated in an order of their own (the
+    servers of one master list); by default its ``last_frame``."""
     if later:
         refill(mine, in_file_order(mine, theirs, combine))
         return
@@ -91,7 +93,10 @@ def merge_latest(mine, theirs, combine, later=False):
             newer, older = (entry, old) if entry.last_frame > old.last_frame else (old, entry)
             entry = combine(older, newer)
         combined[key] = entry
-    refill(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
+    if order is None:
+        refill(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
+    else:
+        refill(mine, sorted(combined.items(), key=lambda item: order(item[1])))
 
 
 def in_file_order(mine, theirs, combine):

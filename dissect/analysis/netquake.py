@@ -230,11 +230,14 @@ class NetQuakeAnalyzer(Analyzer):
             answered = {p["player_number"] for p in walk.items}
             unanswered = [n for n in dict.fromkeys(walk.requested)
                           if n not in answered and not _past_last_player(n, expected)]
+            # Complete where every number below the last server info's count has answered, also where that count
+            # came after the replies or went down after them (a player left): concluded here, not at a reply.
+            ended = walk.ended or (expected is not None and all(n in answered for n in range(expected)))
             result = {"client": walk.client, "server": walk.server, "players": walk.items,
                       "requested": walk.requested, "unanswered": unanswered, "expected": expected,
-                      "complete": walk.ended}
+                      "complete": ended}
             summary = f"player walk {walk.client} → {walk.server}: {counted(len(walk.items), 'player')}" + \
-                (f" of {expected}" if expected is not None else "") + ("" if walk.ended else " (incomplete)")
+                (f" of {expected}" if expected is not None else "") + ("" if ended else " (incomplete)")
         return AnalysisRecord("netquake", walk.kind, walk.frames, result, findings, summary)
 
     def finish(self):

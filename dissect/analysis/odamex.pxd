@@ -24,14 +24,14 @@ cdef class OdamexAnalyzer(Analyzer):
     cpdef _master_list(self, master, Message msg, dict result, list frames)
     @cython.locals(latest=tuple, listings=list, listing=_Listing)
     cpdef _list(self, master, MasterEntries servers, frame)
-    @cython.locals(listed=BoundedDict, listings=list, listing=_Listing)
+    @cython.locals(listed=BoundedDict, listings=list, listing=_Listing, index=Py_ssize_t)
     cpdef list _listings(self, list keys, frame)
     @cython.locals(data=dict)
     cpdef _server_info(self, server, Message msg, dict result, list frames)
 
 cdef class _Listing:
     cdef public list masters, firsts
-    cdef public object last_frame
+    cdef public object last_frame, index
 
 # What a server-info record's result reads, when a view reads it: its values as a dict in C.
 @cython.locals(info=dict, out=dict)

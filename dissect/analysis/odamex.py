@@ -96,11 +96,13 @@ class OdamexAnalyzer(Analyzer):
         master."""
         listed = self.listed
         listings = []
-        for key in keys:
+        for index in range(len(keys)):
+            key = keys[index]
             listing = refreshed(listed, key)
             if listing is None:
                 listing = _Listing([], [], frame)
                 put(listed, key, listing)
+            listing.index = index  # its place in the list: the listings of one frame are in this order
             listings.append(listing)
         return listings
 
@@ -127,7 +129,7 @@ class OdamexAnalyzer(Analyzer):
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
         self.servers.merge(other.servers, later)
-        merge_latest(self.listed, other.listed, _follow_listings if later else _merge_listings, later)
+        merge_latest(self.listed, other.listed, _follow_listings if later else _merge_listings, later, _listing_order)
         self.latest_list = None  # the merge reorders the listings
 
     def follow(self, other):
@@ -152,14 +154,21 @@ NO_ENTRIES = MasterEntries(b"")
 
 class _Listing:
     """A server as master replies listed it: the masters in the order they first listed it (the latest MAX_MASTERS),
-    the frame of each one's first listing (``firsts``), and the frame of the latest listing."""
+    the frame of each one's first listing (``firsts``), the frame of the latest listing, and the server's place in
+    that listing's list (``index``: the servers of one list are refreshed in its order)."""
 
-    __slots__ = ("masters", "firsts", "last_frame")
+    __slots__ = ("masters", "firsts", "last_frame", "index")
 
-    def __init__(self, masters, firsts, last_frame):
+    def __init__(self, masters, firsts, last_frame, index=0):
         self.masters = masters
         self.firsts = firsts
         self.last_frame = last_frame
+        self.index = index
+
+
+def _listing_order(listing):
+    """Where one process's table has a listing: by its latest list's frame, then its place in that list."""
+    return listing.last_frame, listing.index
 
 
 def _master_result(result, servers):
@@ -190,7 +199,8 @@ def _merge_listings(older, newer):
         if frame < first.get(master, frame + 1):
             first[master] = frame
     ordered = sorted(first.items(), key=_second)[-MAX_MASTERS:]
-    return _Listing([master for master, _ in ordered], [frame for _, frame in ordered], newer.last_frame)
+    return _Listing([master for master, _ in ordered], [frame for _, frame in ordered], newer.last_frame,
+                    newer.index)
 
 
 def _follow_listings(mine, theirs):
@@ -199,7 +209,7 @@ def _follow_listings(mine, theirs):
     new = [index for index, master in enumerate(theirs.masters) if master not in mine.masters]
     masters = (mine.masters + [theirs.masters[index] for index in new])[-MAX_MASTERS:]
     firsts = (mine.firsts + [theirs.firsts[index] for index in new])[-MAX_MASTERS:]
-    return _Listing(masters, firsts, theirs.last_frame)
+    return _Listing(masters, firsts, theirs.last_frame, theirs.index)
 
 
 def _second(pair):
