@@ -367,17 +367,25 @@ def test_the_list_that_fills_the_budget_is_not_the_one_evicted_when_it_is_the_ol
     assert list(analyzer.exchanges.keys()) == [0] and analyzer.held_entries == 241
 
 
-def test_a_list_record_keeps_its_first_frames_however_many_frames_a_line_came_in():
-    """A server line sent a byte a segment comes in as many frames as it has bytes: the list's record keeps the first
+def test_a_list_record_keeps_its_first_frames_and_its_last_however_many_frames_a_line_came_in():
+    """A server line sent a byte a segment comes in as many frames as it has bytes: the list's record keeps
     MAX_FRAMES (64) frame numbers, as it does for a list of many lines (each frame was looked for in a list that grew
-    with them, and a line of 65,536 one-byte segments took 15 s)."""
+    with them, and a line of 65,536 one-byte segments took 15 s): the first 63, and in the last place the latest,
+    so that the record spans the list to the frame of its List End line (it stopped at the 64th)."""
     import dissect.analysis.soldat as analysis
     analyzer = analysis.SoldatAnalyzer()
-    begin, server = _lines(0, sp.list_begin(1), b"g" + b"\xa9" * 19 + b"\n")
+    begin, server, end = _lines(0, sp.list_begin(1), b"g" + b"\xa9" * 19 + b"\n", sp.list_end())
     server.frames[:] = range(2, 5002)
+    end.frames[:] = [5001, 5002]
     assert analyzer.feed(_Frame(1), begin, False) + analyzer.feed(_Frame(5001), server, False) == []
-    (record,) = analyzer.finish()
-    assert record.frames == list(range(1, 65)) and record.result["received"] == 1
+    assert record_frames(analyzer) == list(range(1, 64)) + [5001]
+    (record,) = analyzer.feed(_Frame(5002), end, False)
+    assert record.frames == list(range(1, 64)) + [5002] and record.result["received"] == 1
+
+
+def record_frames(analyzer):
+    (exchange,) = analyzer.exchanges.values()
+    return exchange.frames
 
 
 def test_a_server_line_seen_again_gives_the_same_row_and_the_rows_kept_are_bounded(monkeypatch):

@@ -27,7 +27,7 @@ MAX_SERVERS_PER_LIST = 10000
 MAX_HELD_ENTRIES = 200_000
 MAX_HELD_BYTES = 64 * 1024 * 1024
 MAX_SERVERS = 10000
-MAX_FRAMES = 64                   # frame numbers a list record keeps
+MAX_FRAMES = 64                   # frame numbers a list record keeps: the first, and the latest last
 MAX_TEXT = 256                    # characters of a name or map kept in the servers-seen table
 MAX_ROWS = 1024                   # server lines whose row is kept by their bytes (see _row)
 MAX_ROW_LINE = 512                # bytes of a line so kept
@@ -262,12 +262,14 @@ def _seen_columns(values):
 
 def _add_frames(frames, more):
     """The frame numbers of ``more`` not listed yet, added up to MAX_FRAMES in all (a line sent a byte a segment
-    comes in thousands of frames: each looked for in a list that grew with them made the line quadratic)."""
+    comes in thousands of frames: each looked for in a list that grew with them made the line quadratic); past that
+    a later frame takes the last place, so that the record spans the list to the frame that ended it."""
     for frame in more:
-        if len(frames) >= MAX_FRAMES:
-            return
         if not (frames and frames[-1] == frame) and frame not in frames:  # most often the last one listed
-            frames.append(frame)
+            if len(frames) < MAX_FRAMES:
+                frames.append(frame)
+            elif frame > frames[-1]:
+                frames[-1] = frame
 
 
 def _text(value):
