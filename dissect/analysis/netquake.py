@@ -232,7 +232,7 @@ class NetQuakeAnalyzer(Analyzer):
                           if n not in answered and not _past_last_player(n, expected)]
             # Complete where every number below the last server info's count has answered, also where that count
             # came after the replies or went down after them (a player left): concluded here, not at a reply.
-            ended = walk.ended or (expected is not None and all(n in answered for n in range(expected)))
+            ended = walk.ended or _all_answered(answered, expected)
             result = {"client": walk.client, "server": walk.server, "players": walk.items,
                       "requested": walk.requested, "unanswered": unanswered, "expected": expected,
                       "complete": ended}
@@ -259,7 +259,17 @@ class NetQuakeAnalyzer(Analyzer):
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
                 "response_times": {name: t.as_dict() for name, t in sorted(self.timings.items())},
-                "servers": self.servers.entries()}
+                **self.servers.report()}
+
+
+def _all_answered(answered, current_players):
+    """Whether every player number below ``current_players`` (None: not known) is in ``answered``."""
+    if current_players is None:
+        return False
+    for number in range(current_players):
+        if number not in answered:
+            return False
+    return True
 
 
 def _past_last_player(number, current_players):
