@@ -1,10 +1,12 @@
 """NetQuake control packets: every message, every field's offset, length and value, every finding."""
 
+import json
 import struct
 
 import pytest
 
 import netquake_peer as nq
+from conftest import run_cli
 from helpers import codes, dissect, field, span
 
 
@@ -278,6 +280,28 @@ def test_random_bytes_never_raise():
         for f in msg.walk():
             assert 0 <= f.offset and f.offset + f.length <= len(data)
         assert not any(f.code.endswith("dissector_error") for f in msg.findings)
+
+
+def test_stats_say_how_many_servers_the_servers_seen_table_forgot(tmp_path):
+    """Past its 10,000 servers the table forgets the least recently seen: --stats says how many, in its text and its
+    JSON (it listed 10,000 as if they were all)."""
+    import capkit
+    client = ("192.168.0.1", 5000)
+    frames = []
+    for number in range(10_003):
+        server = (f"10.{number // 256 // 256}.{number // 256 % 256}.{number % 256}", 26000)
+        reply = nq.ccrep_server_info(f"{server[0]}:26000", f"s{number}", "e1m1", 1, 8)
+        frames += [capkit.ethernet(capkit.udp_packet(*client, *server, nq.ccreq_server_info())),
+                   capkit.ethernet(capkit.udp_packet(*server, *client, reply))]
+    path = tmp_path / "many.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 1e-4, frame) for n, frame in enumerate(frames)])
+    code, out, _ = run_cli("--stats", path)
+    assert code == 0
+    assert "NetQuake servers seen: 10000 (and 3 forgotten past the table's limit, the least recently seen first)" in out
+    assert '"s3"' in out and '"s2"' not in out
+    code, out, _ = run_cli("--stats", "-T", "json", path)
+    report = json.loads(out)[-1]["transactions"]["netquake"]
+    assert report["servers_forgotten"] == 3 and len(report["servers"]) == 10_000
 
 
 # -- player walks ------------------------------------------------------------------------------------

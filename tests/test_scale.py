@@ -359,6 +359,17 @@ def test_servers_seen_of_three_files_fold_in_the_files_order_whatever_their_fram
     assert [e["server"] for e in run.entries()] == ["a", "b", "d"]
 
 
+def test_servers_seen_count_the_rows_their_limit_forgot_also_in_a_merge():
+    """A row evicted past the limit is counted (``servers_forgotten``, reported only where a row was forgotten); a
+    merge adds the other table's count and the rows the merged table leaves out."""
+    run = _seen(2, ("a", 1, "x"), ("b", 2, "x"))
+    assert run.forgotten == 0 and "servers_forgotten" not in run.report()
+    other = _seen(2, ("c", 3, "x"), ("d", 4, "x"), ("c", 5, "x"), ("e", 6, "x"))
+    assert other.forgotten == 1 and [e["server"] for e in other.report()["servers"]] == ["c", "e"]
+    run.merge(other)
+    assert [e["server"] for e in run.entries()] == ["c", "e"] and run.report()["servers_forgotten"] == 3
+
+
 def test_a_plugins_analyzer_follows_a_later_file_by_its_merge():
     class Counting(Analyzer):
         def __init__(self):

@@ -20,7 +20,7 @@ cdef class _Row
 
 cdef class ServersSeen:
     cdef public BoundedDict rows
-    cdef public object columns, name_order, epoch
+    cdef public object columns, name_order, epoch, forgotten
     @cython.locals(row=_Row, newest=bint, i=Py_ssize_t)
     cpdef update(self, server, frame, tuple values)
     @cython.locals(entry=dict, i=Py_ssize_t)

@@ -127,13 +127,14 @@ class ServersSeen:
     (``epoch``) its newest value came from, a later file's values are the newer, and rows come out ordered
     by their file, then their newest frame."""
 
-    __slots__ = ("rows", "columns", "name_order", "epoch")
+    __slots__ = ("rows", "columns", "name_order", "epoch", "forgotten")
 
     def __init__(self, limit, columns):
         self.rows = BoundedDict(limit)  # server -> _Row
         self.columns = columns          # the fields' names, in the order update() takes their values
         self.name_order = tuple(sorted(range(len(columns)), key=columns.__getitem__))
         self.epoch = 0                  # the epoch of the last capture file folded in (0: one capture)
+        self.forgotten = 0              # rows evicted past the limit, the least recently updated first
 
     def update(self, server, frame, values):
         """Count a response of ``server`` carried by frame ``frame``; ``values``: its fields in the order of
@@ -141,7 +142,8 @@ class ServersSeen:
         row = refreshed(self.rows, server)  # the row is updated in place
         if row is None:
             row = _Row(len(self.columns), frame)
-            put(self.rows, server, row)
+            if put(self.rows, server, row) is not None:
+                self.forgotten += 1
         row.responses += 1
         newest = frame >= row.last_frame  # then no field has a newer frame: no comparison per field
         if newest:
@@ -165,7 +167,7 @@ class ServersSeen:
         for server, row in other.rows.items():
             mine = combined.get(server)
             combined[server] = row if mine is None else _merged(mine, row, later)
-        refill(self.rows, sorted(combined.items(), key=_row_order))
+        self.forgotten += other.forgotten + refill(self.rows, sorted(combined.items(), key=_row_order))
 
     def entries(self):
         """The rows, oldest first by their file (``epoch``), then their newest frame."""
@@ -194,6 +196,14 @@ class ServersSeen:
 
     def __len__(self):
         return len(self.rows)
+
+    def report(self):
+        """What ``--stats`` reports of the table: its rows (``servers``), and how many it forgot past its limit
+        (``servers_forgotten``, where it did)."""
+        report = {"servers": self.entries()}
+        if self.forgotten:
+            report["servers_forgotten"] = self.forgotten
+        return report
 
 
 class _Row:

@@ -145,8 +145,11 @@ class OdamexAnalyzer(Analyzer):
             if address not in self.servers:
                 servers.append({"server": address, "listed_by": listing.masters, "responses": 0,
                                 "last_frame": listing.last_frame})
-        return {"requests": self.requests, "answered": self.answered,
-                "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
+        report = {"requests": self.requests, "answered": self.answered,
+                  "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
+        if self.servers.forgotten:
+            report["servers_forgotten"] = self.servers.forgotten
+        return report
 
 
 NO_ENTRIES = MasterEntries(b"")

@@ -236,7 +236,7 @@ class SoldatAnalyzer(Analyzer):
 
     def stats(self):
         return {"requests": self.requests, "answered": self.answered,
-                "response_times": {"list": self.timing.as_dict()}, "servers": self.servers.entries()}
+                "response_times": {"list": self.timing.as_dict()}, **self.servers.report()}
 
 
 def _count_finding(exchange):

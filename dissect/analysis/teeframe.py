@@ -349,7 +349,7 @@ class TeeFrameAnalyzer(Analyzer):
 
     def stats(self):
         return {"requests": self.request_count, "answered": self.answered,
-                "response_times": {"gie3": self.timing.as_dict()}, "servers": self.servers.entries()}
+                "response_times": {"gie3": self.timing.as_dict()}, **self.servers.report()}
 
 
 def _info(values):

@@ -154,7 +154,10 @@ class StatsCollector:
                   f"mean {timing['mean'] * 1000:.3f} ms  max {timing['max'] * 1000:.3f} ms\n")
         servers = stats.get("servers") or []
         if servers:
-            w(f"\n{protocol_title(key)} servers seen: {len(servers)}\n")
+            forgotten = stats.get("servers_forgotten")
+            more = f" (and {forgotten} forgotten past the table's limit, the least recently seen first)" \
+                if forgotten else ""
+            w(f"\n{protocol_title(key)} servers seen: {len(servers)}{more}\n")
             for server in servers:
                 w("  " + safe(server_line(server)) + "\n")
 
