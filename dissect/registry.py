@@ -36,6 +36,9 @@ BUILTINS = {
 }
 
 
+WELL_KNOWN_PORTS = 1024  # a port below this on either side is a registered service's, not a game default port's
+
+
 class UsageError(Exception):
     pass
 
@@ -380,10 +383,14 @@ class Registry:
             return None
 
     def _plan(self, transport, port_dissectors):
-        """(claims, on_port, dissector) for each heuristic to try: the dissectors of the port first, then
-        every other one of the transport, off its port. The bound methods are taken once, not per payload."""
+        """(claims, on_port, dissector) for each heuristic to try: the exact (off-port) heuristics first, the
+        dissectors of the port before the others, then the port's own lenient on-port tests, so that another
+        protocol's message on a port a protocol has by default (a TeeFrame or Odamex server on 26000) is still
+        its own, while what no heuristic takes there is the port's. The bound methods are taken once, not per
+        payload."""
         others = [d for d in self.order[transport] if d not in port_dissectors]
-        return tuple([(d.claims, True, d) for d in port_dissectors] + [(d.claims, False, d) for d in others])
+        return tuple([(d.claims, False, d) for d in port_dissectors] + [(d.claims, False, d) for d in others]
+                     + [(d.claims, True, d) for d in port_dissectors])
 
     def get(self, key):
         return self.dissectors[key]
@@ -416,7 +423,15 @@ class Registry:
         if plans is None:
             return None
         plan_by_port, elsewhere = plans
-        plan = plan_by_port.get(packet.dport) or plan_by_port.get(packet.sport) or elsewhere
+        sport, dport = packet.sport, packet.dport
+        low = sport if sport < dport else dport
+        if low < WELL_KNOWN_PORTS and low not in plan_by_port:
+            # As Wireshark tries the lower port first: a game's default port against a well-known one that no
+            # protocol here has (DNS, NTP, syslog from a client whose ephemeral port is 26000) is not that game's
+            # server; the exact heuristics still run.
+            plan = elsewhere
+        else:
+            plan = plan_by_port.get(dport) or plan_by_port.get(sport) or elsewhere
         for claims, on_port, dissector in plan:
             if claims(payload, packet, on_port):
                 return dissector
