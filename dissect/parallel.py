@@ -647,12 +647,13 @@ class _Merger:
         concluded.conclude(traffic)
         stats = _merged_stats(ends, concluded.stats) if args.stats else None
         printer.close(stats, _merged_analyzers(ends, traffic))
+        failed = first_failure([*(end["failed"] for end in ends), concluded.failed])
+        if not self.stop.interrupted():  # as one process: the finding a filter hid first, then the files' errors
+            explain_failure(failed, args.filter is not None)
         for error in ends[0]["errors"]:
             tell(str(error))
         if ends[0]["errors"]:
             return 2
-        failed = first_failure([*(end["failed"] for end in ends), concluded.failed])
-        explain_failure(failed, args.filter is not None)
         return 1 if failed else 0
 
 

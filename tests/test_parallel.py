@@ -3,6 +3,7 @@
 import glob
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -117,6 +118,21 @@ def test_fail_on_names_the_finding_a_filter_hides_as_one_process_does(mixed, tmp
     assert single[0] == 1 and single[2].startswith(f"dissect: --fail-on: {expected}")
     assert single[2].endswith("(not shown by the filter)\n")
     assert run_cli("-j", "2", "--fail-on", fail_on, "-Y", "frame.number == 1", *paths) == single
+
+
+def test_fail_on_names_the_hidden_finding_on_a_damaged_file_as_one_process_does(tmp_path):
+    """A file whose last record is cut short (exit 2) with a finding that fails the run in a frame -Y hides: stderr
+    names the finding, then the file's error, as one process writes them."""
+    path = tmp_path / "cut.pcap"
+    request = tf.gie3(0x1234, 0x2A) + b"\0" * 8  # longer than 15 bytes: teeframe.bad_request_length, a note
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet("10.0.0.1", 40000, "10.0.1.1",
+                                                                                   8303, request)))])
+    with open(path, "ab") as handle:  # a record that promises 48 bytes and holds 10
+        handle.write(struct.pack("<IIII", int(capkit.DEFAULT_TS) + 1, 0, 48, 48) + b"\0" * 10)
+    single = run_cli("--fail-on", "note", "-Y", "frame.number == 9", path)
+    assert single[0] == 2 and single[2].startswith("dissect: --fail-on: frame 1 has note")
+    for jobs in ("2", "3"):
+        assert run_cli("-j", jobs, "--fail-on", "note", "-Y", "frame.number == 9", path) == single
 
 
 def test_session_captures_read_as_one_capture():
