@@ -135,6 +135,27 @@ def test_fail_on_names_the_hidden_finding_on_a_damaged_file_as_one_process_does(
         assert run_cli("-j", jobs, "--fail-on", "note", "-Y", "frame.number == 9", path) == single
 
 
+def test_a_finding_code_met_at_two_severities_is_counted_at_each_as_in_one_process(tmp_path):
+    """TeeFrame's bad_request_length is a note for a long request and an error for a short one. --stats kept the last
+    severity met for the code, and -j the last worker's: 3 notes under -j 2 where one process wrote 3 errors. Each
+    severity is counted now, as Wireshark's expert information groups them, the most severe first."""
+    long_request, short_request = tf.gie3(0x1234, 0x2A) + b"\0" * 8, tf.gie3(0x1234, 0x2A)[:14]
+    path = tmp_path / "two.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.1, capkit.ethernet(capkit.udp_packet(*pair, 8303, payload)))
+                             for n, (pair, payload) in enumerate([
+                                 (("10.0.0.1", 40000, "10.0.1.1"), long_request + b"\0" * 200),
+                                 (("10.0.0.1", 40000, "10.0.1.1"), long_request),
+                                 (("10.0.0.2", 40000, "10.0.1.2"), short_request)])])
+    code, out, _ = run_cli("--stats", path)
+    assert code == 0
+    lines = out.split("\nFindings\n")[1].splitlines()
+    assert [line.split() for line in lines if "bad_request_length" in line] == [
+        ["error", "teeframe.bad_request_length", "1"], ["note", "teeframe.bad_request_length", "2"]]
+    for jobs in ("2", "3"):
+        assert run_cli("-j", jobs, "--stats", path) == (code, out, "")
+        assert run_cli("-j", jobs, "--stats", "-T", "json", path) == run_cli("--stats", "-T", "json", path)
+
+
 def test_session_captures_read_as_one_capture():
     paths = sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")))
     assert run_cli("-j", "2", "-T", "jsonl", *paths) == run_cli("-T", "jsonl", *paths)

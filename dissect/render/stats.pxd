@@ -11,7 +11,7 @@ from dissect.render.text cimport protocol_title, safe
 cdef class StatsCollector:
     cdef public int64_t frames, bytes
     cdef public object first_ts, last_ts, min_ts, max_ts
-    cdef public dict protocols, messages, findings, severity_of, analyses
+    cdef public dict protocols, messages, findings, analyses
     @cython.locals(msg=Message, wirelen=int64_t)
     cpdef frame(self, FrameRecord record)
     cpdef analysis(self, AnalysisRecord rec)

@@ -3,6 +3,7 @@ servers seen."""
 
 from ..capture.tables import ABUSE_FINDINGS, FRAME_FINDINGS
 from ..core.fmt import decimal_text, or_unknown
+from ..core.model import SEVERITY_RANK
 from .text import protocol_title, safe
 
 _CORRUPT = FRAME_FINDINGS.corrupt.code
@@ -16,7 +17,7 @@ class StatsCollector:
     written out of order, or files given out of time order)."""
 
     __slots__ = ("frames", "bytes", "first_ts", "last_ts", "min_ts", "max_ts", "protocols", "messages",
-                 "findings", "severity_of", "analyses")
+                 "findings", "analyses")
 
     def __init__(self):
         self.frames = 0
@@ -28,8 +29,8 @@ class StatsCollector:
         self.protocols = {}  # key -> Tally (plain dictionaries: a Counter's += goes through Python-level slots)
         self.messages = {}   # protocol -> {message name -> Tally}: two look-ups of interned texts cost less than
                              # one of a (protocol, name) tuple made for each message
-        self.findings = {}
-        self.severity_of = {}
+        self.findings = {}   # code -> {severity -> Tally}: a code some protocols raise at two severities is counted
+                             # at each, as Wireshark's expert information groups them (and -j merges them exactly)
         self.analyses = {}   # protocol -> {record name -> Tally}, as the messages
 
     def frame(self, record):
@@ -60,15 +61,14 @@ class StatsCollector:
         """Add another ``-j`` worker's counts (it saw other frames of the same capture)."""
         self.frames += other.frames
         self.bytes += other.bytes
-        for mine, theirs in ((self.protocols, other.protocols), (self.findings, other.findings)):
-            for key, tally in theirs.items():
-                _count(mine, key, tally.count)
-        for mine, theirs in ((self.messages, other.messages), (self.analyses, other.analyses)):
+        for key, tally in other.protocols.items():
+            _count(self.protocols, key, tally.count)
+        for mine, theirs in ((self.messages, other.messages), (self.analyses, other.analyses),
+                             (self.findings, other.findings)):
             for protocol, names in theirs.items():
                 counts = _names(mine, protocol)
                 for name, tally in names.items():
                     _count(counts, name, tally.count)
-        self.severity_of.update(other.severity_of)
         if other.min_ts is not None:
             self._clock(other.min_ts, other.max_ts)
 
@@ -83,14 +83,10 @@ class StatsCollector:
 
     def out_of_order(self):
         """True when a frame's timestamp was earlier than the one before it."""
-        tally = self.findings.get(_TIME_BACKWARDS)
-        return tally is not None and tally.count > 0
+        return _TIME_BACKWARDS in self.findings
 
     def _finding(self, finding):
-        code, severity = finding.code, finding.severity
-        _count(self.findings, code, 1)
-        if self.severity_of.get(code) is not severity:  # a store costs more than the look-up
-            self.severity_of[code] = severity
+        _count(_names(self.findings, finding.code), finding.severity, 1)
 
     def as_dict(self, analyzers):
         """The stats record; ``analyzers``: each protocol's by key, and the abuse analysis under "abuse"."""
@@ -100,8 +96,8 @@ class StatsCollector:
             "protocols": dict(sorted(_counts(self.protocols).items(), key=lambda item: (-item[1], item[0]))),
             "messages": [{"protocol": p, "message": m, "count": c} for p, m, c in _named_counts(self.messages)],
             "analyses": [{"protocol": p, "name": n, "count": c} for p, n, c in _named_counts(self.analyses)],
-            "findings": [{"code": code, "severity": self.severity_of[code], "count": count}
-                         for code, count in sorted(_counts(self.findings).items())],
+            "findings": [{"code": code, "severity": severity, "count": count}
+                         for code, severity, count in _finding_counts(self.findings)],
             "transactions": {key: a.stats() for key, a in sorted(analyzers.items()) if key != _ABUSE},
         }
         if _ABUSE in analyzers:
@@ -292,6 +288,16 @@ def _names(tables, protocol):
 def _named_counts(tables):
     """(protocol, name, count) of ``tables``, sorted."""
     return sorted((protocol, name, tally.count) for protocol, names in tables.items() for name, tally in names.items())
+
+
+def _finding_counts(findings):
+    """(code, severity, count) of ``findings`` (code -> {severity -> Tally}): by code, the most severe first."""
+    return sorted(((code, severity, tally.count) for code, severities in findings.items()
+                   for severity, tally in severities.items()), key=_finding_order)
+
+
+def _finding_order(row):
+    return row[0], -SEVERITY_RANK[row[1]]
 
 
 def _sets_clock(record):
