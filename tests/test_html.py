@@ -231,6 +231,25 @@ def test_an_empty_capture_gives_a_page(tmp_path):
     assert "<p>No findings.</p>" in page and "No server answered a query in this capture." in page
 
 
+def test_a_finding_code_met_at_two_severities_has_a_row_for_each_with_its_own_frames(tmp_path):
+    """TeeFrame's bad_request_length: a note for the long requests of frames 1 and 2, an error for the short one of
+    frame 3. The findings table has a row for each severity (as --stats counts them), each linking its own frames."""
+    import capkit
+    import teeframe_peer as tf
+    long_request, short_request = tf.gie3(0x1234, 0x2A) + b"\0" * 8, tf.gie3(0x1234, 0x2A)[:14]
+    source = tmp_path / "two.pcap"
+    capkit.write_pcap(source, [(capkit.DEFAULT_TS + n * 0.1, capkit.ethernet(capkit.udp_packet(
+        "10.0.0.1", 40000 + n, "10.0.1.1", 8303, payload)))
+        for n, payload in enumerate([long_request, long_request, short_request])])
+    path = tmp_path / "two.html"
+    write_report(str(path), [str(source)])
+    page = open(path, encoding="utf-8").read()
+    rows = re.findall(r'<tr class="sev-\w+"><td>(\w+)</td><td><code>teeframe\.bad_request_length</code></td>'
+                      r'<td class="num" data-v="(\d+)">\d+</td><td>(.*?)</td>', page)
+    assert [(severity, count, re.findall(r">(\d+)</a>", links)) for severity, count, links in rows] == [
+        ("error", "1", ["3"]), ("note", "2", ["1", "2"])]
+
+
 def test_page_is_self_contained(tmp_path):
     import hashlib
     path = tmp_path / "nq.html"

@@ -447,7 +447,7 @@ class _Overview:
 
     def __init__(self):
         self.stats = StatsCollector()
-        self.links = {}             # finding code -> [(kind, number or seq, kept)]
+        self.links = {}             # (finding code, severity) -> [(kind, number or seq, kept)]: a row of the table
         self.endpoint_findings = {}  # endpoint -> findings in frames to or from it
         self.recent = _Bounded(MAX_RECENT)  # frame number -> its endpoints
         self.traffic = _Traffic()
@@ -464,7 +464,7 @@ class _Overview:
         if findings:
             self._count_endpoints(ends, len(findings))
             for finding in findings:
-                self._link(finding.code, ("f", record.number, seq))
+                self._link(finding, ("f", record.number, seq))
         self.traffic.frame(record, t)
         for msg in record.messages:
             elapsed = msg.values.get("response_time")
@@ -476,7 +476,7 @@ class _Overview:
     def analysis(self, rec, t, seq):
         self.stats.analysis(rec)
         for finding in rec.findings:
-            self._link(finding.code, ("a", rec.frames[0] if rec.frames else None, seq))
+            self._link(finding, ("a", rec.frames[0] if rec.frames else None, seq))
         if rec.findings and rec.frames:
             ends = self.recent.get(rec.frames[-1])
             if ends is not None:
@@ -494,8 +494,8 @@ class _Overview:
             if end and (end in self.endpoint_findings or len(self.endpoint_findings) < MAX_ENDPOINTS):
                 self.endpoint_findings[end] = self.endpoint_findings.get(end, 0) + count
 
-    def _link(self, code, target):
-        links = self.links.setdefault(code, [])
+    def _link(self, finding, target):
+        links = self.links.setdefault((finding.code, finding.severity), [])
         if len(links) < MAX_LINKS:
             links.append(target)
 
@@ -535,7 +535,7 @@ class _Overview:
             return '<section id="findings"><h2>Findings</h2><p>No findings.</p></section>'
         body = []
         for row in rows:
-            links = self.links.get(row["code"], [])
+            links = self.links.get((row["code"], row["severity"]), [])
             shown = ", ".join(_target(target) for target in links)
             more = row["count"] - len(links)
             if more > 0:
