@@ -33,6 +33,22 @@ def test_one_rtp_packet_that_looks_like_netquake_does_not_make_its_stream_netqua
     assert protocols[4] == "netquake"
 
 
+def test_off_the_port_a_netquake_reply_the_snap_length_cut_is_still_netquake(tmp_path):
+    """On 26001 (a second server's port) the length test counts the bytes the capture did not keep: a server info
+    reply cut at 62 bytes of its frame is NetQuake, with its cut reported, as it was before the exact test."""
+    import netquake_peer as nq
+    reply = nq.ccrep_server_info("10.0.0.1:26001", "host", "e1m1", 2, 8)
+    frames = [capkit.ethernet(capkit.udp_packet("10.0.0.9", 40000, "10.0.0.1", 26001, nq.ccreq_server_info())),
+              capkit.ethernet(capkit.udp_packet("10.0.0.1", 26001, "10.0.0.9", 40000, reply))]
+    path = tmp_path / "cut.pcap"
+    capkit.write_pcap(path, [(capkit.DEFAULT_TS, frames[0]), (capkit.DEFAULT_TS + 0.02, frames[1][:62],
+                                                               len(frames[1]))])
+    code, out, err = run_cli("-T", "jsonl", path)
+    records = [r for r in jsonl(out) if r["kind"] == "frame"]
+    assert [r["protocol"] for r in records] == ["netquake", "netquake"]
+    assert records[1]["messages"][0]["message"] == "CCREP_SERVER_INFO" and len(frames[1]) > 62
+
+
 def test_off_the_port_netquake_control_needs_80_00(tmp_path):
     """docs/netquake.md: recognition off the default port needs `80 00`; a first byte of ff is not it."""
     payload = b"\xff\x00\x00\x06\x03\x01"

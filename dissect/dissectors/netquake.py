@@ -226,13 +226,14 @@ def _claims(dissector, payload, packet, on_port):
         return False
     length = payload[2] << 8 | payload[3]  # the header's
     if payload[0] & 0x80:
-        # Control. Off the port only the exact form counts (80 00, a known command, the right length), in a
-        # conversation seen before too: RTP also starts 80 00, and one RTP packet that passed would otherwise make
-        # its whole stream NetQuake.
+        # Control. Off the port only the exact form counts (80 00, a known command, the right length: the bytes the
+        # snap length cut off counted in), in a conversation seen before too: RTP also starts 80 00, and one RTP
+        # packet that passed would otherwise make its whole stream NetQuake.
         if on_port:
             return size >= 5
         commands = COMMANDS
-        return payload[0] == 0x80 and payload[1] == 0x00 and size >= 5 and payload[4] in commands and length == size
+        return payload[0] == 0x80 and payload[1] == 0x00 and size >= 5 and payload[4] in commands and \
+            (length == size or (packet is not None and length == size + packet.cut))
     if size >= 8 and payload[0] == 0 and payload[1] in KNOWN_DATA_FLAGS:
         return length == size and (on_port or dissector._known(packet))
     return False
