@@ -310,6 +310,31 @@ def test_a_run_that_reads_no_capture_leaves_the_written_file_as_it_was(tmp_path,
     assert not absent.exists()
 
 
+def test_a_link_to_no_file_as_the_output_of_a_run_that_reads_nothing_makes_no_file(tmp_path):
+    """-w through a symbolic link to a file that does not exist: as for a name that does not exist, nothing is
+    made where no capture was read (the link's target was made, with an executable mode)."""
+    link, target = tmp_path / "link.pcap", tmp_path / "target.pcap"
+    link.symlink_to(target)
+    code, _, err = run_cli("-q", str(tmp_path / "missing.pcap"), "-w", str(link))
+    assert code == 2 and "cannot open" in err
+    assert not target.exists() and link.is_symlink()
+    assert run_cli("-q", "-c", "2", SESSION, "-w", str(link))[0] == 0
+    assert target.stat().st_mode & 0o111 == 0 and len(_frames(target)) == 2
+
+
+def test_a_capture_whose_first_record_is_damaged_is_written_as_a_capture_of_no_frames(tmp_path):
+    """Its header was read, so the run read a capture (tshark writes the output, then stops at the record): the
+    earlier file at -w is replaced by a capture of no frames, not kept as if nothing had been read."""
+    damaged = tmp_path / "damaged.pcap"
+    damaged.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                        + struct.pack("<IIII", 1, 0, 48, 48) + b"\0" * 10)
+    out = tmp_path / "out.pcap"
+    shutil.copyfile(SESSION, out)
+    code, _, err = run_cli("-q", str(damaged), "-w", str(out))
+    assert code == 2 and "cut short" in err
+    assert out.read_bytes()[:4] == b"\xd4\xc3\xb2\xa1" and out.stat().st_size == 24
+
+
 def test_a_written_file_is_emptied_only_when_a_capture_is_read(tmp_path):
     """An input that cannot be read beside one that can: the output holds the readable one's frames, and an
     earlier file longer than them keeps none of its bytes."""

@@ -79,19 +79,23 @@ PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 SHB_TYPE = 0x0A0D0D0A  # its block type: the same bytes in either byte order
 
 
-def read_capture(handle, name="input"):
+def read_capture(handle, name="input", opened=None):
     """Yield the Frames of a pcap or pcapng stream (closed when read); raise CaptureError where it cannot go
-    on. dissect.capture.sources opens paths, standard input and compressed captures for it."""
+    on. dissect.capture.sources opens paths, standard input and compressed captures for it. ``opened``, if given,
+    is called once the stream is known for a capture (its header read), before its first record is."""
     with handle:
         head = handle.read(4)
         if len(head) < 4:
             raise CaptureError(f"{name}: not a capture file: {len(head)} bytes is too short for a header")
         if head in PCAP_MAGICS:
-            yield from _PcapRecords(handle, name, head)
+            records = _PcapRecords(handle, name, head)
         elif head == PCAPNG_SHB:
-            yield from _PcapngBlocks(handle, name, head)
+            records = _PcapngBlocks(handle, name, head)
         else:
             raise CaptureError(f"{name}: not a pcap or pcapng file (starts with {head.hex(' ')})")
+        if opened is not None:
+            opened()
+        yield from records
 
 
 class _Chunks:

@@ -320,7 +320,7 @@ class CaptureFiles:
         self.index = 0
         self.raw = None
         self.starts = []  # per input read so far, the number of its first frame (inputs without any: the next's)
-        self.read_any = False  # an input gave a frame, or was read to its end (a capture of no frames)
+        self.read_any = False  # an input was known for a capture (its header read): -w's file may be written
 
     def __iter__(self):
         base = 0
@@ -332,7 +332,7 @@ class CaptureFiles:
             self.starts.append(base + 1)
             try:
                 self.raw = _open_raw(source)
-                for frame in read_capture(_decompressing(self.raw, source), source_name(source)):
+                for frame in read_capture(_decompressing(self.raw, source), source_name(source), self._opened):
                     if base:  # the first input's numbers stand: no attribute written for each of its frames
                         frame.number += base
                     yield frame
@@ -340,16 +340,15 @@ class CaptureFiles:
                         left -= 1
                         if left <= 0:  # stop now: on a pipe, the next frame may be long in coming
                             return
-                self.read_any = True
             except CaptureError as exc:
                 self.errors.append(str(exc))
             except OSError as exc:  # a file's I/O error part-way (one opened by path)
                 self.errors.append(f"{source_name(source)}: cannot read: {exc.strerror or exc}")
-            finally:  # also where -c or the reader's end stopped it at a frame
-                if frame is not None:
-                    self.read_any = True
             if frame is not None:
                 base = frame.number  # the last frame's number, the inputs before it counted in
+
+    def _opened(self):
+        self.read_any = True
 
     def source_of(self, number):
         """The input that frame ``number`` came from (None: the one being read)."""

@@ -58,14 +58,15 @@ def open_writer(path, file_format, linktype=None):
 
 def _open_keeping(path):
     """(handle, made, kept): ``path`` opened to be written without emptying it; ``made``: the file did not exist
-    and was made; ``kept``: a regular file's bytes are still in it (a FIFO's or a device's are not bytes to
-    keep)."""
+    and was made (also through a link to no file); ``kept``: a regular file's bytes are still in it (a FIFO's or
+    a device's are not bytes to keep)."""
     try:
         return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb"), True, False
     except FileExistsError:
         pass
-    handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT), "wb")
-    return handle, False, stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    existed = os.path.exists(path)  # False for a link to no file, which O_EXCL took for a file
+    handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666), "wb")
+    return handle, not existed, existed and stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
 
 
 class _Writer:
@@ -173,7 +174,7 @@ class _Writer:
         self.abandon()
         if self.made and not self.started:
             try:
-                os.unlink(self.path)
+                os.unlink(os.path.realpath(self.path))  # the file made, not a link to it
             except OSError:
                 pass
 
