@@ -696,6 +696,26 @@ def test_damaged_capture_findings():
                          ["odamex.bad_value", "odamex.extension", "odamex.real_layout"]]
 
 
+def test_the_master_listings_a_limit_forgot_are_counted_also_in_a_merge(monkeypatch):
+    """Past MAX_LISTED the least recently listed servers are forgotten: stats() counts them (listings_forgotten), as
+    the servers-seen table counts its own; a merge adds the other's count and the listings it leaves out."""
+    import struct as st
+    import dissect.analysis.odamex as analysis
+    monkeypatch.setattr(analysis, "MAX_LISTED", 3)
+
+    def listed(*hosts):
+        analyzer = analysis.OdamexAnalyzer()
+        data = b"".join(bytes([10, 0, 0, host]) + st.pack("<H", 10666) for host in hosts)
+        analyzer._list("10.9.9.9:15000", MasterEntries(data), 5)
+        return analyzer
+
+    mine, theirs = listed(1, 2), listed(3, 4, 5, 6)
+    assert "listings_forgotten" not in mine.stats() and theirs.stats()["listings_forgotten"] == 1
+    mine.merge(theirs)
+    assert mine.stats()["listings_forgotten"] == 1 + 2
+    assert [s["server"] for s in mine.stats()["servers"]] == ["10.0.0.4:10666", "10.0.0.5:10666", "10.0.0.6:10666"]
+
+
 def test_stats_list_servers_from_master_and_replies(tmp_path):
     code, out, _ = run_cli("--stats", capture("odamex-session.pcap"))
     assert "Odamex servers seen: 4" in out and '"CTF server"' in out and "Team deathmatch" in out

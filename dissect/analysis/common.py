@@ -82,10 +82,9 @@ def merge_latest(mine, theirs, combine, later=False, order=None):
     order of last update and its size limit, as one process would. ``later``: ``theirs`` is the next capture
     file's (see ``Analyzer.follow``): its entries are the newer, whatever their frame numbers. ``order``: an
     entry's place in one process's table, where entries of one frame are updated in an order of their own (the
-    servers of one master list); by default its ``last_frame``."""
+    servers of one master list); by default its ``last_frame``. Returns how many entries the limit left out."""
     if later:
-        refill(mine, in_file_order(mine, theirs, combine))
-        return
+        return refill(mine, in_file_order(mine, theirs, combine))
     combined = dict(mine)
     for key, entry in theirs.items():
         old = combined.get(key)
@@ -94,9 +93,8 @@ def merge_latest(mine, theirs, combine, later=False, order=None):
             entry = combine(older, newer)
         combined[key] = entry
     if order is None:
-        refill(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
-    else:
-        refill(mine, sorted(combined.items(), key=lambda item: order(item[1])))
+        return refill(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
+    return refill(mine, sorted(combined.items(), key=lambda item: order(item[1])))
 
 
 def in_file_order(mine, theirs, combine):

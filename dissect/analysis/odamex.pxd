@@ -15,7 +15,7 @@ cdef class _Listing
 
 cdef class OdamexAnalyzer(Analyzer):
     cdef public BoundedDict pending, listed
-    cdef public object timings, requests, answered
+    cdef public object timings, requests, answered, listings_forgotten
     cdef public tuple latest_list
     cdef public ServersSeen servers
     @cython.locals(result=dict, frames=list, timing=Timing, packet=Packet, request=tuple)

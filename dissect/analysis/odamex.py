@@ -20,7 +20,8 @@ INFO_KEYS = ("name", "map", "players", "max_players", "mode", "game_type", "deat
 
 
 class OdamexAnalyzer(Analyzer):
-    __slots__ = ("pending", "servers", "listed", "latest_list", "timings", "requests", "answered")
+    __slots__ = ("pending", "servers", "listed", "latest_list", "timings", "requests", "answered",
+                 "listings_forgotten")
 
     def __init__(self):
         super().__init__()
@@ -30,6 +31,7 @@ class OdamexAnalyzer(Analyzer):
         self.servers = ServersSeen(MAX_SERVERS, SEEN_COLUMNS)  # server info per server
         # server named by a master reply, as its key (MasterEntries.keys) -> _Listing
         self.listed = BoundedDict(MAX_LISTED)
+        self.listings_forgotten = 0  # listings evicted past MAX_LISTED
         # the entries' bytes of the master list _list took in last, and its listings in its order (see _list)
         self.latest_list = None
         self.timings = {"master_list": Timing(), "server_info": Timing()}
@@ -101,7 +103,8 @@ class OdamexAnalyzer(Analyzer):
             listing = refreshed(listed, key)
             if listing is None:
                 listing = _Listing([], [], frame)
-                put(listed, key, listing)
+                if put(listed, key, listing) is not None:
+                    self.listings_forgotten += 1
             listing.index = index  # its place in the list: the listings of one frame are in this order
             listings.append(listing)
         return listings
@@ -129,7 +132,8 @@ class OdamexAnalyzer(Analyzer):
         merge_counts(self, other)
         merge_timings(self.timings, other.timings)
         self.servers.merge(other.servers, later)
-        merge_latest(self.listed, other.listed, _follow_listings if later else _merge_listings, later, _listing_order)
+        self.listings_forgotten += other.listings_forgotten + merge_latest(
+            self.listed, other.listed, _follow_listings if later else _merge_listings, later, _listing_order)
         self.latest_list = None  # the merge reorders the listings
 
     def follow(self, other):
@@ -149,6 +153,8 @@ class OdamexAnalyzer(Analyzer):
                   "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
         if self.servers.forgotten:
             report["servers_forgotten"] = self.servers.forgotten
+        if self.listings_forgotten:
+            report["listings_forgotten"] = self.listings_forgotten
         return report
 
 

@@ -150,12 +150,21 @@ class StatsCollector:
                   f"mean {timing['mean'] * 1000:.3f} ms  max {timing['max'] * 1000:.3f} ms\n")
         servers = stats.get("servers") or []
         if servers:
-            forgotten = stats.get("servers_forgotten")
-            more = f" (and {forgotten} forgotten past the table's limit, the least recently seen first)" \
-                if forgotten else ""
+            more = _forgotten(stats.get("servers_forgotten"), stats.get("listings_forgotten"))
             w(f"\n{protocol_title(key)} servers seen: {len(servers)}{more}\n")
             for server in servers:
                 w("  " + safe(server_line(server)) + "\n")
+
+
+def _forgotten(servers, listings):
+    """What the servers-seen line says of the rows its tables forgot past their limits (evictions: a server
+    forgotten, seen again and forgotten again counts twice)."""
+    parts = []
+    if servers:
+        parts.append(f"{servers} forgotten past the table's limit, the least recently seen first")
+    if listings:
+        parts.append(f"{listings} master listings forgotten past theirs")
+    return f" (and {'; '.join(parts)})" if parts else ""
 
 
 def render_abuse(w, abuse):
