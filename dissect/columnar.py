@@ -385,7 +385,7 @@ def _finding_row(file, frame, source, message_index, analysis_index, protocol, f
 _RESULT_KEYS = (("server", ("server", "master", "lobby"), ()), ("client", ("client", "launcher"), ()),
                 ("server_name", (), ("name", "host_name")), ("map", (), ("map", "level_name")),
                 ("players", (), ("num_players", "players", "current_players")), ("max_players", (), ("max_players",)),
-                ("response_time", ("response_time",), ()))
+                ("response_time", ("response_time", "time"), ()))  # "time": a Soldat list's, request to h
 
 
 def common_results(result):

@@ -285,6 +285,18 @@ def test_analysis_rows_carry_the_common_results(servers, tmp_path):
     assert (rows[0]["protocol"], rows[0]["name"], rows[0]["analysis_index"]) == ("teeframe", "server_info", 0)
 
 
+def test_soldat_list_rows_carry_their_response_time():
+    # README: the analysis table's response_time is filled "where the record measured one"; a Soldat
+    # list measures its own (result "time", from the request to h), which --stats counts as its response time.
+    with dissect.open(os.path.join(CAPTURES, "soldat-session.pcap")) as cap:
+        rows = cap.to_arrow()["analysis"].to_pylist()
+    lists = [r for r in rows if (r["protocol"], r["name"]) == ("soldat", "server_list")]
+    assert len(lists) == 2
+    for row in lists:
+        assert row["response_time"] is not None
+        assert row["response_time"] == json.loads(row["result_json"])["time"]
+
+
 def test_bad_values_become_nulls_never_errors():
     assert Column("x", pa.uint8()).array([1, 300, -1, "7", 2.0, True, None]).to_pylist() == \
         [1, None, None, None, 2, 1, None]
