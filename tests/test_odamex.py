@@ -219,7 +219,7 @@ def test_real_deathmatch_two_team_build():
     assert span(msg, "odamex.pwad") == (36, 12, "ukraine.wad")
     assert span(msg, "odamex.deathmatch") == (48, 1, True) and field(msg, "odamex.deathmatch").display == "true"
     assert msg.get("odamex.game_type") is None
-    assert span(msg, "odamex.skill") == (49, 1, 3) and field(msg, "odamex.skill").display == "UV (3)"
+    assert span(msg, "odamex.skill") == (49, 1, 3) and field(msg, "odamex.skill").display == "HMP (3)"  # sv_skill
     assert span(msg, "odamex.teamplay") == (50, 1, False)
     assert span(msg, "odamex.ctf") == (51, 1, False)
     mode = field(msg, "odamex.game_mode")
@@ -786,7 +786,7 @@ def test_a_reply_to_a_request_seen_without_a_key_has_no_echoed_key(tmp_path):
     is out of range, so no layout fits: with the launcher's request seen without a key, no reading with an echoed
     key is tried (one read "ab\\0\\x02" as a key and the rest as a garbled name, players 1 of 117)."""
     reply = (i32(5560020) + i32(7) + z("ab") + u8(2) + u8(8) + z("MAP01") + u8(1) + z("ukraine.wad")
-             + u8(1) + u8(7) + u8(0) + u8(0)  # deathmatch 32, skill 33 (7: not 0 to 4), teamplay 34, CTF 35
+             + u8(1) + u8(9) + u8(0) + u8(0)  # deathmatch 32, skill 33 (9: not 0 to 7), teamplay 34, CTF 35
              + z("Doomguy") + i16(12) + i32(48) + u8(3) + z("Marine") + i16(-2) + i32(112) + u8(3)
              + z(HASH) + z(WEBSITE))
     path = tmp_path / "unkeyed.pcap"
@@ -810,14 +810,14 @@ def test_a_reply_to_a_request_seen_without_a_key_has_no_echoed_key(tmp_path):
 @pytest.mark.parametrize("layout, name, bad", [("spec", "Srv", 21), ("real", "ab", 21)], ids=["spec", "real"])
 def test_a_short_named_reply_with_one_value_out_of_range_is_read_in_its_layout(layout, name, bad):
     """No request seen, a name of two or three letters (its terminator among bytes 8-11, where an echoed key would
-    be) and one value out of range: the spec's game type 3 at byte 21, or real servers' skill 7 at byte 21. Read on
+    be) and one value out of range: the spec's game type 3 at byte 21, or real servers' skill 9 at byte 21. Read on
     past the bad value, the reply's own layout reads it to its end; a reading with an echoed key ran off the end
     after a long way and was shown before ("Echoed key: 53 72 76 00", players 0 of 3, 65 PWADs)."""
     player = [("Doomguy", 12, 48, 0 if layout == "spec" else 4)]  # real servers: TEAM_NONE is 4 in a 3-team build
     if layout == "spec":
         payload = od.server_info(layout="spec", name=name, pwads=(), players=player, game_type=3)
     else:
-        payload = od.server_info(layout="real", name=name, pwads=(), players=player, mode="dm", skill=7)
+        payload = od.server_info(layout="real", name=name, pwads=(), players=player, mode="dm", skill=9)
     msg = dissect("odamex", payload)
     end = 8 + len(name) + 1
     assert span(msg, "odamex.name") == (8, end - 8, name)
@@ -831,6 +831,22 @@ def test_a_short_named_reply_with_one_value_out_of_range_is_read_in_its_layout(l
     # no request seen: a short name's terminator among bytes 8-11 is no sign of a key (any other control byte is)
     assert echo_order(payload, None) == ECHO_LAST
     assert echo_order(payload[:8] + b"\x11\x22\x33\x44" + payload[8:], None) == ECHO_FIRST
+
+
+@pytest.mark.parametrize("skill, text", [(0, "no things (0)"), (1, "ITYTD (1)"), (3, "HMP (3)"), (4, "UV (4)"),
+                                         (5, "NM (5)"), (7, "custom 7 (7)")])
+@pytest.mark.parametrize("mode", ["coop", "dm", "tdm", "ctf"])
+def test_real_servers_skill_is_sv_skill_numbered_from_1(skill, text, mode):
+    """sv_sqpold.cpp:SV_SendServerInfo writes MSG_WriteByte(sv_skill.asInt()): skill_t numbers sk_ntm 0, sk_baby 1 ...
+    sk_nightmare 5, and sv_skill's range is 0 to 7 (c_cvarlist.cpp). The "dm" preset sets sv_skill 5: a Nightmare
+    server's reply was read with odamex.bad_value ("Skill level 5 is not one of 0 = ITYTD ... 4 = NM"), and a UV one
+    (4) shown as NM."""
+    payload = od.server_info(layout="real", mode=mode, skill=skill, players=od.REAL_PLAYERS)
+    msg = same_without_tree(payload)
+    assert msg.values["layout"] == "real" and msg.values["skill"] == skill
+    assert [f.code for f in msg.findings if f.severity != "note"] == []
+    assert "odamex.bad_layout" not in codes(msg)
+    assert field(msg, "odamex.skill").display == text
 
 
 def test_heuristic():

@@ -69,7 +69,7 @@ cpdef bint _short_name(bytes data) except -1
 cpdef tuple _tried_layout(bytes data, tuple candidates)
 
 # The layout walk: C loops over the bytes.
-cdef Py_ssize_t BROKE, LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM
+cdef Py_ssize_t BROKE, LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM, LAST_REAL_SKILL
 @cython.locals(index=Py_ssize_t)
 cpdef Py_ssize_t _clean_fit(bytes data, tuple candidates) except? -3
 @cython.locals(end=Py_ssize_t, pos=Py_ssize_t, players=Py_ssize_t, pwads=Py_ssize_t, start=Py_ssize_t,

@@ -50,6 +50,10 @@ ENTRY_SIZE = MASTER_ENTRY.size
 
 GAME_TYPES = {0: "COOP", 1: "Deathmatch", 2: "Deathmatch 2.0"}
 SKILLS = {0: "ITYTD", 1: "HNTR", 2: "HMP", 3: "UV", 4: "NM"}
+# Real servers write sv_skill.asInt(): Odamex's skill_t (sk_ntm 0, sk_baby 1 ... sk_nightmare 5), the cvar's range 0-7
+# (6 and 7: skills a MAPINFO defines).
+REAL_SKILLS = {0: "no things", 1: "ITYTD", 2: "HNTR", 3: "HMP", 4: "UV", 5: "NM", 6: "custom 6", 7: "custom 7"}
+REAL_SKILL_TEXTS = {value: f"{name} ({value})" for value, name in REAL_SKILLS.items()}
 SPEC_TEAMS = {0: "None", 1: "Blue", 2: "Red", 3: "Gold"}
 SPEC_BLOCK_TEAMS = ("Blue", "Red", "Gold")
 REAL_BLOCK_TEAMS = ("Blue", "Red", "Green")  # Odamex's team_t: TEAM_BLUE, TEAM_RED[, TEAM_GREEN], NUMTEAMS, TEAM_NONE
@@ -140,13 +144,15 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("players", "Players in server", "uint8", "server info: players in the game"),
     ("max_players", "Maximum players", "uint8", "server info: player slots"),
     ("map", "Current map", "string", "server info: the map being played"),
-    ("pwad_count", "PWAD count", "uint8", "server info: the number of PWAD names that follow (the IWAD is not "
-                                          "listed)"),
+    ("pwad_count", "PWAD count", "uint8", "server info: the number of WAD names that follow (the spec: PWADs only; "
+                                          "real servers list the IWAD first, leaving out only odamex.wad)"),
     ("pwad", "PWAD name", "string", "server info: one PWAD's file name"),
     ("game_type", "Game type", "uint8", "spec layout: 0 COOP, 1 Deathmatch, 2 Deathmatch 2.0", named(GAME_TYPES)),
     ("deathmatch", "Deathmatch", "bool", "real layout: true in deathmatch and team deathmatch, false in coop and "
                                          "CTF", BOOL_DISPLAY),
-    ("skill", "Skill level", "uint8", "server info: 0 ITYTD, 1 HNTR, 2 HMP, 3 UV, 4 NM", named(SKILLS)),
+    ("skill", "Skill level", "uint8", "server info: spec layout 0 ITYTD, 1 HNTR, 2 HMP, 3 UV, 4 NM; real servers "
+                                      "(sv_skill) 0 no things, 1 ITYTD, 2 HNTR, 3 HMP, 4 UV, 5 NM, 6-7 custom",
+     named(SKILLS)),
     ("teamplay", "Teamplay?", "bool", "server info: team deathmatch (real layout) or teamplay (spec)", BOOL_DISPLAY),
     ("ctf", "CTF mode?", "bool", "server info: capture the flag", BOOL_DISPLAY),
     ("game_mode", "Game mode", "string", "generated, real layout: Cooperative, Deathmatch, Team deathmatch or CTF, "
@@ -734,6 +740,7 @@ BAD_VALUE = W.bad_value.code
 MAX_LENIENT = 2  # values out of range a reading may read on past (see _lenient_fit): more, and it is no fit
 # The enums' tables number their values from 0 without gaps: a value is valid up to the largest.
 LAST_GAME_TYPE, LAST_SKILL, LAST_SPEC_TEAM = max(GAME_TYPES), max(SKILLS), max(SPEC_TEAMS)
+LAST_REAL_SKILL = max(REAL_SKILLS)
 
 
 def _clean_fit(data, candidates):
@@ -764,7 +771,7 @@ def _walk(data, candidate):
     if pos < 0 or pos + (4 if real else 3) > end:
         return False
     if real:  # deathmatch, skill, teamplay, CTF
-        if data[pos] > 1 or data[pos + 1] > LAST_SKILL or data[pos + 2] > 1 or data[pos + 3] > 1:
+        if data[pos] > 1 or data[pos + 1] > LAST_REAL_SKILL or data[pos + 2] > 1 or data[pos + 3] > 1:
             return False
         teamplay, ctf = data[pos + 2], data[pos + 3]
         pos += 4
@@ -1052,7 +1059,9 @@ class _ServerInfo:
         cur, values = self.cur, self.values
         start = cur.pos
         deathmatch = values["deathmatch"] = self._bool(DEATHMATCH)
-        values["skill"] = self._enum(SKILL, SKILLS)
+        skill = values["skill"] = self._enum(SKILL, REAL_SKILLS)
+        if cur.tree and skill in REAL_SKILL_TEXTS:
+            cur.set_last(skill, REAL_SKILL_TEXTS[skill])  # the field's own display names the spec's numbering
         teamplay = values["teamplay"] = self._bool(TEAMPLAY)
         ctf = values["ctf"] = self._bool(CTF)
         values["mode"] = mode = real_mode(deathmatch, teamplay, ctf)
