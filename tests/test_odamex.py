@@ -122,6 +122,34 @@ def test_master_list():
     assert msg.findings == []
 
 
+def test_master_update():
+    """sv_master.cpp: SV_UpdateMasterServer writes MSG_WriteLong(5560020) then MSG_WriteShort(port): 6 bytes, every
+    25 s, from every server to every master. It was read as a server-info reply cut short (truncated, bad_layout,
+    an error) with an analysis record of no values."""
+    payload = struct.pack("<iH", 5560020, 10666)
+    msg = dissect("odamex", payload)
+    assert msg.name == "master_update" and msg.findings == []
+    assert span(msg, "odamex.tag") == (0, 4, 5560020) and span(msg, "odamex.port") == (4, 2, 10666)
+    assert msg.info == "Master update: server port 10666"
+
+
+def test_a_master_update_is_no_server_info_but_six_bytes_the_capture_cut_are(tmp_path):
+    server, master = ("198.51.100.4", 10666), ("203.0.113.7", 15000)
+    update = struct.pack("<iH", 5560020, 10667)  # behind NAT: sv_natport
+    reply = od.server_info(layout="real", mode="dm", players=od.REAL_PLAYERS)
+    path = tmp_path / "update.pcap"
+    capkit.write_pcap(path, [
+        (capkit.DEFAULT_TS, capkit.ethernet(capkit.udp_packet(*server, *master, update))),
+        (capkit.DEFAULT_TS + 1, capkit.ethernet(capkit.udp_packet(*server, *master, reply))[:48], 42 + len(reply))])
+    code, out, _ = run_cli("-T", "jsonl", path)
+    records = jsonl(out)
+    assert code == 0 and [r.get("info") for r in records if r["kind"] == "frame"][0] == \
+        "Master update: server port 10667"
+    assert [m["message"] for r in records if r["kind"] == "frame" for m in r["messages"]] == [
+        "master_update", "server_info"]
+    assert [r["name"] for r in records if r["kind"] == "analysis"] == ["server_info"]  # the cut reply's alone
+
+
 def test_master_list_entry_texts_at_every_digit_count():
     """Octets and ports of one to five digits, with inner zeros: each entry's texts as inet_ntoa and str write them,
     with a tree (the fields' values) and without (the entries' texts)."""

@@ -101,10 +101,11 @@ def _leaves(msg):
 
 
 def _record_boundaries(protocol, payload):
-    """Cut points where a message is complete by itself: a TeeFrame packet may end after any record, and
-    the first four (or eight) bytes of any Odamex message are a whole launcher request."""
+    """Cut points where a message is complete by itself: a TeeFrame packet may end after any record, the first
+    four (or eight) bytes of any Odamex message are a whole launcher request, and the first six of a server-info
+    reply a whole master update (its tag and a port: what a server sends a master)."""
     if protocol == "odamex":
-        return {4, 8}  # and eight bytes are a keyed request
+        return {4, 8} | ({6} if payload[:4] == bytes.fromhex("d4d65400") else set())  # and 8: a keyed request
     if protocol != "teeframe":
         return set()
     msg = dissect(protocol, payload)
@@ -123,7 +124,7 @@ def test_every_cut_keeps_the_fields_before_it_and_says_where_it_broke(protocol):
             if cut not in boundaries:
                 assert part.findings, (protocol, payload, cut)
             elif protocol == "odamex":
-                continue  # the cut bytes are a whole, different message (a launcher request)
+                continue  # the cut bytes are a whole, different message (a launcher request, a master update)
             before = [leaf for leaf in _leaves(whole) if leaf[1] + leaf[2] <= cut]
             if protocol == "odamex" and not part.values.get("extension"):
                 # too little of the extension to tell it from trailing bytes (docs/odamex.md)

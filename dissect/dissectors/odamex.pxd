@@ -118,7 +118,7 @@ cpdef _ServerInfo _reader(Cursor cur, Message msg, _Candidate candidate)
 cpdef dict _stats_fields(Cursor cur)
 
 # The tags, compared with C integers in claims.
-cdef Py_ssize_t LAUNCHER_TAG, SERVER_INFO_TAG
+cdef Py_ssize_t LAUNCHER_TAG, SERVER_INFO_TAG, MASTER_UPDATE_SIZE
 @cython.locals(size=Py_ssize_t, tag=Py_ssize_t)
 cpdef bint _claims(bytes payload, bint on_port) except -1
 @cython.locals(address=str, entry=str, node=Field)
@@ -189,6 +189,7 @@ cpdef _decode(BoundedDict keyed, Cursor cur, Message msg, Packet packet)
 @cython.locals(values=dict, roles=dict)
 cpdef _request(Cursor cur, Message msg, Packet packet)
 cpdef _master_list(Cursor cur, Message msg)
+cpdef _master_update(Cursor cur, Message msg)
 cpdef _observe(BoundedDict keyed, Packet packet, Message msg)
 @cython.locals(choice=_Candidate, start=Py_ssize_t, left=Py_ssize_t, values=dict)
 cpdef _server_info(BoundedDict keyed, Cursor cur, Message msg, Packet packet)

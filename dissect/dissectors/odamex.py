@@ -41,6 +41,7 @@ from ..registry import Dissector
 
 LAUNCHER_TAG = 777123
 SERVER_INFO_TAG = 5560020
+MASTER_UPDATE_SIZE = 6  # a server's keep-alive to a master: the server-info tag and a port
 EXTENSION_MARKER_1 = 0x01020304
 EXTENSION_MARKER_2 = 0x01020305
 SERVER_PORT, MASTER_PORT = 10666, 15000
@@ -138,6 +139,8 @@ F = FieldTable("odamex", messages=True, title="Odamex", entries=[
     ("server", "Server", "string", "master list: one server, ip:port", str),
     ("server.ip", "Server IP", "address", "master list: the server's IPv4 address", _ip_text),
     ("server.port", "Server Port", "uint16", "master list: the server's port"),
+    ("port", "Server port", "uint16", "master update: the port the server takes queries on (its own, or "
+                                      "sv_natport behind NAT)"),
     ("token", "Token", "int32", "server info: a random token the server issues"),
     ("echoed_key", "Echoed key", "bytes", "server info: the 4-byte key of the request, echoed"),
     ("name", "Server Name", "string", "server info: the server's name"),
@@ -310,6 +313,7 @@ class Odamex(Dissector):
         bytes.fromhex("a3db0b00"),
         bytes.fromhex("a3db0b0061626364"),
         bytes.fromhex("a3db0b00020001020304aa2905060708ab29"),
+        bytes.fromhex("d4d65400aa29"),
         bytes.fromhex("d4d65400070000004f64616d65782074657374207365727665720003084d415030310001756b7261696e652e77616400"
                       "010301446f6f6d677579000c0030000000014d6172696e6500feff7000000002436861696e67756e6e65720005002100"
                       "0000016136663865613965346238636531306664396135626236653065663137643234000068747470733a2f2f6f6461"
@@ -358,7 +362,10 @@ def _decode(keyed, cur, msg, packet):
         else:
             _master_list(cur, msg)
     elif tag == SERVER_INFO_TAG:
-        _server_info(keyed, cur, msg, packet)
+        if cur.end == MASTER_UPDATE_SIZE and not cur.missing:
+            _master_update(cur, msg)
+        else:
+            _server_info(keyed, cur, msg, packet)
     else:
         msg.name = "unknown"
         cur.flag_last(W.bad_tag, f"tag {tag} is neither 777123 nor 5560020")
@@ -375,6 +382,15 @@ def _request(cur, msg, packet):
     values["role_by_port"] = role
     info = f"Launcher request ({role} by port)" if role else "Launcher request"
     msg.info = info if key is None else f"{info} key={key.hex()}"
+
+
+# master update -------------------------------------------------------------------------------
+def _master_update(cur, msg):
+    """A server's keep-alive to a master (sv_master.cpp: SV_UpdateMasterServer, every 25 s): the reply tag, then the
+    port it takes queries on. A server-info reply is at least 16 bytes, so 6 whole bytes are this."""
+    msg.name = "master_update"
+    port = msg.values["port"] = cur.number(U16LE, F.port)
+    msg.info = f"Master update: server port {port}"
 
 
 # master list ---------------------------------------------------------------------------------
