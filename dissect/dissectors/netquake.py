@@ -227,8 +227,8 @@ def _claims(dissector, payload, packet, on_port):
     length = payload[2] << 8 | payload[3]  # the header's
     if payload[0] & 0x80:
         # Control. Off the port only the exact form counts (80 00, a known command, the right length: the bytes the
-        # snap length cut off counted in), in a conversation seen before too: RTP also starts 80 00, and one RTP
-        # packet that passed would otherwise make its whole stream NetQuake.
+        # snap length cut off counted in), in each packet, its conversation known or not: RTP also starts 80 00, and
+        # one RTP packet that passed would otherwise make its whole stream NetQuake.
         if on_port:
             return size >= 5
         commands = COMMANDS
