@@ -553,28 +553,13 @@ def test_servers_seen_in_several_workers_merge_as_in_one_process(tmp_path):
     """Two masters list one server and two launchers ask it; one worker saw each launcher's traffic.
     Merged, the two workers' analyzers say what one process says."""
     import odamex_peer as od
-    from dissect.capture.sources import open_capture as frames_of
-    from dissect.pipeline import Pipeline
     server = ("198.51.100.1", 10666)
     exchanges = [(("10.7.0.1", 40000), ("10.7.0.100", 15000), od.master_list([server, ("198.51.100.2", 10666)])),
                  (("10.7.0.2", 40000), ("10.7.0.200", 15000), od.master_list([server])),
                  (("10.7.0.1", 40001), server, od.server_info(players=od.PLAYERS)),
                  (("10.7.0.2", 40001), server, od.server_info(players=od.PLAYERS[:1]))]
-    frames = []
-    for launcher, peer, reply in exchanges * 2:
-        frames.append(capkit.ethernet(capkit.udp_packet(*launcher, *peer, od.request())))
-        frames.append(capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply)))
-    path = tmp_path / "servers.pcap"
-    capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, frame) for n, frame in enumerate(frames)])
-    one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
-    for frame in frames_of(path):
-        one.frame(frame)
-        owner = 0 if bytes([10, 7, 0, 1]) in address_pair(frame)[0] else 1
-        workers[owner].frame(frame)
-        workers[1 - owner].skip(frame)
-    merged = workers[0].analyzers["odamex"]
-    merged.merge(workers[1].analyzers["odamex"])
-    assert merged.stats() == one.analyzers["odamex"].stats()
+    one, merged = _odamex_in_one_process_and_merged(tmp_path / "servers.pcap", exchanges * 2)
+    assert merged.stats() == one.stats()
     assert [(s["server"], s["responses"], s["listed_by"]) for s in merged.stats()["servers"]] == [
         ("198.51.100.1:10666", 4, ["10.7.0.100:15000", "10.7.0.200:15000"]),
         ("198.51.100.2:10666", 0, ["10.7.0.100:15000"])]
@@ -586,16 +571,25 @@ def test_servers_listed_in_one_master_list_keep_its_order_when_merged(tmp_path):
     the servers no reply came from in the order of the latest list (S1, S2): so does the merge of the workers (it
     kept S2 where the first worker's table had it, before S1, as both carry the same latest frame)."""
     import odamex_peer as od
-    from dissect.capture.sources import open_capture as frames_of
-    from dissect.pipeline import Pipeline
     s1, s2 = ("198.51.100.1", 10666), ("198.51.100.2", 10666)
     exchanges = [(("10.7.0.1", 40000), ("10.7.0.100", 15000), od.master_list([s2])),
                  (("10.7.0.2", 40000), ("10.7.0.200", 15000), od.master_list([s1, s2]))]
+    one, merged = _odamex_in_one_process_and_merged(tmp_path / "listed.pcap", exchanges)
+    assert [s["server"] for s in one.stats()["servers"]] == ["198.51.100.1:10666", "198.51.100.2:10666"]
+    assert merged.stats() == one.stats()
+
+
+def _odamex_in_one_process_and_merged(path, exchanges):
+    """(one process's Odamex analyzer, two workers' merged) over ``exchanges`` ((launcher, peer, reply): a request
+    and its reply each) written to ``path``; the worker of launcher address 10.7.0.1 saw its traffic, the other the
+    rest."""
+    import odamex_peer as od
+    from dissect.capture.sources import open_capture as frames_of
+    from dissect.pipeline import Pipeline
     frames = []
     for launcher, peer, reply in exchanges:
         frames.append(capkit.ethernet(capkit.udp_packet(*launcher, *peer, od.request())))
         frames.append(capkit.ethernet(capkit.udp_packet(*peer, *launcher, reply)))
-    path = tmp_path / "listed.pcap"
     capkit.write_pcap(path, [(capkit.DEFAULT_TS + n * 0.001, frame) for n, frame in enumerate(frames)])
     one, workers = Pipeline(Registry()), [Pipeline(Registry()), Pipeline(Registry())]
     for frame in frames_of(path):
@@ -605,9 +599,7 @@ def test_servers_listed_in_one_master_list_keep_its_order_when_merged(tmp_path):
         workers[1 - owner].skip(frame)
     merged = workers[0].analyzers["odamex"]
     merged.merge(workers[1].analyzers["odamex"])
-    assert [s["server"] for s in one.analyzers["odamex"].stats()["servers"]] == [
-        "198.51.100.1:10666", "198.51.100.2:10666"]
-    assert merged.stats() == one.analyzers["odamex"].stats()
+    return one.analyzers["odamex"], merged
 
 
 def _one_server_two_clients(path, first_ts):
