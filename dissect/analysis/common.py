@@ -92,9 +92,12 @@ def merge_latest(mine, theirs, combine, later=False, order=None):
             newer, older = (entry, old) if entry.last_frame > old.last_frame else (old, entry)
             entry = combine(older, newer)
         combined[key] = entry
-    if order is None:
-        return refill(mine, sorted(combined.items(), key=lambda item: item[1].last_frame))
+    order = order or _last_frame
     return refill(mine, sorted(combined.items(), key=lambda item: order(item[1])))
+
+
+def _last_frame(entry):
+    return entry.last_frame
 
 
 def in_file_order(mine, theirs, combine):

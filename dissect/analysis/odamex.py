@@ -141,18 +141,18 @@ class OdamexAnalyzer(Analyzer):
 
     def stats(self):
         listed = {entry_text(key): listing for key, listing in self.listed.items()}
+        seen = self.servers.report()
         servers = []
-        for server in self.servers.entries():
+        for server in seen["servers"]:
             listing = listed.get(server["server"])
             servers.append(dict(server, listed_by=listing.masters if listing else []))
         for address, listing in listed.items():
             if address not in self.servers:
                 servers.append({"server": address, "listed_by": listing.masters, "responses": 0,
                                 "last_frame": listing.last_frame})
+        seen["servers"] = servers
         report = {"requests": self.requests, "answered": self.answered,
-                  "response_times": {name: t.as_dict() for name, t in self.timings.items()}, "servers": servers}
-        if self.servers.forgotten:
-            report["servers_forgotten"] = self.servers.forgotten
+                  "response_times": {name: t.as_dict() for name, t in self.timings.items()}, **seen}
         if self.listings_forgotten:
             report["listings_forgotten"] = self.listings_forgotten
         return report
